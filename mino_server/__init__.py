@@ -1,0 +1,3 @@
+"""Mino: a small, careful coding agent."""
+
+__version__ = "0.13.0"
