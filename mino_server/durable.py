@@ -1,0 +1,61 @@
+"""Durable writes: every write that matters goes through here.
+
+Atomic replace = temp file in the same folder, fsync, rename, fsync of the folder, so a crash
+leaves the old or the new bytes, never a mix. Appends are flushed and fsynced before returning.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+FILE_MODE = 0o600
+DIR_MODE = 0o700
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def ensure_private_dir(path: Path) -> None:
+    """Create `path` (and parents) with mode 0700 for the leaf; leave existing modes alone."""
+    path.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
+
+
+def atomic_write(path: Path, data: bytes, mode: int = FILE_MODE) -> None:
+    """Replace `path` with `data` atomically (temp file, fsync, rename, fsync dir)."""
+    folder = path.parent
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    try:
+        os.fchmod(fd, mode)
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        os.fsync(fd)
+        os.close(fd)
+        fd = -1
+        os.replace(tmp, path)
+    except BaseException:
+        if fd >= 0:
+            os.close(fd)
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    fsync_dir(folder)
+
+
+def append_line(fd: int, data: bytes) -> None:
+    """Append one whole record to an O_APPEND descriptor and fsync it."""
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+    os.fsync(fd)

@@ -1,0 +1,101 @@
+"""What every tool is: the contract between the turn loop and one tool module.
+
+A call goes through four steps, each with its own rule:
+1. `validate(args)`   — pure: no disk, no network (it is repeated on replay). Raise ArgumentError.
+2. `prepare(args, ctx)` — may read disk: capture the state the user will approve (a file's hash,
+   whether it exists), build the approval display. Raise ToolFailure to end the call before asking.
+3. the decision (decision.decide(tool.kind(ctx), mode)) and, if needed, the question.
+4. `run(args, ctx, prepared)` — do it; check the state captured in prepare is unchanged first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Protocol
+
+from ..cancel import CancelToken
+from ..decision import Kind
+
+# Tool result statuses (SPEC §4).
+COMPLETED = "completed"
+DENIED = "denied"
+FAILED = "failed"
+INVALID_ARGUMENTS = "invalid_arguments"
+UNKNOWN = "unknown"
+
+
+class ArgumentError(Exception):
+    """The arguments are not acceptable; the message goes to the model as an invalid_arguments result."""
+
+
+class ToolFailure(Exception):
+    """The call cannot go ahead; ends it with `status` and `message` (before or after asking)."""
+
+    def __init__(self, message: str, status: str = FAILED) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    status: str
+    output: str
+
+
+@dataclass
+class Prepared:
+    """What the user sees (raw values; front ends escape them) and what the run is bound to."""
+
+    fields: list[tuple[str, str]]
+    warning: str | None = None
+    state: Any = None  # e.g. the file's sha256 or None when absent; checked again in run()
+
+
+@dataclass
+class ToolContext:
+    workdir: Path  # resolved, fixed at start-up
+    home: Path  # MINO_HOME
+    memory_dir: Path
+    cancel: CancelToken
+    sandbox: Any = None  # tools.sandbox.Sandbox | None
+    skills: dict[str, Path] = field(default_factory=dict)  # name -> SKILL.md of the session catalogue
+
+
+class Tool(Protocol):
+    name: ClassVar[str]
+    description: ClassVar[str]
+    parameters: ClassVar[dict[str, Any]]  # JSON Schema of the arguments object
+
+    def kind(self, ctx: ToolContext) -> Kind: ...
+
+    def validate(self, args: dict[str, Any]) -> Any: ...
+
+    def prepare(self, args: Any, ctx: ToolContext) -> Prepared: ...
+
+    def run(self, args: Any, ctx: ToolContext, prepared: Prepared) -> ToolResult: ...
+
+
+def schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    """A strict JSON Schema object for a tool's arguments."""
+    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+
+
+def require_str(args: dict[str, Any], key: str, *, optional: bool = False, allow_empty: bool = False) -> str | None:
+    """Fetch a string argument or raise ArgumentError naming it."""
+    if key not in args or args[key] is None:
+        if optional:
+            return None
+        raise ArgumentError(f"missing required argument '{key}'")
+    value = args[key]
+    if not isinstance(value, str):
+        raise ArgumentError(f"argument '{key}' must be a string")
+    if not allow_empty and value == "":
+        raise ArgumentError(f"argument '{key}' must not be empty")
+    return value
+
+
+def reject_unknown(args: dict[str, Any], allowed: set[str]) -> None:
+    extra = sorted(set(args) - allowed)
+    if extra:
+        raise ArgumentError(f"unknown argument(s): {', '.join(extra)}")
