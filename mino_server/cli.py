@@ -1,0 +1,285 @@
+"""The terminal front end: `mino`.
+
+The turn runs in a worker thread; the main thread owns the terminal: it reads lines, answers
+approval questions and turns Ctrl-C into a cancel. With piped stdin nobody can say yes, so
+anything that needs a person's yes is refused with a line saying so.
+"""
+
+from __future__ import annotations
+
+import queue
+import sys
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from .cancel import CancelToken
+from .ui import APPROVAL_QUESTION, ApprovalRequest
+
+RESULT_PREVIEW_LINES = 20
+WAITING = "\x1b[2m… waiting for the model\x1b[0m"
+
+
+@dataclass
+class _Question:
+    request: ApprovalRequest
+    done: threading.Event = field(default_factory=threading.Event)
+    answer: bool = False
+
+
+class TerminalUI:
+    def __init__(self, interactive: bool, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> None:
+        self.interactive = interactive
+        self.out = out
+        self.err = err
+        self.questions: queue.Queue[_Question] = queue.Queue()
+        self._lock = threading.RLock()
+        self._in_text = False
+        self._header = False
+        self._waiting = False
+
+    # ---- output --------------------------------------------------------------------------
+    def write(self, text: str) -> None:
+        with self._lock:
+            if self._waiting:
+                self.out.write("\r\x1b[K")
+                self._waiting = False
+            self.out.write(text)
+            self.out.flush()
+
+    def line(self, text: str = "") -> None:
+        self.write(text + "\n")
+
+    def show_waiting(self) -> None:
+        # A quiet indicator on a terminal only; erased by the first thing the turn prints.
+        if self.interactive and self.out.isatty():
+            with self._lock:
+                self.out.write(WAITING)
+                self.out.flush()
+                self._waiting = True
+
+    def begin_turn(self) -> None:
+        self._in_text = False
+        self._header = False
+        self.show_waiting()
+
+    def event(self, event: dict[str, Any]) -> None:
+        kind = event["type"]
+        with self._lock:
+            if kind == "text_delta":
+                if not self._in_text:
+                    self.write("Assistant> ")
+                    self._in_text = self._header = True
+                self.write(event["text"])
+            elif kind == "assistant_message":
+                if self._in_text:
+                    self.write("\n\n")
+                self._in_text = False
+            elif kind == "tool_call":
+                if self._in_text:
+                    self.write("\n")
+                    self._in_text = False
+                if not self._header:
+                    self.line("Assistant>")
+                    self._header = True
+                fields = [(f["label"], f["value"]) for f in event["fields"]]
+                for text in _format_lines(event["tool"], fields, event.get("warning")):
+                    self.line(text)
+            elif kind == "tool_result":
+                self.line()
+                self.line(f"[Tool result: {event['status']}]")
+                for text in _preview(event["text"]):
+                    self.line(text)
+                self.line()
+                self._header = False
+                if self.interactive and self.out.isatty():
+                    self.show_waiting()
+            elif kind == "notice":
+                if self._in_text:
+                    self.write("\n")
+                    self._in_text = False
+                self.line(event["text"])
+            elif kind == "turn_end":
+                if self._in_text:
+                    self.write("\n\n")
+                    self._in_text = False
+                if self._waiting:
+                    self.write("")
+
+    # ---- questions -----------------------------------------------------------------------
+    def approve(self, request: ApprovalRequest, cancel: CancelToken) -> bool:
+        if not self.interactive:
+            self.line(f"{APPROVAL_QUESTION} [y/N] no — input is piped, so nobody can approve; denied.")
+            return False
+        question = _Question(request)
+        self.questions.put(question)
+        while not question.done.wait(0.05):
+            if cancel.cancelled:
+                return False
+        return question.answer
+
+    def ask_yes_no(self, prompt: str) -> bool:
+        """Main thread only."""
+        try:
+            answer = input(prompt)
+        except EOFError:
+            self.line()
+            return False
+        return answer.strip().lower() in ("y", "yes")
+
+    def confirm(self, kind: str, session_id: str, message: str) -> bool:
+        self.line(message)
+        if not self.interactive:
+            self.line("[y/N] no — input is piped, so nobody can confirm.")
+            return False
+        return self.ask_yes_no("[y/N] ")
+
+    def ask_text(self, prompt: str) -> str | None:
+        if not self.interactive:
+            self.line(prompt)
+            return None
+        try:
+            return input(prompt)
+        except EOFError:
+            self.line()
+            return ""
+
+    def memory_problems(self, directory: str, problems: list[tuple[str, str]]) -> None:
+        from .memory import format_problems
+
+        with self._lock:
+            if self._waiting:
+                self.out.write("\r\x1b[K")
+                self.out.flush()
+                self._waiting = False
+            for text in format_problems(directory, problems):
+                self.err.write(text + "\n")
+            self.err.flush()
+            if self.interactive and self.out.isatty():
+                self.show_waiting()
+
+
+def _format_lines(tool: str, fields: list[tuple[str, str]], warning: str | None) -> list[str]:
+    # Values arrive escaped already (the core escapes them once for every front end).
+    lines = [f"[Tool: {tool}]"]
+    lines += [f'{label}: "{value}"' for label, value in fields]
+    if warning:
+        lines.append(warning)
+    return lines
+
+
+def _preview(text: str) -> list[str]:
+    lines = text.splitlines() or [""]
+    if len(lines) <= RESULT_PREVIEW_LINES:
+        return lines
+    return lines[:RESULT_PREVIEW_LINES] + [f"… ({len(lines) - RESULT_PREVIEW_LINES} more lines)"]
+
+
+def run_cli(model: str | None, base_url: str | None, mode: str | None) -> int:
+    from .agent import Agent, RecoveryRefused
+    from .config import ConfigError, load_config
+    from .sessions.store import StorageError, StoreLocked
+
+    interactive = sys.stdin.isatty()
+    ui = TerminalUI(interactive)
+    try:
+        config = load_config(model=model, base_url=base_url, mode=mode)
+    except ConfigError as exc:
+        print(f"mino: {exc}", file=sys.stderr)
+        return 2
+    agent = Agent(config, Path.cwd(), ui)
+    try:
+        try:
+            for text in agent.open():
+                ui.line(text)
+        except StoreLocked as exc:
+            print(f"mino: {exc}", file=sys.stderr)
+            return 1
+        except (RecoveryRefused, StorageError) as exc:
+            print(f"mino: {exc}", file=sys.stderr)
+            return 1
+        return _loop(agent, ui)
+    finally:
+        agent.close()
+
+
+def _loop(agent: Any, ui: TerminalUI) -> int:
+    from .commands import is_command, run_command
+
+    if ui.interactive:
+        try:
+            import readline  # noqa: F401  (line editing and history at the prompt)
+        except ImportError:
+            pass
+    while True:
+        try:
+            line = _read_line(ui)
+        except KeyboardInterrupt:
+            ui.line("^C")
+            continue
+        if line is None:
+            if ui.interactive:
+                ui.line()
+            return 0
+        text = line.strip()
+        if not text:
+            continue
+        if is_command(text):
+            result = run_command(agent, text, ui.line, ui.ask_text)
+            ui.line()
+            if result.stop:
+                return 1
+            continue
+        if agent.log is None and not agent.stopped:
+            ui.line("No session is selected. Use /sessions, then /resume <id>, or /new.")
+            ui.line()
+            continue
+        ui.line()
+        outcome = _run_turn(agent, ui, line.rstrip("\n"))
+        if outcome.status == "interrupted":
+            ui.line("Interrupted.")
+            ui.line()
+        elif outcome.status == "failed" and outcome.error:
+            print(f"Error: {outcome.error}", file=sys.stderr, flush=True)
+            ui.line()
+        if agent.stopped:
+            return 1
+
+
+def _read_line(ui: TerminalUI) -> str | None:
+    if ui.interactive:
+        try:
+            return input("You> ")
+        except EOFError:
+            return None
+    raw = sys.stdin.readline()
+    return raw if raw else None
+
+
+def _run_turn(agent: Any, ui: TerminalUI, text: str) -> Any:
+    cancel = CancelToken()
+    box: dict[str, Any] = {}
+
+    def work() -> None:
+        box["outcome"] = agent.run_turn(text, cancel)
+
+    worker = threading.Thread(target=work, name="mino-turn", daemon=True)
+    ui.begin_turn()
+    worker.start()
+    while worker.is_alive():
+        try:
+            try:
+                question = ui.questions.get(timeout=0.05)
+            except queue.Empty:
+                continue
+            if cancel.cancelled:
+                question.done.set()
+                continue
+            question.answer = ui.ask_yes_no(f"{APPROVAL_QUESTION} [y/N] ")
+            question.done.set()
+        except KeyboardInterrupt:
+            ui.write("^C\n")
+            cancel.cancel()
+    worker.join()
+    return box["outcome"]

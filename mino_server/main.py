@@ -1,0 +1,79 @@
+"""`mino` entry point: dispatch to the CLI, the editor server or the eval runner.
+
+Kept tiny: each path imports only what it needs (start-up time is measured in bench/).
+"""
+
+from __future__ import annotations
+
+import sys
+
+USAGE = """\
+usage: mino [--model MODEL] [--base-url URL] [--mode MODE]   chat in the terminal
+       mino --stdio [--mode MODE]                            the editor server (JSON-RPC on stdio)
+       mino eval DIR [--live] [-k NAME] [--json]             run the eval cases in DIR
+       mino --version | --help
+
+Modes: manual (default), accept-edits, bypass. Home: $MINO_HOME (default ~/.mino).
+Environment: MINO_MODEL, MINO_BASE_URL, MINO_API_KEY (or the variable named by api_key_env,
+default OPENAI_API_KEY).
+"""
+
+
+class UsageError(Exception):
+    pass
+
+
+def _parse(argv: list[str]) -> dict[str, object]:
+    opts: dict[str, object] = {"stdio": False, "model": None, "base_url": None, "mode": None}
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--stdio":
+            opts["stdio"] = True
+        elif arg in ("--model", "--base-url", "--mode") or arg.startswith(("--model=", "--base-url=", "--mode=")):
+            name, eq, value = arg.partition("=")
+            if not eq:
+                i += 1
+                if i >= len(argv):
+                    raise UsageError(f"{name} needs a value")
+                value = argv[i]
+            opts[name[2:].replace("-", "_")] = value
+        else:
+            raise UsageError(f"unknown argument: {arg}")
+        i += 1
+    return opts
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] in (["--help"], ["-h"]):
+        sys.stdout.write(USAGE)
+        return 0
+    if argv[:1] in (["--version"], ["-V"]):
+        from . import __version__
+
+        print(f"mino {__version__}")
+        return 0
+    if argv[:1] == ["eval"]:
+        from .evals.runner import eval_main
+
+        return eval_main(argv[1:])
+    try:
+        opts = _parse(argv)
+    except UsageError as exc:
+        sys.stderr.write(f"mino: {exc}\n{USAGE}")
+        return 2
+    if opts["stdio"]:
+        from .server.app import serve
+
+        return serve(mode=opts["mode"])  # type: ignore[arg-type]
+    from .cli import run_cli
+
+    try:
+        return run_cli(opts["model"], opts["base_url"], opts["mode"])  # type: ignore[arg-type]
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
