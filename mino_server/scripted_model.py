@@ -1,0 +1,616 @@
+"""A scripted OpenAI Responses-API server on loopback, for tests, `mino eval` and benchmarks.
+
+`ScriptedModel` is a real HTTP/1.1 server (keep-alive, chunked SSE) on 127.0.0.1 with an ephemeral
+port, running in background threads. Every `POST /v1/responses` consumes the next scripted reply and
+streams it as real Responses-API events (`event: <type>` / `data: <json>` SSE frames, each event with
+`type` and `sequence_number`)::
+
+    response.created, response.in_progress,
+    [message]  response.output_item.added, response.content_part.added,
+               response.output_text.delta (several), response.output_text.done,
+               response.content_part.done, response.output_item.done,
+    [per call] response.output_item.added, response.function_call_arguments.delta (several),
+               response.function_call_arguments.done, response.output_item.done,
+    response.completed   (`response.output` holds the full items, `response.usage` the usage)
+
+Reply keys (all optional; validated by `parse_reply`):
+
+- `text` (str): an assistant message, streamed in deltas of a few words.
+- `calls` (list): function calls after the text, each `{name, arguments, call_id?}`. `arguments` is
+  a mapping (JSON-encoded) or a string sent as is (e.g. invalid JSON). `call_id` defaults to
+  `call_<n>`, n counting every call this server has streamed (so IDs are unique per server).
+- `require` (str or list of str): each must occur in the request, either in the raw body or in a
+  JSON string value of it (so text with quotes, newlines or non-ASCII matches however the client
+  escapes it). If one is missing, the error "request #N does not contain 'X'" is recorded and the
+  request is answered with HTTP 400.
+- `status` (int 400-599) with optional `error` (message) and `headers` (e.g. `{"Retry-After": "0"}`):
+  answer that HTTP error, body `{"error": {"message": ..., "type": ...}}`, instead of a stream.
+- `fail` (str): end the stream with a `response.failed` event carrying this error message.
+- `cut_after` (int): close the connection abruptly after that many SSE events.
+- `stall` (float s): send the headers and the first event, then pause that long (the server's stop
+  interrupts the pause), then go on.
+- `malformed` (true): send a `data:` line that is not JSON after the first two events.
+- `delay` (float s): pause between events (slow stream).
+- `usage` ({input_tokens, output_tokens}): overrides the defaults, input = request bytes // 4 and
+  output = streamed characters // 4.
+
+A request when no reply is left records "unexpected request #N: <first 300 chars of body>" and gets
+HTTP 400 `{"error": {"message": "scripted model: ...", "type": "invalid_request_error"}}`.
+
+Run by hand: `python -m mino_server.scripted_model --replies FILE.yaml [--port N]` prints the base URL
+and serves the YAML list of replies until interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.server
+import json
+import re
+import selectors
+import socket
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Iterator
+from http import HTTPStatus
+from typing import Any
+
+__all__ = ["ScriptedModel", "parse_reply"]
+
+_KEYS = (
+    "text",
+    "calls",
+    "require",
+    "status",
+    "error",
+    "headers",
+    "fail",
+    "cut_after",
+    "stall",
+    "malformed",
+    "delay",
+    "usage",
+)
+_CALL_KEYS = ("name", "arguments", "call_id")
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
+
+
+def parse_reply(obj: object, where: str = "reply") -> dict:
+    """Validate one scripted reply and return a normalised copy (`require` becomes a list).
+
+    Raises ValueError naming the reply and the field, e.g. "reply 3: 'calls[0].name' must be a string".
+    """
+
+    def bad(field: str, problem: str) -> ValueError:
+        return ValueError(f"{where}: '{field}' {problem}")
+
+    if not isinstance(obj, dict):
+        raise ValueError(f"{where}: must be a mapping, not {type(obj).__name__}")
+    for key in obj:
+        if key not in _KEYS:
+            raise ValueError(f"{where}: unknown key {key!r} (expected one of: {', '.join(_KEYS)})")
+    reply: dict[str, Any] = {}
+    if "text" in obj:
+        if not isinstance(obj["text"], str):
+            raise bad("text", "must be a string")
+        reply["text"] = obj["text"]
+    if "calls" in obj:
+        if not isinstance(obj["calls"], list):
+            raise bad("calls", "must be a list")
+        calls = []
+        for i, call in enumerate(obj["calls"]):
+            field = f"calls[{i}]"
+            if not isinstance(call, dict):
+                raise bad(field, "must be a mapping with 'name' and 'arguments'")
+            for key in call:
+                if key not in _CALL_KEYS:
+                    raise bad(f"{field}.{key}", "is not a known key (name, arguments, call_id)")
+            if not isinstance(call.get("name"), str) or not call["name"]:
+                raise bad(f"{field}.name", "must be a string")
+            arguments = call.get("arguments", {})
+            if isinstance(arguments, dict):
+                try:
+                    arguments = json.dumps(arguments, ensure_ascii=False)
+                except (TypeError, ValueError) as exc:
+                    raise bad(f"{field}.arguments", f"cannot be encoded as JSON ({exc})") from None
+            elif not isinstance(arguments, str):
+                raise bad(f"{field}.arguments", "must be a mapping or a string")
+            normal = {"name": call["name"], "arguments": arguments}
+            if "call_id" in call:
+                if not isinstance(call["call_id"], str) or not call["call_id"]:
+                    raise bad(f"{field}.call_id", "must be a string")
+                normal["call_id"] = call["call_id"]
+            calls.append(normal)
+        reply["calls"] = calls
+    if "require" in obj:
+        require = obj["require"]
+        if isinstance(require, str):
+            require = [require]
+        if not isinstance(require, list) or not all(isinstance(r, str) and r for r in require):
+            raise bad("require", "must be a string or a list of non-empty strings")
+        reply["require"] = list(require)
+    if "status" in obj:
+        status = obj["status"]
+        if not isinstance(status, int) or isinstance(status, bool) or not 400 <= status <= 599:
+            raise bad("status", "must be an HTTP error status (400-599)")
+        if "text" in obj or "calls" in obj:
+            raise bad("status", "cannot be combined with 'text' or 'calls' (an error has no stream)")
+        reply["status"] = status
+    for key in ("error", "fail"):
+        if key in obj:
+            if not isinstance(obj[key], str):
+                raise bad(key, "must be a string")
+            reply[key] = obj[key]
+    if "error" in obj and "status" not in obj:
+        raise bad("error", "needs 'status' (use 'fail' for an error inside the stream)")
+    if "headers" in obj:
+        headers = obj["headers"]
+        if "status" not in obj:
+            raise bad("headers", "needs 'status'")
+        if not isinstance(headers, dict) or not all(
+            isinstance(k, str) and isinstance(v, str | int | float) and not isinstance(v, bool)
+            for k, v in headers.items()
+        ):
+            raise bad("headers", "must map header names to strings or numbers")
+        reply["headers"] = {k: str(v) for k, v in headers.items()}
+    if "cut_after" in obj:
+        if not isinstance(obj["cut_after"], int) or not _number(obj["cut_after"]):
+            raise bad("cut_after", "must be a non-negative integer")
+        reply["cut_after"] = obj["cut_after"]
+    for key in ("stall", "delay"):
+        if key in obj:
+            if not _number(obj[key]):
+                raise bad(key, "must be a non-negative number of seconds")
+            reply[key] = float(obj[key])
+    if "malformed" in obj:
+        if not isinstance(obj["malformed"], bool):
+            raise bad("malformed", "must be true or false")
+        reply["malformed"] = obj["malformed"]
+    if "usage" in obj:
+        usage = obj["usage"]
+        if not isinstance(usage, dict):
+            raise bad("usage", "must be a mapping with input_tokens and/or output_tokens")
+        for key, value in usage.items():
+            if key not in ("input_tokens", "output_tokens"):
+                raise bad(f"usage.{key}", "is not a known key (input_tokens, output_tokens)")
+            if not isinstance(value, int) or not _number(value):
+                raise bad(f"usage.{key}", "must be a non-negative integer")
+        reply["usage"] = dict(usage)
+    return reply
+
+
+def _text_chunks(text: str) -> list[str]:
+    """Split text into deltas of about three words, like a model's token stream (long words split too)."""
+    words = re.split(r"(?<=\s)(?=\S)", text)
+    pieces: list[str] = []
+    for word in words:
+        pieces.extend(word[i : i + 16] for i in range(0, len(word), 16))
+    return ["".join(pieces[i : i + 3]) for i in range(0, len(pieces), 3)]
+
+
+def _arg_chunks(arguments: str) -> list[str]:
+    """Up to three pieces, so a stream cut can land inside a call's arguments."""
+    if len(arguments) < 3:
+        return [arguments] if arguments else []
+    a, b = len(arguments) // 3, 2 * len(arguments) // 3
+    return [arguments[:a], arguments[a:b], arguments[b:]]
+
+
+def _strings(value: object) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def _error_body(message: str, type_: str = "invalid_request_error") -> bytes:
+    return json.dumps({"error": {"message": message, "type": type_, "param": None, "code": None}}).encode()
+
+
+class _Abort(Exception):
+    """The stream was cut on purpose (cut_after, server stopping): drop the connection."""
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive
+    server: _Owner  # type: ignore[assignment]
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # quiet: problems go to `errors`, where tests look
+
+    def do_GET(self) -> None:
+        self._refuse(404, f"unexpected GET {self.path}")
+
+    def do_POST(self) -> None:
+        length = self.headers.get("Content-Length")
+        if length is None or not length.isdigit():
+            self._refuse(411, "request without Content-Length")
+            return
+        raw = self.rfile.read(int(length))
+        read_at = time.perf_counter()
+        if self.path.split("?", 1)[0].rstrip("/") != "/v1/responses":
+            self._refuse(404, f"unexpected POST {self.path}")
+            return
+        model = self.server.model
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            body = None
+        with model._lock:
+            model.requests.append(
+                body if isinstance(body, dict) else {"_raw": raw.decode("utf-8", "replace")}
+            )
+            model.request_times.append(read_at)
+            model.request_headers.append({k.lower(): v for k, v in self.headers.items()})
+            number = len(model.requests)
+            reply = model._queue.popleft() if model._queue else None
+        text = raw.decode("utf-8", "replace")
+        if reply is None:
+            self._refuse(400, f"unexpected request #{number}: {text[:300]}")
+            return
+        if not isinstance(body, dict):
+            self._refuse(400, f"request #{number} is not a JSON object: {text[:300]}")
+            return
+        decoded = list(_strings(body))
+        for needle in reply.get("require", ()):
+            if needle not in text and not any(needle in s for s in decoded):
+                self._refuse(400, f"request #{number} does not contain {needle!r}")
+                return
+        if "status" in reply:
+            self._http_error(reply, body)
+            return
+        self._stream(reply, body, len(raw))
+
+    # -- answers -------------------------------------------------------------------------------
+
+    def _refuse(self, status: int, problem: str) -> None:
+        """A violated script: record it and answer an error the client will show."""
+        with self.server.model._lock:
+            self.server.model.errors.append(problem)
+        self._send_json(status, _error_body(f"scripted model: {problem}"), {})
+
+    def _http_error(self, reply: dict, body: dict) -> None:
+        status = reply["status"]
+        message = reply.get("error") or HTTPStatus(status).phrase
+        type_ = (
+            "rate_limit_error"
+            if status == 429
+            else "server_error"
+            if status >= 500
+            else "invalid_request_error"
+        )
+        self._send_json(status, _error_body(message, type_), reply.get("headers", {}))
+
+    def _send_json(self, status: int, payload: bytes, headers: dict[str, str]) -> None:
+        try:
+            phrase = HTTPStatus(status).phrase
+        except ValueError:
+            phrase = "Error"
+        head = [f"HTTP/1.1 {status} {phrase}", "Content-Type: application/json"]
+        head += [f"{name}: {value}" for name, value in headers.items()]
+        head.append(f"Content-Length: {len(payload)}")
+        self.wfile.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + payload)
+
+    def _stream(self, reply: dict, body: dict, body_bytes: int) -> None:
+        model = self.server.model
+        events = model._events(reply, body, body_bytes)
+        frames = [_frame(event) for event in events]
+        if reply.get("malformed"):
+            garbage = b'event: response.output_text.delta\ndata: {"type": "response.output_text.delta", "delta": \n\n'
+            frames.insert(min(2, len(frames)), _chunk(garbage))
+        cut = reply.get("cut_after")
+        if cut is not None and cut < len(frames):
+            frames = frames[:cut]
+        else:
+            cut = None
+        delay, stall = reply.get("delay", 0.0), reply.get("stall", 0.0)
+        head = (
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream; charset=utf-8\r\n"
+            b"Cache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n"
+        )
+        end = b"" if cut is not None else b"0\r\n\r\n"
+        try:
+            if not delay and not stall:
+                # One write for the whole stream: the fastest path for tests and benchmarks.
+                self.wfile.write(head + b"".join(frames) + end)
+            else:
+                self.wfile.write(head + (frames[0] if frames else b""))
+                for i, frame in enumerate(frames[1:]):
+                    pause = stall if i == 0 and stall else delay
+                    if pause and model._stopping.wait(pause):
+                        raise _Abort()
+                    self.wfile.write(frame)
+                self.wfile.write(end)
+            if cut is not None:
+                raise _Abort()
+        except _Abort:
+            self.close_connection = True
+            try:
+                self.connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+def _chunk(data: bytes) -> bytes:
+    return b"%x\r\n%s\r\n" % (len(data), data)
+
+
+def _frame(event: dict) -> bytes:
+    """One SSE event as one HTTP chunk."""
+    return _chunk(f"event: {event['type']}\ndata: {json.dumps(event, ensure_ascii=False)}\n\n".encode())
+
+
+class _Owner:
+    """What the handler sees as `self.server`."""
+
+    def __init__(self, model: ScriptedModel) -> None:
+        self.model = model
+
+
+class ScriptedModel:
+    """A loopback Responses-API server answering from a queue of scripted replies (see module doc)."""
+
+    def __init__(self, replies: list[dict] | None = None, *, port: int = 0) -> None:
+        self._lock = threading.Lock()
+        self._queue: deque[dict] = deque()
+        self._added = 0
+        self._port = port
+        self._calls = 0
+        self._responses = 0
+        self.base_url = ""
+        self.requests: list[dict] = []
+        self.request_times: list[float] = []
+        self.request_headers: list[dict[str, str]] = []  # lower-cased names, per request
+        self.errors: list[str] = []
+        self.connections = 0  # TCP connections accepted (keep-alive checks)
+        self._stopping = threading.Event()
+        self._sock: socket.socket | None = None
+        self._wake: tuple[socket.socket, socket.socket] | None = None
+        self._threads: list[threading.Thread] = []
+        self._conns: set[socket.socket] = set()
+        self.add(*(replies or []))
+
+    # -- script ------------------------------------------------------------------------------
+
+    def add(self, *replies: dict) -> None:
+        with self._lock:
+            parsed = [parse_reply(r, f"reply {self._added + i + 1}") for i, r in enumerate(replies)]
+            self._queue.extend(parsed)
+            self._added += len(parsed)
+
+    @property
+    def remaining(self) -> int:
+        with self._lock:
+            return len(self._queue)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> ScriptedModel:
+        if self._sock is not None:
+            return self
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", self._port))
+        sock.listen(64)
+        sock.setblocking(False)
+        self._sock = sock
+        self._wake = socket.socketpair()
+        self._stopping.clear()
+        self.base_url = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+        thread = threading.Thread(target=self._accept_loop, name="scripted-model", daemon=True)
+        thread.start()
+        self._threads.append(thread)
+        return self
+
+    def stop(self) -> None:
+        """Stop at once: wakes the accept loop, drops open connections, interrupts stalls and delays."""
+        if self._sock is None:
+            return
+        self._stopping.set()
+        assert self._wake is not None
+        self._wake[1].send(b"x")
+        with self._lock:
+            conns = list(self._conns)
+        for conn in conns:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)  # unblocks a handler waiting for the next request
+            except OSError:
+                pass
+        deadline = time.monotonic() + 2.0
+        for thread in self._threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        self._threads = [t for t in self._threads if t.is_alive()]
+        self._sock.close()
+        for s in self._wake:
+            s.close()
+        self._sock = self._wake = None
+
+    def __enter__(self) -> ScriptedModel:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _accept_loop(self) -> None:
+        assert self._sock is not None and self._wake is not None
+        with selectors.DefaultSelector() as selector:
+            selector.register(self._sock, selectors.EVENT_READ)
+            selector.register(self._wake[0], selectors.EVENT_READ)
+            while not self._stopping.is_set():
+                for key, _ in selector.select():
+                    if key.fileobj is not self._sock:
+                        return
+                    try:
+                        conn, address = self._sock.accept()
+                    except OSError:
+                        continue
+                    conn.setblocking(True)
+                    # Small SSE writes must not wait for the peer's delayed ACK (Nagle).
+                    conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                    with self._lock:
+                        self.connections += 1
+                        self._conns.add(conn)
+                        self._threads = [t for t in self._threads if t.is_alive()]
+                    thread = threading.Thread(
+                        target=self._serve_connection,
+                        args=(conn, address),
+                        name="scripted-model-conn",
+                        daemon=True,
+                    )
+                    self._threads.append(thread)
+                    thread.start()
+
+    def _serve_connection(self, conn: socket.socket, address: Any) -> None:
+        try:
+            _Handler(conn, address, _Owner(self))  # type: ignore[arg-type]
+        except OSError:
+            pass  # the client went away (cancel, timeout) or the server is stopping: normal
+        except Exception as exc:  # a bug here must show up in the test that hit it
+            with self._lock:
+                self.errors.append(f"scripted model crashed: {type(exc).__name__}: {exc}")
+        finally:
+            with self._lock:
+                self._conns.discard(conn)
+            conn.close()
+
+    # -- events ------------------------------------------------------------------------------
+
+    def _events(self, reply: dict, body: dict, body_bytes: int) -> list[dict]:
+        with self._lock:
+            self._responses += 1
+            n = self._responses
+            call_ids = []
+            for call in reply.get("calls", []):
+                self._calls += 1
+                call_ids.append(call.get("call_id") or f"call_{self._calls}")
+        model = body.get("model") if isinstance(body.get("model"), str) else "scripted"
+        response: dict[str, Any] = {
+            "id": f"resp_{n:06d}",
+            "object": "response",
+            "created_at": int(time.time()),
+            "status": "in_progress",
+            "error": None,
+            "incomplete_details": None,
+            "model": model,
+            "output": [],
+            "usage": None,
+        }
+        events: list[dict] = []
+
+        def emit(type_: str, **fields: Any) -> None:
+            events.append({"type": type_, "sequence_number": len(events), **fields})
+
+        emit("response.created", response=dict(response))
+        emit("response.in_progress", response=dict(response))
+        output: list[dict] = []
+        streamed = 0
+        if "text" in reply:
+            text, index, item_id = reply["text"], len(output), f"msg_{n:06d}_{len(output)}"
+            item = {
+                "id": item_id,
+                "type": "message",
+                "status": "in_progress",
+                "role": "assistant",
+                "content": [],
+            }
+            emit("response.output_item.added", output_index=index, item=item)
+            part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
+            where = {"item_id": item_id, "output_index": index, "content_index": 0}
+            emit("response.content_part.added", **where, part=part)
+            for delta in _text_chunks(text):
+                emit("response.output_text.delta", **where, delta=delta, logprobs=[])
+            emit("response.output_text.done", **where, text=text, logprobs=[])
+            part = {**part, "text": text}
+            emit("response.content_part.done", **where, part=part)
+            item = {**item, "status": "completed", "content": [part]}
+            emit("response.output_item.done", output_index=index, item=item)
+            output.append(item)
+            streamed += len(text)
+        for call, call_id in zip(reply.get("calls", []), call_ids, strict=True):
+            index, item_id, arguments = len(output), f"fc_{n:06d}_{len(output)}", call["arguments"]
+            item = {
+                "id": item_id,
+                "type": "function_call",
+                "status": "in_progress",
+                "arguments": "",
+                "call_id": call_id,
+                "name": call["name"],
+            }
+            emit("response.output_item.added", output_index=index, item=item)
+            for delta in _arg_chunks(arguments):
+                emit(
+                    "response.function_call_arguments.delta", item_id=item_id, output_index=index, delta=delta
+                )
+            emit(
+                "response.function_call_arguments.done",
+                item_id=item_id,
+                output_index=index,
+                name=call["name"],
+                arguments=arguments,
+            )
+            item = {**item, "status": "completed", "arguments": arguments}
+            emit("response.output_item.done", output_index=index, item=item)
+            output.append(item)
+            streamed += len(call["name"]) + len(arguments)
+        usage = {"input_tokens": body_bytes // 4, "output_tokens": streamed // 4, **reply.get("usage", {})}
+        usage = {
+            "input_tokens": usage["input_tokens"],
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": usage["output_tokens"],
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": usage["input_tokens"] + usage["output_tokens"],
+        }
+        if "fail" in reply:
+            error = {"code": "server_error", "message": reply["fail"]}
+            emit(
+                "response.failed", response={**response, "status": "failed", "error": error, "output": output}
+            )
+        else:
+            emit(
+                "response.completed",
+                response={**response, "status": "completed", "output": output, "usage": usage},
+            )
+        return events
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m mino_server.scripted_model",
+        description="Serve scripted Responses-API replies on loopback.",
+    )
+    parser.add_argument("--replies", required=True, help="YAML file holding a list of replies")
+    parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: any free port)")
+    args = parser.parse_args(argv)
+    import yaml  # only the command needs it
+
+    try:
+        with open(args.replies, encoding="utf-8") as f:
+            data = yaml.safe_load(f)
+        if not isinstance(data, list):
+            raise ValueError("the file must hold a list of replies")
+        model = ScriptedModel(data, port=args.port)
+    except (OSError, ValueError, yaml.YAMLError) as exc:
+        print(f"{args.replies}: {exc}".replace("\n", " "), file=sys.stderr)
+        return 2
+    with model:
+        print(model.base_url, flush=True)
+        try:
+            threading.Event().wait()  # serve until interrupted
+        except KeyboardInterrupt:
+            pass
+    for error in model.errors:
+        print(f"error: {error}", file=sys.stderr)
+    return 1 if model.errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
