@@ -352,16 +352,21 @@ class ModelClient:
 
     @staticmethod
     def _events(response: httpx.Response) -> Iterator[dict]:
-        """Parse the SSE stream into event dicts (only `data:` matters: `type` is inside it)."""
+        """Parse the SSE stream into event dicts (the `type` is inside the data; `event:` is a fallback)."""
         data: list[str] = []
+        name = ""
         for line in response.iter_lines():
             if line:
-                if line.startswith("data:"):
-                    data.append(line[6:] if line.startswith("data: ") else line[5:])
-                continue  # `event:`, `id:`, comments (keep-alive pings)
+                field, _, value = line.partition(":")
+                value = value[1:] if value.startswith(" ") else value
+                if field == "data":
+                    data.append(value)
+                elif field == "event":
+                    name = value
+                continue  # `id:`, comments (keep-alive pings)
             if not data:
                 continue
-            raw, data = "\n".join(data), []
+            raw, data, event_name, name = "\n".join(data), [], name, ""
             if raw.strip() == "[DONE]":  # a Chat-Completions habit of some compatible servers
                 continue
             try:
@@ -370,6 +375,8 @@ class ModelClient:
                 event = None
             if not isinstance(event, dict):
                 raise ModelError(f"Model stream sent malformed data: {_one_line(raw, 80)!r}")
+            if "type" not in event and event_name:
+                event["type"] = event_name  # the type is in the data for OpenAI; some servers only name it
             yield event
 
     def _handle(self, event: dict, acc: _Accumulator, job: _Job) -> ModelResponse | None:

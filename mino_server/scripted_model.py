@@ -601,12 +601,18 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError, yaml.YAMLError) as exc:
         print(f"{args.replies}: {exc}".replace("\n", " "), file=sys.stderr)
         return 2
-    with model:
-        print(model.base_url, flush=True)
-        try:
-            threading.Event().wait()  # serve until interrupted
-        except KeyboardInterrupt:
-            pass
+    try:
+        model.start()
+    except OSError as exc:
+        print(f"Cannot listen on 127.0.0.1:{args.port}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    print(model.base_url, flush=True)
+    try:
+        threading.Event().wait()  # serve until interrupted
+    except KeyboardInterrupt:
+        pass
+    finally:
+        model.stop()
     for error in model.errors:
         print(f"error: {error}", file=sys.stderr)
     return 1 if model.errors else 0

@@ -306,6 +306,10 @@ def test_cancel_during_slow_stream(model: ScriptedModel) -> None:
     elapsed = time.perf_counter() - started
     client.close()
     assert 0.25 < elapsed < 1.0 and 1 <= len(deltas) < len(LONG_TEXT * 3) // 10
+    deadline = time.monotonic() + 1.0  # the cut socket also ends the client's worker thread
+    while any(t.name == "model-stream" for t in threading.enumerate()) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not any(t.name == "model-stream" for t in threading.enumerate())
 
 
 def test_cancel_during_backoff(model: ScriptedModel) -> None:
