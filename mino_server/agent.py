@@ -347,13 +347,13 @@ class Agent:
         turn_id = secrets.token_hex(8)
         answer: list[str] = []
         try:
+            skill_list = self._session_skills(log)
             history = log.replay_records()  # before this turn's first record
             log.append("user_message", turn_id, text=text)
         except OSError as exc:
             return self._storage_failed(turn_id, exc)
         status, error = COMPLETED, None
         try:
-            skill_list = self._session_skills(log)
             ctx = ToolContext(
                 workdir=self.workdir,
                 home=self.config.home,

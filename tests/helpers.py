@@ -1,0 +1,78 @@
+"""In-process helpers: a recording UI and an Agent wired to the scripted model."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mino_server.agent import Agent
+from mino_server.cancel import CancelToken
+from mino_server.commands import run_command
+from mino_server.config import load_config
+from mino_server.ui import ApprovalRequest
+
+
+@dataclass
+class RecordingUI:
+    """Answers approvals and confirmations from lists; records everything it was shown."""
+
+    approvals: list[bool] = field(default_factory=list)
+    confirms: list[bool] = field(default_factory=list)
+    typed: list[str | None] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    asked: list[ApprovalRequest] = field(default_factory=list)
+    confirm_messages: list[str] = field(default_factory=list)
+    problems: list[list[tuple[str, str]]] = field(default_factory=list)
+
+    def event(self, event: dict[str, Any]) -> None:
+        self.events.append(event)
+
+    def approve(self, request: ApprovalRequest, cancel: CancelToken) -> bool:
+        self.asked.append(request)
+        return self.approvals.pop(0) if self.approvals else False
+
+    def confirm(self, kind: str, session_id: str, message: str) -> bool:
+        self.confirm_messages.append(message)
+        return self.confirms.pop(0) if self.confirms else False
+
+    def ask_text(self, prompt: str) -> str | None:
+        return self.typed.pop(0) if self.typed else None
+
+    def memory_problems(self, directory: str, problems: list[tuple[str, str]]) -> None:
+        self.problems.append(list(problems))
+
+    def of_type(self, kind: str) -> list[dict[str, Any]]:
+        return [e for e in self.events if e["type"] == kind]
+
+
+def make_agent(base_url: str, workdir: Path, ui: RecordingUI | None = None, mode: str | None = None) -> Agent:
+    env = dict(os.environ)
+    env["MINO_BASE_URL"] = base_url
+    env["MINO_API_KEY"] = "test-key"
+    config = load_config(env=env, mode=mode)
+    return Agent(config, workdir, ui or RecordingUI())
+
+
+def command(agent: Agent, line: str) -> list[str]:
+    out: list[str] = []
+    run_command(agent, line, out.append, agent.ui.ask_text)  # type: ignore[attr-defined]
+    return out
+
+
+def turn(agent: Agent, text: str) -> Any:
+    return agent.run_turn(text, CancelToken())
+
+
+def texts(request: dict[str, Any]) -> list[str]:
+    """Every text of the input items of a request, in order."""
+    out = []
+    for item in request["input"]:
+        if item.get("type") == "message":
+            out.extend(part["text"] for part in item["content"])
+        elif item.get("type") == "function_call":
+            out.append(item["arguments"])
+        elif item.get("type") == "function_call_output":
+            out.append(item["output"])
+    return out

@@ -1,0 +1,429 @@
+"""Sessions (chapter 05): selection, the start-up table 05-1, /new /resume /sessions /clear, recovery."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from helpers import RecordingUI, command, make_agent, texts, turn
+
+from mino_server import durable
+from mino_server.sessions.log import LogError, SessionLog
+from mino_server.sessions.store import SessionStore
+from mino_server.scripted_model import ScriptedModel
+
+A = "a" * 32
+B = "b" * 32
+
+
+def sessions_dir(home: Path) -> Path:
+    return home / "sessions"
+
+
+def write_log(home: Path, sid: str, records: list[dict]) -> Path:
+    d = sessions_dir(home)
+    d.mkdir(parents=True, exist_ok=True)
+    path = d / f"{sid}.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+def qa(question: str, answer: str, turn_id: str = "t1", start: int = 1) -> list[dict]:
+    at = "2026-10-21T10:00:00.000Z"
+    return [
+        {"seq": start, "type": "user_message", "turn_id": turn_id, "at": at, "text": question},
+        {"seq": start + 1, "type": "assistant_message", "turn_id": turn_id, "at": at, "text": answer},
+        {"seq": start + 2, "type": "turn_end", "turn_id": turn_id, "at": at, "status": "completed"},
+    ]
+
+
+def test_a_b_a_story_on_request_bodies(model: ScriptedModel, workdir: Path, mino_home: Path) -> None:
+    agent = make_agent(model.base_url, workdir)
+    agent.open()
+    try:
+        a = command(agent, "/new")[0].removeprefix("Session: ")
+        model.add({"text": "The word is pine."})
+        turn(agent, "Remember pine.")
+        b = command(agent, "/new")[0].removeprefix("Session: ")
+        assert a != b
+        model.add({"text": "You have not given me a word."})
+        turn(agent, "What word?")
+        assert command(agent, f"/resume {a}")[-2:] == [f"Session: {a}", "Permission mode: manual. Use /mode to change it."]
+        model.add({"text": "You asked me to remember pine."})
+        turn(agent, "What word?")
+        # /sessions, /help and the selection commands add no model request.
+        command(agent, "/sessions")
+        command(agent, "/help")
+    finally:
+        agent.close()
+    assert len(model.requests) == 3
+    first_b = texts(model.requests[1])
+    assert first_b == ["What word?"]
+    resumed = texts(model.requests[2])
+    assert resumed == ["Remember pine.", "The word is pine.", "What word?"]
+    assert model.errors == []
+    selection = json.loads((sessions_dir(mino_home) / "active-session.json").read_text())
+    assert selection == {"session_id": a}
+
+
+def test_records_have_contiguous_seq_turn_id_and_no_session_id(model: ScriptedModel, workdir: Path, mino_home: Path) -> None:
+    agent = make_agent(model.base_url, workdir)
+    agent.open()
+    model.add({"text": "one"}, {"text": "two"})
+    turn(agent, "first")
+    turn(agent, "second")
+    sid = agent.session_id
+    agent.close()
+    lines = (sessions_dir(mino_home) / f"{sid}.jsonl").read_text().splitlines()
+    records = [json.loads(x) for x in lines]
+    assert [r["seq"] for r in records] == list(range(1, len(records) + 1))
+    assert all("session_id" not in r and r["at"].endswith("Z") for r in records)
+    users = [r for r in records if r["type"] == "user_message"]
+    assert users[0]["turn_id"] != users[1]["turn_id"]
+    ends = [r for r in records if r["type"] == "turn_end"]
+    assert [e["status"] for e in ends] == ["completed", "completed"]
+
+
+def test_upgrade_adopts_lone_chapter_02_file_in_place(model: ScriptedModel, workdir: Path, mino_home: Path) -> None:
+    path = write_log(mino_home, A, qa("Remember pine.", "The word is pine."))
+    before = path.read_bytes()
+    ui = RecordingUI()
+    agent = make_agent(model.base_url, workdir, ui)
+    lines = agent.open()
+    assert lines[0] == f"Session: {A}"
+    assert ui.confirm_messages == []  # no selection prompt
+    agent.close()
+    assert path.read_bytes() == before  # bytes unchanged
+    files = sorted(p.name for p in sessions_dir(mino_home).iterdir() if p.suffix == ".jsonl")
+    assert files == [f"{A}.jsonl"]  # no second session file
+    assert json.loads((sessions_dir(mino_home) / "active-session.json").read_text()) == {"session_id": A}
+    # The history is loaded: the next request carries it.
+    agent = make_agent(model.base_url, workdir)
+    agent.open()
+    model.add({"text": "pine"})
+    turn(agent, "What word?")
+    agent.close()
+    assert texts(model.requests[0]) == ["Remember pine.", "The word is pine.", "What word?"]
+
+
+def test_table_row_no_sessions_creates_and_selects(model: ScriptedModel, workdir: Path, mino_home: Path) -> None:
+    agent = make_agent(model.base_url, workdir)
+    lines = agent.open()
+    sid = agent.session_id
+    agent.close()
+    assert sid and lines[:2] == [f"Session: {sid}", "Permission mode: manual. Use /mode to change it."]
+    assert (sessions_dir(mino_home) / f"{sid}.jsonl").exists()
+    assert json.loads((sessions_dir(mino_home) / "active-session.json").read_text()) == {"session_id": sid}
+
+
+def test_table_row_selection_restores(model: ScriptedModel, workdir: Path, mino_home: Path) -> None:
+    write_log(mino_home, A, qa("q", "a"))
+    write_log(mino_home, B, qa("q2", "a2"))
+    (sessions_dir(mino_home) / "active-session.json").write_text(json.dumps({"session_id": B}))
+    agent = make_agent(model.base_url, workdir)
+    lines = agent.open()
+    agent.close()
+    assert lines[0] == f"Session: {B}"
+
+
+@pytest.mark.parametrize(
+    "selection, expected",
+    [
+        (None, "2 sessions exist but none is selected"),
+        ("{not json", "active-session.json is damaged"),
+        (json.dumps({"session_id": "ABC"}), "does not hold a valid session ID"),
+        (json.dumps({"session_id": "c" * 32}), "does not exist"),
+    ],
+)
+def test_table_last_row_reports_and_accepts_only_commands(
+    model: ScriptedModel, workdir: Path, mino_home: Path, selection: str | None, expected: str
+) -> None:
+    write_log(mino_home, A, qa("q", "a"))
+    write_log(mino_home, B, qa("q2", "a2"))
+    if selection is not None:
+        (sessions_dir(mino_home) / "active-session.json").write_text(selection)
+    agent = make_agent(model.base_url, workdir)
+    lines = agent.open()
+    try:
+        assert lines[0].startswith("Cannot restore the active session: ")
+        assert expected in lines[0]
+        assert agent.session_id is None
+        outcome = turn(agent, "hello")
+        assert outcome.status == "failed" and "/resume" in (outcome.error or "")
+        assert model.requests == []  # never silently replaced by a blank conversation
+        out = command(agent, f"/resume {A}")
+        assert out[-2] == f"Session: {A}"
+        assert agent.state()["restoreProblem"] is None
+    finally:
+        agent.close()
+
+
+def test_unloadable_selected_log_is_not_replaced(model: ScriptedModel, workdir: Path, mino_home: Path) -> None:
+    path = write_log(mino_home, A, qa("q", "a"))
+    with path.open("r+b") as f:  # damage in the middle: not a torn tail
+        data = f.read()
+        f.seek(5)
+        f.write(b"XXXX")
+    (sessions_dir(mino_home) / "active-session.json").write_text(json.dumps({"session_id": A}))
+    agent = make_agent(model.base_url, workdir)
+    lines = agent.open()
+    agent.close()
+    assert lines[0].startswith(f"Cannot restore the active session: session {A} cannot be loaded")
+    assert json.loads((sessions_dir(mino_home) / "active-session.json").read_text()) == {"session_id": A}
+    assert path.read_bytes() != data  # untouched by Mino beyond our own damage
+    assert len(list(sessions_dir(mino_home).glob("*.jsonl"))) == 1
+
+
+def test_resume_refuses_abbreviations_paths_and_unloadable(model: ScriptedModel, workdir: Path, mino_home: Path) -> None:
+    write_log(mino_home, A, qa("q", "a"))
+    bad = write_log(mino_home, B, qa("q", "a"))
+    bad.write_text('{"seq": 1}\ngarbage\n{"seq": 3}\n')
+    (sessions_dir(mino_home) / "active-session.json").write_text(json.dumps({"session_id": A}))
+    agent = make_agent(model.base_url, workdir)
+    agent.open()
+    try:
+        assert agent.session_id == A
+        for arg in ("aaaa", "A" * 32, f"sessions/{A}.jsonl", f"{A}.jsonl"):
+            assert "Not a complete session ID" in command(agent, f"/resume {arg}")[0]
+        assert "No session with ID" in command(agent, f"/resume {'c' * 32}")[0]
+        assert f"Cannot resume session {B}" in command(agent, f"/resume {B}")[0]
+        assert agent.session_id == A
+        assert json.loads((sessions_dir(mino_home) / "active-session.json").read_text()) == {"session_id": A}
+    finally:
+        agent.close()
+
+
+def test_sessions_lists_newest_first_in_utc_with_star(model: ScriptedModel, workdir: Path, mino_home: Path) -> None:
+    pa = write_log(mino_home, A, qa("q", "a"))
+    pb = write_log(mino_home, B, qa("q", "a"))
+    os.utime(pa, (1_700_000_000, 1_700_000_000))
+    os.utime(pb, (1_800_000_000, 1_800_000_000))
+    (sessions_dir(mino_home) / "active-session.json").write_text(json.dumps({"session_id": A}))
+    agent = make_agent(model.base_url, workdir)
+    agent.open()
+    out = command(agent, "/sessions")
+    agent.close()
+    assert out == [f"  {B}  2027-01-15 08:00:00 UTC", f"* {A}  2023-11-14 22:13:20 UTC"]
+
+
+def test_clear_refused_then_accepted_other_sessions_untouched(model: ScriptedModel, workdir: Path, mino_home: Path) -> None:
+    write_log(mino_home, A, qa("Remember pine.", "pine"))
+    pb = write_log(mino_home, B, qa("other", "x"))
+    b_bytes = pb.read_bytes()
+    (sessions_dir(mino_home) / "active-session.json").write_text(json.dumps({"session_id": A}))
+    ui = RecordingUI(typed=["yes", "", A.upper(), B, f"  {A}  "])
+    agent = make_agent(model.base_url, workdir, ui)
+    agent.open()
+    try:
+        for _ in range(4):
+            out = command(agent, "/clear")
+            assert out == [
+                "",
+                f"Session: {A}",
+                "Clear this session's saved history? This does not undo executed commands or delete recovery "
+                "copies or manual backups.",
+                "Session was not cleared.",
+            ]
+        assert (sessions_dir(mino_home) / f"{A}.jsonl").stat().st_size > 0
+        out = command(agent, "/clear")
+        assert out[-1] == f"Cleared session: {A}"
+        assert agent.session_id == A
+        model.add({"text": "I do not know."})
+        turn(agent, "What word?")
+    finally:
+        agent.close()
+    assert texts(model.requests[0]) == ["What word?"]
+    assert pb.read_bytes() == b_bytes
+
+
+def test_clear_without_a_person_does_not_clear(model: ScriptedModel, workdir: Path, mino_home: Path) -> None:
+    write_log(mino_home, A, qa("q", "a"))
+    agent = make_agent(model.base_url, workdir, RecordingUI(typed=[None]))
+    agent.open()
+    out = command(agent, "/clear")
+    agent.close()
+    assert out[-1].startswith("Session was not cleared.")
+    assert (sessions_dir(mino_home) / f"{A}.jsonl").stat().st_size > 0
+
+
+def test_commands_are_never_saved_nor_sent_and_unknown_is_an_error(model: ScriptedModel, workdir: Path, mino_home: Path) -> None:
+    agent = make_agent(model.base_url, workdir)
+    agent.open()
+    out = command(agent, "/frobnicate now")
+    assert out == ["Unknown command: /frobnicate. Type /help for the list of commands."]
+    command(agent, "/help")
+    command(agent, "/mode accept-edits")
+    sid = agent.session_id
+    agent.close()
+    assert (sessions_dir(mino_home) / f"{sid}.jsonl").read_text() == ""
+    assert model.requests == []
+
+
+@pytest.mark.parametrize("fail_at", ["rename", "fsync_dir"])
+def test_storage_failure_while_clearing_stops_the_chat(
+    model: ScriptedModel, workdir: Path, mino_home: Path, monkeypatch: pytest.MonkeyPatch, fail_at: str
+) -> None:
+    write_log(mino_home, A, qa("q", "a"))
+    agent = make_agent(model.base_url, workdir, RecordingUI(typed=[A]))
+    agent.open()
+
+    def boom(*args: object, **kwargs: object) -> None:
+        raise OSError(5, "Input/output error")
+
+    # The fault is injected at the system-call layer the store uses (rename, or the folder's fsync).
+    monkeypatch.setattr(durable.os if fail_at == "rename" else durable, "replace" if fail_at == "rename" else "fsync_dir", boom)
+    out: list[str] = []
+    from mino_server.commands import run_command
+
+    result = run_command(agent, "/clear", out.append, agent.ui.ask_text)  # type: ignore[attr-defined]
+    monkeypatch.undo()
+    assert result.stop is True
+    assert "Could not clear session" in out[-1] and "Cleared session" not in "\n".join(out)
+    outcome = turn(agent, "still there?")
+    assert outcome.status == "failed" and model.requests == []
+    agent.close()
+
+
+def test_storage_failure_while_saving_selection_stops_the_chat(
+    model: ScriptedModel, workdir: Path, mino_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    agent = make_agent(model.base_url, workdir)
+    agent.open()
+    old = agent.session_id
+
+    def boom(*args: object, **kwargs: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(durable.os, "replace", boom)
+    out: list[str] = []
+    from mino_server.commands import run_command
+
+    result = run_command(agent, "/new", out.append, lambda p: None)
+    monkeypatch.undo()
+    assert result.stop is True
+    assert out[-1].startswith("Could not save the session selection")
+    assert not any(x.startswith("Session: ") for x in out)  # the new selection is never shown
+    assert json.loads((sessions_dir(mino_home) / "active-session.json").read_text()) == {"session_id": old}
+    agent.close()
+
+
+def test_torn_tail_is_copied_truncated_and_reported(model: ScriptedModel, workdir: Path, mino_home: Path) -> None:
+    path = write_log(mino_home, A, qa("q", "a"))
+    whole = path.read_bytes()
+    with path.open("ab") as f:
+        f.write(b'{"seq": 4, "type": "user_mess')
+    agent = make_agent(model.base_url, workdir)
+    lines = agent.open()
+    model.add({"text": "ok"})
+    turn(agent, "next")
+    agent.close()
+    assert any("incomplete" in x and "recovery" in x for x in lines)
+    copies = list(sessions_dir(mino_home).glob(f"{A}.jsonl.recovery-*"))
+    assert len(copies) == 1 and copies[0].read_bytes().endswith(b"user_mess")
+    records = [json.loads(x) for x in path.read_text().splitlines()]
+    assert path.read_bytes().startswith(whole)
+    assert [r["seq"] for r in records] == list(range(1, len(records) + 1))
+
+
+def test_nul_tail_is_a_torn_tail(mino_home: Path) -> None:
+    path = write_log(mino_home, A, qa("q", "a"))
+    with path.open("ab") as f:
+        f.write(b"\x00" * 64)
+    log = SessionLog.open(path)
+    assert len(log.records) == 3 and log.notices
+    log.close()
+    assert path.read_bytes().endswith(b"}\n")
+
+
+def test_damage_in_the_middle_cannot_be_loaded(mino_home: Path) -> None:
+    recs = qa("q", "a")
+    path = write_log(mino_home, A, recs)
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text(lines[0] + "not json\n" + lines[2])
+    with pytest.raises(LogError, match="line 2"):
+        SessionLog.open(path)
+    recs[1]["seq"] = 7
+    write_log(mino_home, A, recs)
+    with pytest.raises(LogError, match="seq 7 where 2 was expected"):
+        SessionLog.open(path)
+
+
+def test_symlinked_and_special_session_files_are_refused(mino_home: Path, tmp_path: Path) -> None:
+    real = tmp_path / "elsewhere.jsonl"
+    real.write_text("")
+    d = sessions_dir(mino_home)
+    d.mkdir(parents=True)
+    (d / f"{A}.jsonl").symlink_to(real)
+    store = SessionStore(d)
+    with pytest.raises(LogError, match="symbolic link"):
+        store.open_log(A)
+    os.mkfifo(d / f"{B}.jsonl")
+    with pytest.raises(LogError, match="not a regular file"):
+        store.open_log(B)
+
+
+def unknown_result_log(home: Path, witness: Path) -> Path:
+    at = "2026-10-21T10:00:00.000Z"
+    args = json.dumps({"command": f"echo ran >> {witness}"})
+    return write_log(
+        home,
+        A,
+        [
+            {"seq": 1, "type": "user_message", "turn_id": "t1", "at": at, "text": "run it"},
+            {"seq": 2, "type": "tool_call", "turn_id": "t1", "at": at, "call_id": "call_1", "name": "bash", "arguments": args},
+        ],
+    )
+
+
+def test_unknown_result_asks_and_saves_the_ack_and_runs_nothing(
+    model: ScriptedModel, workdir: Path, mino_home: Path, tmp_path: Path
+) -> None:
+    witness = tmp_path / "witness"
+    path = unknown_result_log(mino_home, witness)
+    ui = RecordingUI(confirms=[True])
+    agent = make_agent(model.base_url, workdir, ui)
+    lines = agent.open()
+    model.add({"text": "ok"})
+    turn(agent, "what happened?")
+    agent.close()
+    assert lines[0] == f"Session: {A}"
+    assert len(ui.confirm_messages) == 1 and "may or may not have run" in ui.confirm_messages[0]
+    records = [json.loads(x) for x in path.read_text().splitlines()]
+    types = [r["type"] for r in records]
+    assert types[:6] == ["user_message", "tool_call", "recovery", "tool_result", "turn_end", "recovery_ack"]
+    assert records[3]["status"] == "unknown"
+    assert not witness.exists()  # never re-executed
+    # The pair is replayed: the call has exactly one output.
+    items = model.requests[0]["input"]
+    calls = [i for i in items if i.get("type") == "function_call"]
+    outputs = [i for i in items if i.get("type") == "function_call_output"]
+    assert len(calls) == len(outputs) == 1 and "may or may not have run" in outputs[0]["output"]
+    # A second start-up does not ask again.
+    ui2 = RecordingUI()
+    agent = make_agent(model.base_url, workdir, ui2)
+    agent.open()
+    agent.close()
+    assert ui2.confirm_messages == []
+
+
+def test_unknown_result_refused_on_resume_keeps_selection(
+    model: ScriptedModel, workdir: Path, mino_home: Path, tmp_path: Path
+) -> None:
+    unknown_result_log(mino_home, tmp_path / "witness")
+    write_log(mino_home, B, qa("q", "a"))
+    (sessions_dir(mino_home) / "active-session.json").write_text(json.dumps({"session_id": B}))
+    ui = RecordingUI(confirms=[False])
+    agent = make_agent(model.base_url, workdir, ui)
+    agent.open()
+    out = command(agent, f"/resume {A}")
+    assert agent.session_id == B
+    agent.close()
+    assert "selection is unchanged" in out[0]
+    assert json.loads((sessions_dir(mino_home) / "active-session.json").read_text()) == {"session_id": B}
+    # The target log may have had recovery records appended: that is allowed and loadable.
+    log = SessionLog.open(sessions_dir(mino_home) / f"{A}.jsonl")
+    assert any(r["type"] == "recovery" for r in log.records)
+    assert not any(r["type"] == "recovery_ack" for r in log.records)
+    log.close()
