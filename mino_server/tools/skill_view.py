@@ -1,0 +1,56 @@
+"""skill_view (chapter 07): the SKILL.md of one skill in the session's catalogue, by name."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from .. import frontmatter, skills
+from ..decision import Kind
+from .base import (
+    COMPLETED,
+    ArgumentError,
+    Prepared,
+    ToolContext,
+    ToolFailure,
+    ToolResult,
+    reject_unknown,
+    require_str,
+    schema,
+)
+
+
+class SkillViewTool:
+    name: ClassVar[str] = "skill_view"
+    description: ClassVar[str] = (
+        "Read the full SKILL.md of one project skill listed in the skills catalogue of the instructions. "
+        "The argument is the skill's name exactly as listed, not a path."
+    )
+    parameters: ClassVar[dict[str, Any]] = schema(
+        {"name": {"type": "string", "description": "The skill's name as listed in the catalogue."}}, ["name"]
+    )
+
+    def kind(self, ctx: ToolContext) -> Kind:
+        return "read_only"
+
+    def validate(self, args: dict[str, Any]) -> str:
+        reject_unknown(args, {"name"})
+        name = require_str(args, "name")
+        assert name is not None
+        if not frontmatter.valid_name(name):
+            raise ArgumentError(f"name {name!r} does not follow the naming rule ({frontmatter.NAME_RULE})")
+        return name
+
+    def prepare(self, args: str, ctx: ToolContext) -> Prepared:
+        return Prepared(fields=[("Skill", args)])
+
+    def run(self, args: str, ctx: ToolContext, prepared: Prepared) -> ToolResult:
+        path = ctx.skills.get(args)
+        if path is None:
+            # Only the session's catalogue counts: a skill added since is not offered mid-session.
+            listed = ", ".join(sorted(ctx.skills)) or "none"
+            raise ToolFailure(f"No skill named {args} in this session's catalogue (skills: {listed}).")
+        try:
+            text = skills.read_skill_file(path)
+        except skills.SkillError as exc:
+            raise ToolFailure(f"Skill {args} could not be read: {exc.reason}.") from None
+        return ToolResult(COMPLETED, text)
