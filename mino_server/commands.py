@@ -87,19 +87,25 @@ def _no_args(name: str, args: list[str]) -> None:
         raise CommandError(f"{name} takes no arguments.")
 
 
-def cmd_help(agent: Agent, args: list[str], out: Callable[[str], None], ask: object, cancel: CancelToken) -> None:
+def cmd_help(
+    agent: Agent, args: list[str], out: Callable[[str], None], ask: object, cancel: CancelToken
+) -> None:
     for line in HELP:
         out(line)
 
 
-def cmd_new(agent: Agent, args: list[str], out: Callable[[str], None], ask: object, cancel: CancelToken) -> None:
+def cmd_new(
+    agent: Agent, args: list[str], out: Callable[[str], None], ask: object, cancel: CancelToken
+) -> None:
     _no_args("/new", args)
     sid = agent.new_session()
     out(f"Session: {sid}")
     out(mode_line(agent.mode))
 
 
-def cmd_resume(agent: Agent, args: list[str], out: Callable[[str], None], ask: object, cancel: CancelToken) -> None:
+def cmd_resume(
+    agent: Agent, args: list[str], out: Callable[[str], None], ask: object, cancel: CancelToken
+) -> None:
     if len(args) != 1:
         raise CommandError("Usage: /resume <id> — the complete 32-character session ID (see /sessions).")
     for notice in agent.resume(args[0]):
@@ -108,7 +114,9 @@ def cmd_resume(agent: Agent, args: list[str], out: Callable[[str], None], ask: o
     out(mode_line(agent.mode))
 
 
-def cmd_sessions(agent: Agent, args: list[str], out: Callable[[str], None], ask: object, cancel: CancelToken) -> None:
+def cmd_sessions(
+    agent: Agent, args: list[str], out: Callable[[str], None], ask: object, cancel: CancelToken
+) -> None:
     _no_args("/sessions", args)
     sessions = agent.store.list()
     if not sessions:
@@ -145,7 +153,9 @@ def cmd_clear(
         out(NOT_CLEARED)
 
 
-def cmd_mode(agent: Agent, args: list[str], out: Callable[[str], None], ask: object, cancel: CancelToken) -> None:
+def cmd_mode(
+    agent: Agent, args: list[str], out: Callable[[str], None], ask: object, cancel: CancelToken
+) -> None:
     if len(args) > 1:
         raise CommandError(f"Usage: /mode [NAME] — one of {', '.join(MODES)}.")
     if args:
@@ -157,7 +167,9 @@ def cmd_mode(agent: Agent, args: list[str], out: Callable[[str], None], ask: obj
         out(f"  {m}: {MODE_HELP[m]}")
 
 
-def cmd_compact(agent: Agent, args: list[str], out: Callable[[str], None], ask: object, cancel: CancelToken) -> None:
+def cmd_compact(
+    agent: Agent, args: list[str], out: Callable[[str], None], ask: object, cancel: CancelToken
+) -> None:
     _no_args("/compact", args)
     _done, message = agent.compact(cancel)
     out(message)

@@ -54,13 +54,19 @@ class Compactor:
         comp = self.log.latest_compaction()
         return comp["summary"] if comp else None
 
-    def estimate(self, instructions: str, front: Any, history: list[Any], turn: list[Any], tools: list[Any]) -> int:
+    def estimate(
+        self, instructions: str, front: Any, history: list[Any], turn: list[Any], tools: list[Any]
+    ) -> int:
         chars = len(instructions) + sum(len(str(t)) for t in tools)
-        chars += (item_chars(front) if front else 0) + sum(map(item_chars, history)) + sum(map(item_chars, turn))
+        chars += (
+            (item_chars(front) if front else 0) + sum(map(item_chars, history)) + sum(map(item_chars, turn))
+        )
         self._last_chars = chars
         return int(chars * self.ratio)
 
-    def over_budget(self, instructions: str, front: Any, history: list[Any], turn: list[Any], tools: list[Any]) -> bool:
+    def over_budget(
+        self, instructions: str, front: Any, history: list[Any], turn: list[Any], tools: list[Any]
+    ) -> bool:
         return self.estimate(instructions, front, history, turn, tools) > self.agent.config.context_window
 
     def observe_usage(self, usage: dict[str, Any] | None) -> None:
@@ -113,12 +119,18 @@ class Compactor:
         except Cancelled:
             return False, "Compaction interrupted; history is unchanged."
         except OSError as exc:
-            return False, f"Compaction failed: could not save the summary ({exc.strerror}); history is unchanged."
+            return (
+                False,
+                f"Compaction failed: could not save the summary ({exc.strerror}); history is unchanged.",
+            )
         except Exception as exc:
             return False, f"Compaction failed: {' '.join(str(exc).split())}; history is unchanged."
         if not done:
             return False, NOTHING
-        return True, "Compacted the older history into a summary; the two most recent turns are kept as they are."
+        return (
+            True,
+            "Compacted the older history into a summary; the two most recent turns are kept as they are.",
+        )
 
 
 class CompactionFailed(Exception):

@@ -122,15 +122,23 @@ def load_config(
     if "base_url" in data:
         cfg.base_url = _check(path, "base_url", data["base_url"], str, "a URL string")
     if "api_key_env" in data:
-        cfg.api_key_env = _check(path, "api_key_env", data["api_key_env"], str, "an environment variable name")
+        cfg.api_key_env = _check(
+            path, "api_key_env", data["api_key_env"], str, "an environment variable name"
+        )
     if "context_window" in data:
-        cfg.context_window = _check(path, "context_window", data["context_window"], int, "a whole number of tokens")
+        cfg.context_window = _check(
+            path, "context_window", data["context_window"], int, "a whole number of tokens"
+        )
         if cfg.context_window < 1000:
-            raise ConfigError(f"{path}: 'context_window' must be at least 1000 tokens, got {cfg.context_window}")
+            raise ConfigError(
+                f"{path}: 'context_window' must be at least 1000 tokens, got {cfg.context_window}"
+            )
     if "mode" in data:
         cfg.mode = _mode(data["mode"], f"{path}: 'mode'")
     if "request_timeout_s" in data:
-        value = _check(path, "request_timeout_s", data["request_timeout_s"], (int, float), "a number of seconds")
+        value = _check(
+            path, "request_timeout_s", data["request_timeout_s"], (int, float), "a number of seconds"
+        )
         if value <= 0:
             raise ConfigError(f"{path}: 'request_timeout_s' must be positive, got {value}")
         cfg.request_timeout_s = float(value)

@@ -30,7 +30,9 @@ def _parse(argv: list[str]) -> dict[str, object]:
         arg = argv[i]
         if arg == "--stdio":
             opts["stdio"] = True
-        elif arg in ("--model", "--base-url", "--mode") or arg.startswith(("--model=", "--base-url=", "--mode=")):
+        elif arg in ("--model", "--base-url", "--mode") or arg.startswith(
+            ("--model=", "--base-url=", "--mode=")
+        ):
             name, eq, value = arg.partition("=")
             if not eq:
                 i += 1

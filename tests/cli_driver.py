@@ -13,12 +13,20 @@ MINO = [sys.executable, "-m", "mino_server"]
 
 def spawn(env: dict[str, str], cwd: Path, *args: str, timeout: float = 15) -> pexpect.spawn:
     child = pexpect.spawn(
-        MINO[0], [*MINO[1:], *args], env=env, cwd=str(cwd), encoding="utf-8", timeout=timeout, dimensions=(50, 200)
+        MINO[0],
+        [*MINO[1:], *args],
+        env=env,
+        cwd=str(cwd),
+        encoding="utf-8",
+        timeout=timeout,
+        dimensions=(50, 200),
     )
     return child
 
 
-def piped(env: dict[str, str], cwd: Path, stdin: str, *args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+def piped(
+    env: dict[str, str], cwd: Path, stdin: str, *args: str, timeout: float = 30
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [*MINO, *args], input=stdin, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout
     )

@@ -10,9 +10,9 @@ import pytest
 from helpers import RecordingUI, command, make_agent, texts, turn
 
 from mino_server import durable
+from mino_server.scripted_model import ScriptedModel
 from mino_server.sessions.log import LogError, SessionLog
 from mino_server.sessions.store import SessionStore
-from mino_server.scripted_model import ScriptedModel
 
 A = "a" * 32
 B = "b" * 32
@@ -50,7 +50,10 @@ def test_a_b_a_story_on_request_bodies(model: ScriptedModel, workdir: Path, mino
         assert a != b
         model.add({"text": "You have not given me a word."})
         turn(agent, "What word?")
-        assert command(agent, f"/resume {a}")[-2:] == [f"Session: {a}", "Permission mode: manual. Use /mode to change it."]
+        assert command(agent, f"/resume {a}")[-2:] == [
+            f"Session: {a}",
+            "Permission mode: manual. Use /mode to change it.",
+        ]
         model.add({"text": "You asked me to remember pine."})
         turn(agent, "What word?")
         # /sessions, /help and the selection commands add no model request.
@@ -68,7 +71,9 @@ def test_a_b_a_story_on_request_bodies(model: ScriptedModel, workdir: Path, mino
     assert selection == {"session_id": a}
 
 
-def test_records_have_contiguous_seq_turn_id_and_no_session_id(model: ScriptedModel, workdir: Path, mino_home: Path) -> None:
+def test_records_have_contiguous_seq_turn_id_and_no_session_id(
+    model: ScriptedModel, workdir: Path, mino_home: Path
+) -> None:
     agent = make_agent(model.base_url, workdir)
     agent.open()
     model.add({"text": "one"}, {"text": "two"})
@@ -86,7 +91,9 @@ def test_records_have_contiguous_seq_turn_id_and_no_session_id(model: ScriptedMo
     assert [e["status"] for e in ends] == ["completed", "completed"]
 
 
-def test_upgrade_adopts_lone_chapter_02_file_in_place(model: ScriptedModel, workdir: Path, mino_home: Path) -> None:
+def test_upgrade_adopts_lone_chapter_02_file_in_place(
+    model: ScriptedModel, workdir: Path, mino_home: Path
+) -> None:
     path = write_log(mino_home, A, qa("Remember pine.", "The word is pine."))
     before = path.read_bytes()
     ui = RecordingUI()
@@ -108,7 +115,9 @@ def test_upgrade_adopts_lone_chapter_02_file_in_place(model: ScriptedModel, work
     assert texts(model.requests[0]) == ["Remember pine.", "The word is pine.", "What word?"]
 
 
-def test_table_row_no_sessions_creates_and_selects(model: ScriptedModel, workdir: Path, mino_home: Path) -> None:
+def test_table_row_no_sessions_creates_and_selects(
+    model: ScriptedModel, workdir: Path, mino_home: Path
+) -> None:
     agent = make_agent(model.base_url, workdir)
     lines = agent.open()
     sid = agent.session_id
@@ -160,7 +169,9 @@ def test_table_last_row_reports_and_accepts_only_commands(
         agent.close()
 
 
-def test_unloadable_selected_log_is_not_replaced(model: ScriptedModel, workdir: Path, mino_home: Path) -> None:
+def test_unloadable_selected_log_is_not_replaced(
+    model: ScriptedModel, workdir: Path, mino_home: Path
+) -> None:
     path = write_log(mino_home, A, qa("q", "a"))
     with path.open("r+b") as f:  # damage in the middle: not a torn tail
         data = f.read()
@@ -176,7 +187,9 @@ def test_unloadable_selected_log_is_not_replaced(model: ScriptedModel, workdir: 
     assert len(list(sessions_dir(mino_home).glob("*.jsonl"))) == 1
 
 
-def test_resume_refuses_abbreviations_paths_and_unloadable(model: ScriptedModel, workdir: Path, mino_home: Path) -> None:
+def test_resume_refuses_abbreviations_paths_and_unloadable(
+    model: ScriptedModel, workdir: Path, mino_home: Path
+) -> None:
     write_log(mino_home, A, qa("q", "a"))
     bad = write_log(mino_home, B, qa("q", "a"))
     bad.write_text('{"seq": 1}\ngarbage\n{"seq": 3}\n')
@@ -195,7 +208,9 @@ def test_resume_refuses_abbreviations_paths_and_unloadable(model: ScriptedModel,
         agent.close()
 
 
-def test_sessions_lists_newest_first_in_utc_with_star(model: ScriptedModel, workdir: Path, mino_home: Path) -> None:
+def test_sessions_lists_newest_first_in_utc_with_star(
+    model: ScriptedModel, workdir: Path, mino_home: Path
+) -> None:
     pa = write_log(mino_home, A, qa("q", "a"))
     pb = write_log(mino_home, B, qa("q", "a"))
     os.utime(pa, (1_700_000_000, 1_700_000_000))
@@ -208,7 +223,9 @@ def test_sessions_lists_newest_first_in_utc_with_star(model: ScriptedModel, work
     assert out == [f"  {B}  2027-01-15 08:00:00 UTC", f"* {A}  2023-11-14 22:13:20 UTC"]
 
 
-def test_clear_refused_then_accepted_other_sessions_untouched(model: ScriptedModel, workdir: Path, mino_home: Path) -> None:
+def test_clear_refused_then_accepted_other_sessions_untouched(
+    model: ScriptedModel, workdir: Path, mino_home: Path
+) -> None:
     write_log(mino_home, A, qa("Remember pine.", "pine"))
     pb = write_log(mino_home, B, qa("other", "x"))
     b_bytes = pb.read_bytes()
@@ -248,7 +265,9 @@ def test_clear_without_a_person_does_not_clear(model: ScriptedModel, workdir: Pa
     assert (sessions_dir(mino_home) / f"{A}.jsonl").stat().st_size > 0
 
 
-def test_commands_are_never_saved_nor_sent_and_unknown_is_an_error(model: ScriptedModel, workdir: Path, mino_home: Path) -> None:
+def test_commands_are_never_saved_nor_sent_and_unknown_is_an_error(
+    model: ScriptedModel, workdir: Path, mino_home: Path
+) -> None:
     agent = make_agent(model.base_url, workdir)
     agent.open()
     out = command(agent, "/frobnicate now")
@@ -273,7 +292,11 @@ def test_storage_failure_while_clearing_stops_the_chat(
         raise OSError(5, "Input/output error")
 
     # The fault is injected at the system-call layer the store uses (rename, or the folder's fsync).
-    monkeypatch.setattr(durable.os if fail_at == "rename" else durable, "replace" if fail_at == "rename" else "fsync_dir", boom)
+    monkeypatch.setattr(
+        durable.os if fail_at == "rename" else durable,
+        "replace" if fail_at == "rename" else "fsync_dir",
+        boom,
+    )
     out: list[str] = []
     from mino_server.commands import run_command
 
@@ -309,7 +332,9 @@ def test_storage_failure_while_saving_selection_stops_the_chat(
     agent.close()
 
 
-def test_torn_tail_is_copied_truncated_and_reported(model: ScriptedModel, workdir: Path, mino_home: Path) -> None:
+def test_torn_tail_is_copied_truncated_and_reported(
+    model: ScriptedModel, workdir: Path, mino_home: Path
+) -> None:
     path = write_log(mino_home, A, qa("q", "a"))
     whole = path.read_bytes()
     with path.open("ab") as f:
@@ -372,7 +397,15 @@ def unknown_result_log(home: Path, witness: Path) -> Path:
         A,
         [
             {"seq": 1, "type": "user_message", "turn_id": "t1", "at": at, "text": "run it"},
-            {"seq": 2, "type": "tool_call", "turn_id": "t1", "at": at, "call_id": "call_1", "name": "bash", "arguments": args},
+            {
+                "seq": 2,
+                "type": "tool_call",
+                "turn_id": "t1",
+                "at": at,
+                "call_id": "call_1",
+                "name": "bash",
+                "arguments": args,
+            },
         ],
     )
 

@@ -148,7 +148,9 @@ class SessionLog:
         """Mark every call without a result as unknown and close turns that never ended. Never re-runs."""
         for p in self.pending_calls():
             self.append("recovery", p.turn_id, call_id=p.call_id, name=p.name)
-            self.append("tool_result", p.turn_id, call_id=p.call_id, status="unknown", output=UNKNOWN_RESULT_TEXT)
+            self.append(
+                "tool_result", p.turn_id, call_id=p.call_id, status="unknown", output=UNKNOWN_RESULT_TEXT
+            )
         ended = {r.get("turn_id") for r in self.records if r["type"] == "turn_end"}
         open_turns = []
         for r in self.records:
@@ -186,7 +188,8 @@ class SessionLog:
         return [
             r
             for r in self.records
-            if r["seq"] > through and r["type"] in ("user_message", "assistant_message", "tool_call", "tool_result")
+            if r["seq"] > through
+            and r["type"] in ("user_message", "assistant_message", "tool_call", "tool_result")
         ]
 
 
@@ -276,14 +279,20 @@ def _record_problem(rec: Any, expected_seq: int) -> str | None:
     if t in ("user_message", "assistant_message") and not isinstance(rec.get("text"), str):
         return f"{t} without text"
     if t == "tool_call" and not (
-        isinstance(rec.get("call_id"), str) and isinstance(rec.get("name"), str) and isinstance(rec.get("arguments"), str)
+        isinstance(rec.get("call_id"), str)
+        and isinstance(rec.get("name"), str)
+        and isinstance(rec.get("arguments"), str)
     ):
         return "tool_call needs string call_id, name and arguments"
     if t == "tool_result" and not (
-        isinstance(rec.get("call_id"), str) and isinstance(rec.get("status"), str) and isinstance(rec.get("output"), str)
+        isinstance(rec.get("call_id"), str)
+        and isinstance(rec.get("status"), str)
+        and isinstance(rec.get("output"), str)
     ):
         return "tool_result needs string call_id, status and output"
-    if t == "compaction" and not (isinstance(rec.get("summary"), str) and type(rec.get("through_seq")) is int):
+    if t == "compaction" and not (
+        isinstance(rec.get("summary"), str) and type(rec.get("through_seq")) is int
+    ):
         return "compaction needs summary and through_seq"
     if t == "recovery" and not isinstance(rec.get("call_id"), str):
         return "recovery needs call_id"

@@ -126,7 +126,9 @@ class SessionStore:
         try:
             atomic_write(self.dir / SELECTION, (json.dumps({"session_id": session_id}) + "\n").encode())
         except OSError as exc:
-            raise StorageError(f"Could not save the session selection: {exc.strerror or exc}. The chat stops here.") from None
+            raise StorageError(
+                f"Could not save the session selection: {exc.strerror or exc}. The chat stops here."
+            ) from None
 
     # ---- sessions ------------------------------------------------------------------------
     def create(self) -> str:
@@ -139,7 +141,9 @@ class SessionStore:
             except FileExistsError:
                 continue
             except OSError as exc:
-                raise StorageError(f"Could not create a session file: {exc.strerror}. The chat stops here.") from None
+                raise StorageError(
+                    f"Could not create a session file: {exc.strerror}. The chat stops here."
+                ) from None
             try:
                 os.fsync(fd)
             finally:

@@ -81,7 +81,9 @@ def schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
     return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
 
 
-def require_str(args: dict[str, Any], key: str, *, optional: bool = False, allow_empty: bool = False) -> str | None:
+def require_str(
+    args: dict[str, Any], key: str, *, optional: bool = False, allow_empty: bool = False
+) -> str | None:
     """Fetch a string argument or raise ArgumentError naming it."""
     if key not in args or args[key] is None:
         if optional:
