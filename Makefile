@@ -1,0 +1,23 @@
+# The test command of README.md; .ci/run installs everything, then runs `make test`.
+PY ?= .venv/bin/python
+
+.PHONY: install test test-python test-editor lint bench
+
+install:
+	python3 -m venv .venv
+	$(PY) -m pip install -q -e '.[test]'
+
+lint:
+	$(PY) -m ruff check mino_server tests bench
+	$(PY) -m ruff format --check mino_server tests bench
+
+test-python: lint
+	$(PY) -m pytest
+
+test-editor:
+	MINO_COMMAND=$(CURDIR)/.venv/bin/mino bash editor/vscode/scripts/ci.sh
+
+test: test-python test-editor
+
+bench:
+	$(PY) bench/run.py
