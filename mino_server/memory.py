@@ -13,6 +13,7 @@ a prefix of the valid memories in name order, which is easy to predict and to fi
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import stat
@@ -250,6 +251,7 @@ def memory_file_state(path: Path) -> str | None:
     """What an approval is bound to: None when absent, else the sha256 of the file's bytes.
 
     A symlink or special file is never opened; its state is a marker that differs from any hash.
+    Other errors (no permission, a file where the folder should be) raise OSError.
     """
     try:
         st = os.lstat(path)
@@ -263,7 +265,9 @@ def memory_file_state(path: Path) -> str | None:
     except FileNotFoundError:
         return None
     except OSError as exc:
-        return f"unreadable:{exc.errno}"
+        if exc.errno == errno.ELOOP:  # replaced by a symlink since the lstat
+            return "not-a-regular-file:symlink"
+        raise
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return "not-a-regular-file"
@@ -273,6 +277,11 @@ def memory_file_state(path: Path) -> str | None:
     finally:
         os.close(fd)
     return digest.hexdigest()
+
+
+def is_file_hash(state: str | None) -> bool:
+    """True when `state` is the hash of a regular file (not absent, not a symlink or special file)."""
+    return state is not None and len(state) == 64 and all(c in "0123456789abcdef" for c in state)
 
 
 def render_memory(name: str, type_: str, summary: str, details: str = "") -> str:

@@ -89,14 +89,29 @@ def test_render_matches_the_seed_file_exactly() -> None:
         "a\rb",
     ],
 )
-def test_special_scalars_round_trip_as_strings(value: str) -> None:
+@pytest.mark.parametrize("loader", ["C", "pure"])
+def test_special_scalars_round_trip_as_strings(
+    value: str, loader: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if loader == "pure":  # the fallback when PyYAML has no libyaml
+        import yaml
+
+        monkeypatch.setattr(frontmatter, "_loader", lambda: yaml.SafeLoader)
     text = frontmatter.render([("summary", value)], "body")
     assert text.count("\n") == 3  # always one line per field
     assert frontmatter.parse(text.encode(), ["summary"]) == frontmatter.Document({"summary": value}, "body")
 
 
+# YAML's special characters and words, mixed: where a plain scalar would go wrong.
+TRICKY = st.text(alphabet=st.sampled_from(list(" \t:#-'\"!&*?|>%@`{}[],.~yesnoNUL01\n\r\x85\u2028\ufeff\\")))
+
+
 @settings(max_examples=300, deadline=None)
-@given(summary=st.text(), details=st.text(), name=st.from_regex(frontmatter.NAME_RE, fullmatch=True))
+@given(
+    summary=st.one_of(st.text(), TRICKY),
+    details=st.text(),
+    name=st.from_regex(frontmatter.NAME_RE, fullmatch=True),
+)
 def test_front_matter_round_trip_is_exact(summary: str, details: str, name: str) -> None:
     text = memory.render_memory(name, "feedback", summary, details)
     doc = frontmatter.parse(text.encode("utf-8"), memory.FIELDS)
@@ -373,3 +388,15 @@ def test_state_of_a_fifo_or_symlink_is_not_a_hash_and_never_blocks(tmp_path: Pat
     for name in ("p.md", "l.md"):
         state = memory.memory_file_state(tmp_path / name)
         assert state is not None and len(state) != 64
+
+
+def test_importing_the_modules_does_not_load_yaml() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, mino_server.memory, mino_server.skills, mino_server.tools.memory_tools, "
+        "mino_server.tools.skill_view; print('yaml' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

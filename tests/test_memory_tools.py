@@ -303,3 +303,13 @@ def test_view_missing_or_unloadable_memory_fails_with_a_reason(ctx: ToolContext)
     os.mkfifo(ctx.memory_dir / "pipe.md")
     with pytest.raises(ToolFailure, match="not a regular file"):
         tool.run("pipe", ctx, tool.prepare("pipe", ctx))
+
+
+def test_memory_dir_that_is_a_file_fails_cleanly(ctx: ToolContext) -> None:
+    ctx.home.mkdir(parents=True)
+    ctx.memory_dir.write_text("not a folder")
+    with pytest.raises(ToolFailure, match="Cannot read .*nothing was saved"):
+        do_save(ctx)
+    tool = MemoryViewTool()
+    with pytest.raises(ToolFailure, match="No memory named uses-pnpm"):
+        tool.run("uses-pnpm", ctx, tool.prepare("uses-pnpm", ctx))

@@ -151,7 +151,10 @@ class MemorySaveTool:
     def prepare(self, args: SaveArgs, ctx: ToolContext) -> Prepared:
         directory = ctx.memory_dir
         path = memory.memory_path(directory, args.name)
-        state = memory.memory_file_state(path)
+        try:
+            state = memory.memory_file_state(path)
+        except OSError as exc:
+            raise ToolFailure(f"Cannot read {path}: {exc.strerror or exc}; nothing was saved.") from None
         if args.mode == "create" and state is not None:
             raise ToolFailure(
                 f"A memory named {args.name} already exists; nothing was saved. "
@@ -163,7 +166,7 @@ class MemorySaveTool:
                     f"There is no memory named {args.name} to replace; nothing was saved. "
                     "Use mode create to save a new memory."
                 )
-            if not _is_hash(state):
+            if not memory.is_file_hash(state):
                 raise ToolFailure(f"{path.name} is not a regular file; Mino will not replace it.")
         entries, _ = memory.scan_memories(directory)
         new = memory.MemoryEntry(args.name, args.type, args.summary, args.details or "", path)
@@ -204,10 +207,6 @@ class MemorySaveTool:
             COMPLETED,
             f"Saved memory {args.name}. Its summary appears in the memory index from the next turn.",
         )
-
-
-def _is_hash(state: str) -> bool:
-    return len(state) == 64 and all(c in "0123456789abcdef" for c in state)
 
 
 def details_preview(details: str) -> str:
