@@ -293,8 +293,11 @@ class Agent:
             return self._skills
         record = log.session_skills()
         if record is not None:
-            self._skills = skills.catalogue_from_record(record.get("skills", []), self.workdir)
-            return self._skills
+            try:
+                self._skills = skills.catalogue_from_record(record.get("skills", []), self.workdir)
+                return self._skills
+            except ValueError as exc:  # a damaged record: rescan rather than stop the chat
+                self.ui.event({"type": "notice", "turnId": None, "text": f"Skills record ignored: {exc}"})
         found, problems = skills.scan_skills(self.workdir)
         if problems:
             self.ui.event(

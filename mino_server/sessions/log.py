@@ -176,7 +176,7 @@ class SessionLog:
         return None
 
     def session_skills(self) -> dict[str, Any] | None:
-        for r in self.records:
+        for r in reversed(self.records):
             if r["type"] == "session_skills":
                 return r
         return None
