@@ -1,0 +1,241 @@
+"""The bash tool (SPEC §5): one command, its own process group, a bounded output, nothing left behind.
+
+The command runs as `bash -c COMMAND` (inside the sandbox when there is one) in a new session, so
+the timeout, a cancel, and the end of the command can signal its whole process group: SIGTERM,
+a short grace, then SIGKILL. Background processes do not outlive the call.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from ..cancel import Cancelled, CancelToken
+from ..decision import Kind
+from .base import (
+    COMPLETED,
+    FAILED,
+    ArgumentError,
+    Prepared,
+    ToolContext,
+    ToolFailure,
+    ToolResult,
+    reject_unknown,
+    require_str,
+    schema,
+)
+
+DEFAULT_TIMEOUT_S = 120.0
+MAX_TIMEOUT_S = 600.0
+OUTPUT_CAP = 64 * 1024  # half for the start of the output, half for the end
+KILL_GRACE_S = 0.5  # between SIGTERM and SIGKILL
+KILL_WAIT_S = 5.0  # for the shell to be reaped after SIGKILL
+DRAIN_S = 0.2  # for the pipe to close once the group is gone (a daemon that left the group may hold it)
+
+
+@dataclass(frozen=True)
+class BashArgs:
+    command: str
+    timeout_s: float = DEFAULT_TIMEOUT_S
+
+
+class BashTool:
+    name: ClassVar[str] = "bash"
+    description: ClassVar[str] = (
+        "Run a shell command with `bash -c` in the working directory and return its output "
+        "(stdout and stderr together) followed by a line `[exit code: N]`. stdin is empty, so "
+        "interactive programs will not work; pass flags such as --yes or pipe input in the command. "
+        f"Output over {OUTPUT_CAP // 1024} KiB is cut in the middle (the start and the end are kept). "
+        f"timeout_s defaults to {DEFAULT_TIMEOUT_S:g} seconds (at most {MAX_TIMEOUT_S:g}); on timeout "
+        "the command and everything it started are killed. Background processes are stopped when the "
+        "command ends, so do not start servers that must keep running. When a sandbox is active, files "
+        "outside the working directory are read-only, /tmp is private and empty, and there is no "
+        "network. The user may be asked to approve the command."
+    )
+    parameters: ClassVar[dict[str, Any]] = schema(
+        {
+            "command": {"type": "string", "description": "The bash command line to run."},
+            "timeout_s": {
+                "type": "number",
+                "exclusiveMinimum": 0,
+                "maximum": MAX_TIMEOUT_S,
+                "description": f"Seconds before the command is killed (default {DEFAULT_TIMEOUT_S:g}).",
+            },
+        },
+        ["command"],
+    )
+
+    def kind(self, ctx: ToolContext) -> Kind:
+        return "sandboxed" if ctx.sandbox is not None else "other"
+
+    def validate(self, args: dict[str, Any]) -> BashArgs:
+        reject_unknown(args, {"command", "timeout_s"})
+        command = require_str(args, "command") or ""
+        if "\0" in command:
+            raise ArgumentError("argument 'command' must not contain a NUL byte")
+        timeout = args.get("timeout_s")
+        if timeout is None:
+            return BashArgs(command)
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+            raise ArgumentError("argument 'timeout_s' must be a number of seconds")
+        if not 0 < timeout <= MAX_TIMEOUT_S:
+            raise ArgumentError(f"argument 'timeout_s' must be more than 0 and at most {MAX_TIMEOUT_S:g}")
+        return BashArgs(command, float(timeout))
+
+    def prepare(self, args: BashArgs, ctx: ToolContext) -> Prepared:
+        sandbox = ctx.sandbox.name if ctx.sandbox is not None else "none"
+        return Prepared([("Command", args.command), ("Directory", str(ctx.workdir)), ("Sandbox", sandbox)])
+
+    def run(self, args: BashArgs, ctx: ToolContext, prepared: Prepared) -> ToolResult:
+        import subprocess  # here, not at import: the tool set is loaded on start-up paths that run nothing
+
+        ctx.cancel.check()
+        argv = ["bash", "-c", args.command]
+        if ctx.sandbox is not None:
+            argv = ctx.sandbox.wrap(argv, ctx.workdir)
+        try:
+            proc = subprocess.Popen(
+                argv,
+                cwd=ctx.workdir,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # its own process group, away from the terminal's Ctrl-C
+            )
+        except OSError as e:
+            raise ToolFailure(f"Cannot start {argv[0]} in {ctx.workdir}: {e.strerror or e}.") from None
+        outcome, output = _supervise(proc, ctx.cancel, args.timeout_s)
+        if outcome == "cancelled":
+            raise Cancelled()
+        if output and not output.endswith("\n"):
+            output += "\n"
+        if outcome == "timeout":
+            return ToolResult(FAILED, f"{output}[timed out after {args.timeout_s:g} s; process group killed]")
+        return ToolResult(COMPLETED, output + _exit_line(proc.returncode))
+
+
+def _exit_line(code: int) -> str:
+    if code >= 0:
+        return f"[exit code: {code}]"
+    import signal
+
+    try:
+        name = signal.Signals(-code).name
+    except ValueError:
+        name = f"signal {-code}"
+    return f"[killed by {name}]"
+
+
+class _Capture:
+    """The first and last `cap // 2` bytes of a stream, and how long it was."""
+
+    def __init__(self, cap: int) -> None:
+        self.half = cap // 2
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def add(self, data: bytes) -> None:
+        self.total += len(data)
+        room = self.half - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        if data:
+            self.tail += data
+            if len(self.tail) > 2 * self.half:  # trim now and then, not on every chunk
+                del self.tail[: -self.half]
+
+    def text(self) -> str:
+        tail = self.tail[-self.half :]
+        cut = self.total - len(self.head) - len(tail)
+        if cut == 0:
+            return (self.head + tail).decode("utf-8", "replace")
+        return (
+            self.head.decode("utf-8", "replace")
+            + f"\n[... {cut} bytes of output cut; {self.total} bytes in all ...]\n"
+            + tail.decode("utf-8", "replace")
+        )
+
+
+def _supervise(proc: Any, cancel: CancelToken, timeout: float) -> tuple[str, str]:
+    """Wait for the command, collecting output; ("exited" | "timeout" | "cancelled", output)."""
+    import selectors
+    import signal
+    import threading
+    import time
+
+    out = proc.stdout.fileno()
+    capture = _Capture(OUTPUT_CAP)
+    exited = threading.Event()
+    eof = False
+    # One selector wakes for output, for the shell's exit (a waiter thread) and for a cancel, so
+    # nothing polls on a timer.
+    wake_r, wake_w = os.pipe()
+    wake_lock = threading.Lock()
+    selector = selectors.DefaultSelector()
+    selector.register(out, selectors.EVENT_READ)
+    selector.register(wake_r, selectors.EVENT_READ)
+
+    def wake() -> None:
+        with wake_lock:  # a late cancel must not write to a closed (or reused) descriptor
+            if wake_w >= 0:
+                os.write(wake_w, b"\0")
+
+    def wait_for_exit() -> None:
+        proc.wait()
+        exited.set()
+        wake()
+
+    def pump(seconds: float, done: Any) -> None:
+        nonlocal eof
+        deadline = time.monotonic() + seconds
+        while not done():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return
+            for key, _ in selector.select(remaining):
+                if key.fd == wake_r:
+                    os.read(wake_r, 512)
+                    continue
+                data = os.read(out, 65536)
+                if data:
+                    capture.add(data)
+                else:
+                    selector.unregister(out)
+                    eof = True
+
+    def signal_group(sig: int) -> bool:
+        try:
+            os.killpg(proc.pid, sig)  # pgid == pid: start_new_session made the shell the leader
+            return True
+        except (ProcessLookupError, PermissionError):  # group gone (macOS: only zombies left)
+            return False
+
+    threading.Thread(target=wait_for_exit, name=f"bash-wait-{proc.pid}", daemon=True).start()
+    unregister = cancel.on_cancel(wake)
+    try:
+        pump(timeout, lambda: exited.is_set() or cancel.cancelled)
+        if exited.is_set():
+            outcome = "exited"
+        else:
+            outcome = "cancelled" if cancel.cancelled else "timeout"
+        # On timeout or cancel this stops the command; after a normal exit, whatever it left running.
+        if signal_group(signal.SIGTERM):
+            pump(KILL_GRACE_S, lambda: exited.is_set() and eof)
+            signal_group(signal.SIGKILL)
+            pump(KILL_WAIT_S, exited.is_set)
+        pump(DRAIN_S, lambda: eof)
+    except BaseException:  # KeyboardInterrupt or a bug here: never leave the command running
+        signal_group(signal.SIGKILL)
+        raise
+    finally:
+        unregister()
+        with wake_lock:
+            os.close(wake_w)
+            wake_w = -1
+        os.close(wake_r)
+        selector.close()
+        proc.stdout.close()
+    return outcome, capture.text()

@@ -1,0 +1,451 @@
+"""The project file tools: read_file, write_file, edit_file (SPEC §5).
+
+Writes are bound to the file state the user approved: prepare() records the sha256 of the file's
+bytes (None when absent), run() checks it again and writes nothing if it changed. Every write goes
+through durable.atomic_write, so a crash leaves the old or the new file, never a mix.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import hashlib
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from .. import durable
+from ..decision import Kind
+from ..display import preview, utf8_boundary
+from .base import (
+    COMPLETED,
+    ArgumentError,
+    Prepared,
+    ToolContext,
+    ToolFailure,
+    ToolResult,
+    reject_unknown,
+    require_str,
+    schema,
+)
+from .paths import check_path_syntax, resolve_in_workdir
+
+READ_MAX_BYTES = 256 * 1024
+READ_MAX_LINES = 2000
+EDIT_MAX_BYTES = 8 * 1024 * 1024  # edit_file holds the file, its new text and a diff in memory
+BINARY_SNIFF_BYTES = 8192
+CHANGED_AFTER_APPROVAL = "File changed after approval; nothing was written."
+
+
+@dataclass(frozen=True)
+class ReadArgs:
+    path: str
+    start_line: int | None = None
+    end_line: int | None = None
+
+
+@dataclass(frozen=True)
+class WriteArgs:
+    path: str
+    content: str
+    mode: str  # "create" | "overwrite"
+
+
+@dataclass(frozen=True)
+class EditArgs:
+    path: str
+    old_text: str
+    new_text: str
+
+
+# --- helpers shared by the three tools ---------------------------------------------------------
+
+
+def _path_arg(args: dict[str, Any]) -> str:
+    return check_path_syntax(require_str(args, "path") or "")
+
+
+def _line_arg(args: dict[str, Any], key: str) -> int | None:
+    value = args.get(key)
+    if value is None:
+        return None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ArgumentError(f"argument '{key}' must be an integer")
+    if value < 1:
+        raise ArgumentError(f"argument '{key}' must be 1 or more (lines are numbered from 1)")
+    return value
+
+
+def _text_arg(args: dict[str, Any], key: str, *, allow_empty: bool) -> str:
+    value = require_str(args, key, allow_empty=allow_empty) or ""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ArgumentError(f"argument '{key}' is not valid Unicode text (it has a lone surrogate)") from None
+    return value
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _open_regular(path: Path, rel: str) -> int | None:
+    """A read descriptor for a regular file, None when absent; directories and devices are refused."""
+    try:
+        # O_NOFOLLOW: `path` is already resolved, so a link here means one was swapped in since.
+        # O_NONBLOCK: opening a FIFO must not hang the turn before the type check refuses it.
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise ToolFailure(f"Cannot open {rel}: {e.strerror or e}.") from None
+    try:
+        _require_regular(os.fstat(fd), rel)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _read_regular(path: Path, rel: str) -> tuple[bytes, os.stat_result] | None:
+    """The bytes and stat of a regular file, None when absent."""
+    fd = _open_regular(path, rel)
+    if fd is None:
+        return None
+    try:
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks), os.fstat(fd)
+    except OSError as e:
+        raise ToolFailure(f"Cannot read {rel}: {e.strerror or e}.") from None
+    finally:
+        os.close(fd)
+
+
+def _require_regular(st: os.stat_result, rel: str) -> None:
+    if stat.S_ISDIR(st.st_mode):
+        raise ToolFailure(f"{rel} is a directory, not a file.")
+    if not stat.S_ISREG(st.st_mode):
+        raise ToolFailure(f"{rel} is not a regular file.")
+
+
+def _file_state(path: Path, rel: str) -> str | None:
+    found = _read_regular(path, rel)
+    return None if found is None else _sha256(found[0])
+
+
+def _decode_text(data: bytes, rel: str) -> str:
+    if b"\0" in data[:BINARY_SNIFF_BYTES]:
+        raise ToolFailure(f"{rel} looks like a binary file (it has NUL bytes); only UTF-8 text can be used.")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ToolFailure(f"{rel} is not UTF-8 text; only UTF-8 text can be used.") from None
+
+
+def _path_fields(rel: str, resolved: Path, workdir: Path) -> list[tuple[str, str]]:
+    fields = [("Path", rel)]
+    plain = Path(os.path.normpath(rel if os.path.isabs(rel) else workdir / rel))
+    if plain != resolved:  # a symlink is involved: show where the write really lands
+        fields.append(("Target", str(resolved)))
+    fields.append(("Directory", str(workdir)))
+    return fields
+
+
+@functools.cache
+def _new_file_mode() -> int:
+    """0666 minus the umask, as a shell redirection would create the file (0644 under umask 022)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return 0o666 & ~int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)  # no /proc (macOS): read the umask by setting it and putting it back
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+def _write(path: Path, rel: str, data: bytes, mode: int) -> None:
+    try:
+        durable.atomic_write(path, data, mode)
+    except OSError as e:
+        raise ToolFailure(f"Cannot write {rel}: {e.strerror or e}; nothing was written.") from None
+
+
+def _find_all(text: str, needle: str) -> list[int]:
+    """Start positions of every occurrence, overlapping ones included ("aa" occurs twice in "aaa")."""
+    found, at = [], text.find(needle)
+    while at >= 0:
+        found.append(at)
+        at = text.find(needle, at + 1)
+    return found
+
+
+# --- read_file ---------------------------------------------------------------------------------
+
+
+class ReadFileTool:
+    name: ClassVar[str] = "read_file"
+    description: ClassVar[str] = (
+        "Read a UTF-8 text file in the working directory. `path` is relative to the working directory "
+        "(an absolute path must lie inside it). Returns the file's text exactly as it is, without line "
+        f"numbers, so you can copy text from it into edit_file's old_text. At most {READ_MAX_LINES} lines "
+        f"or {READ_MAX_BYTES // 1024} KiB are returned per call; when the output is cut, a last line in "
+        "square brackets says where it stopped and how to read on. Use start_line and end_line "
+        "(1-based, inclusive) to read part of a long file. Binary and non-UTF-8 files are refused."
+    )
+    parameters: ClassVar[dict[str, Any]] = schema(
+        {
+            "path": {"type": "string", "description": "File path, relative to the working directory."},
+            "start_line": {"type": "integer", "minimum": 1, "description": "First line to read (1-based)."},
+            "end_line": {"type": "integer", "minimum": 1, "description": "Last line to read, inclusive."},
+        },
+        ["path"],
+    )
+
+    def kind(self, ctx: ToolContext) -> Kind:
+        return "read_only"
+
+    def validate(self, args: dict[str, Any]) -> ReadArgs:
+        reject_unknown(args, {"path", "start_line", "end_line"})
+        path = _path_arg(args)
+        start, end = _line_arg(args, "start_line"), _line_arg(args, "end_line")
+        if start is not None and end is not None and end < start:
+            raise ArgumentError(f"end_line ({end}) must not be less than start_line ({start})")
+        return ReadArgs(path, start, end)
+
+    def prepare(self, args: ReadArgs, ctx: ToolContext) -> Prepared:
+        resolve_in_workdir(ctx.workdir, args.path)
+        fields = [("Path", args.path), ("Directory", str(ctx.workdir))]
+        if args.start_line is not None or args.end_line is not None:
+            fields.append(("Lines", f"{args.start_line or 1}-{args.end_line or 'end'}"))
+        return Prepared(fields)
+
+    def run(self, args: ReadArgs, ctx: ToolContext, prepared: Prepared) -> ToolResult:
+        path = resolve_in_workdir(ctx.workdir, args.path)
+        fd = _open_regular(path, args.path)
+        if fd is None:
+            raise ToolFailure(f"{args.path} does not exist.")
+        try:
+            with open(fd, "rb") as f:
+                text = _read_lines(f, args)
+        except OSError as e:
+            raise ToolFailure(f"Cannot read {args.path}: {e.strerror or e}.") from None
+        return ToolResult(COMPLETED, text)
+
+
+def _read_lines(f: Any, args: ReadArgs) -> str:
+    """Lines start_line..end_line of an open binary file, within the size caps, with a note if cut."""
+    rel, start, end = args.path, args.start_line or 1, args.end_line
+    if b"\0" in f.read(BINARY_SNIFF_BYTES):
+        raise ToolFailure(f"{rel} looks like a binary file (it has NUL bytes); read_file only reads text.")
+    f.seek(0)
+    lineno, partial = 1, False  # the line the next byte read belongs to; have we read part of it?
+    while lineno < start:  # skip, in bounded pieces so one huge line cannot fill memory
+        piece = f.readline(1 << 20)
+        if not piece:
+            break
+        partial = not piece.endswith(b"\n")
+        lineno += not partial
+
+    kept: list[bytes] = []  # one entry per line; only the last may be partial
+    size, cut = 0, False
+    while end is None or lineno + len(kept) <= end:
+        if len(kept) == READ_MAX_LINES:
+            cut = bool(f.read(1))
+            break
+        piece = f.readline(READ_MAX_BYTES - size + 1)
+        if not piece:
+            break
+        if size + len(piece) > READ_MAX_BYTES:
+            kept.append(piece[: utf8_boundary(piece, READ_MAX_BYTES - size)])
+            cut = True
+            break
+        kept.append(piece)
+        size += len(piece)
+    if not kept:
+        if start == 1:
+            return f"({rel} is empty.)"
+        count = lineno - 1 + partial
+        raise ToolFailure(
+            f"start_line {start} is past the end of {rel}, which has {count} line{'' if count == 1 else 's'}."
+        )
+    try:
+        text = b"".join(kept).decode("utf-8")
+    except UnicodeDecodeError:
+        raise ToolFailure(f"{rel} is not UTF-8 text; read_file only reads text.") from None
+    if not cut:
+        return text
+    last = lineno + len(kept) - 1
+    if kept[-1].endswith(b"\n"):
+        note = f"[Output cut after line {last} ({READ_MAX_LINES} lines per call); read on with start_line={last + 1}.]"
+    elif len(kept) == 1:
+        note = (
+            f"[Output cut at {READ_MAX_BYTES // 1024} KiB inside line {last}, which is longer than that; "
+            "use bash (for example cut -c or head -c) to see the rest.]"
+        )
+    else:
+        note = f"[Output cut at {READ_MAX_BYTES // 1024} KiB inside line {last}; read on with start_line={last}.]"
+    return text + ("" if text.endswith("\n") else "\n") + note
+
+
+# --- write_file --------------------------------------------------------------------------------
+
+
+class WriteFileTool:
+    name: ClassVar[str] = "write_file"
+    description: ClassVar[str] = (
+        "Write a whole file in the working directory. mode 'create' makes a new file and fails if the "
+        "path already exists (missing parent folders are created); mode 'overwrite' replaces all of an "
+        "existing file's contents and fails if it does not exist. `content` is the complete new text "
+        "(UTF-8). To change part of an existing file, prefer edit_file. The user may be asked to "
+        "approve the write; if the file changes before they answer, nothing is written."
+    )
+    parameters: ClassVar[dict[str, Any]] = schema(
+        {
+            "path": {"type": "string", "description": "File path, relative to the working directory."},
+            "content": {"type": "string", "description": "The complete contents of the file."},
+            "mode": {
+                "type": "string",
+                "enum": ["create", "overwrite"],
+                "description": "'create' for a new file, 'overwrite' to replace an existing one.",
+            },
+        },
+        ["path", "content", "mode"],
+    )
+
+    def kind(self, ctx: ToolContext) -> Kind:
+        return "project_write"
+
+    def validate(self, args: dict[str, Any]) -> WriteArgs:
+        reject_unknown(args, {"path", "content", "mode"})
+        path = _path_arg(args)
+        content = _text_arg(args, "content", allow_empty=True)
+        mode = require_str(args, "mode")
+        if mode not in ("create", "overwrite"):
+            raise ArgumentError("argument 'mode' must be 'create' or 'overwrite'")
+        return WriteArgs(path, content, mode)
+
+    def prepare(self, args: WriteArgs, ctx: ToolContext) -> Prepared:
+        path = resolve_in_workdir(ctx.workdir, args.path)
+        state = _file_state(path, args.path)
+        if args.mode == "create" and state is not None:
+            raise ToolFailure(f"{args.path} already exists; use mode 'overwrite' to replace it.")
+        if args.mode == "overwrite" and state is None:
+            raise ToolFailure(f"{args.path} does not exist; use mode 'create' to make a new file.")
+        if args.mode == "create":
+            mode_text = "Create a new file" if path.parent.is_dir() else "Create a new file and its folders"
+        else:
+            mode_text = "Replace the existing file"
+        head, note = preview(args.content)
+        fields = [*_path_fields(args.path, path, ctx.workdir), ("Mode", mode_text), ("Content", head)]
+        return Prepared(fields, warning=note, state=state)
+
+    def run(self, args: WriteArgs, ctx: ToolContext, prepared: Prepared) -> ToolResult:
+        path = resolve_in_workdir(ctx.workdir, args.path)
+        found = _read_regular(path, args.path)
+        if (None if found is None else _sha256(found[0])) != prepared.state:
+            raise ToolFailure(CHANGED_AFTER_APPROVAL)
+        if found is None:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise ToolFailure(f"Cannot create the folder for {args.path}: {e.strerror or e}.") from None
+            # The folders are new: resolve again so a link planted meanwhile cannot lead outside.
+            if resolve_in_workdir(ctx.workdir, args.path) != path:
+                raise ToolFailure(CHANGED_AFTER_APPROVAL)
+            mode = _new_file_mode()
+        else:
+            mode = stat.S_IMODE(found[1].st_mode) & 0o777  # keep rwx bits, never setuid/setgid
+        data = args.content.encode("utf-8")
+        _write(path, args.path, data, mode)
+        return ToolResult(COMPLETED, f"Wrote {len(data)} bytes to {args.path}")
+
+
+# --- edit_file ---------------------------------------------------------------------------------
+
+
+class EditFileTool:
+    name: ClassVar[str] = "edit_file"
+    description: ClassVar[str] = (
+        "Replace one exact piece of text in an existing UTF-8 file in the working directory. "
+        "old_text must occur exactly once in the file: it is matched character for character, "
+        "including whitespace, indentation and line breaks, so copy it from read_file's output and "
+        "include enough surrounding lines to make it unique. new_text replaces it (empty to delete it). "
+        "If old_text occurs zero or several times, nothing is changed and the result says how many "
+        "times it was found. The user may be asked to approve the edit."
+    )
+    parameters: ClassVar[dict[str, Any]] = schema(
+        {
+            "path": {"type": "string", "description": "File path, relative to the working directory."},
+            "old_text": {"type": "string", "description": "The exact text to replace; must occur once."},
+            "new_text": {"type": "string", "description": "The replacement text."},
+        },
+        ["path", "old_text", "new_text"],
+    )
+
+    def kind(self, ctx: ToolContext) -> Kind:
+        return "project_write"
+
+    def validate(self, args: dict[str, Any]) -> EditArgs:
+        reject_unknown(args, {"path", "old_text", "new_text"})
+        path = _path_arg(args)
+        old = _text_arg(args, "old_text", allow_empty=False)
+        new = _text_arg(args, "new_text", allow_empty=True)
+        if old == new:
+            raise ArgumentError("new_text is the same as old_text; there is nothing to change")
+        return EditArgs(path, old, new)
+
+    def prepare(self, args: EditArgs, ctx: ToolContext) -> Prepared:
+        path = resolve_in_workdir(ctx.workdir, args.path)
+        found = _read_regular(path, args.path)
+        if found is None:
+            raise ToolFailure(f"{args.path} does not exist; use write_file to create it.")
+        data, _ = found
+        old, new = self._replace(data, args)
+        diff = "".join(
+            line if line.endswith("\n") else line + "\n"
+            for line in difflib.unified_diff(old.splitlines(True), new.splitlines(True), n=3)
+            if not line.startswith(("---", "+++"))  # the Path field already names the file
+        )
+        head, note = preview(diff)
+        fields = [
+            *_path_fields(args.path, path, ctx.workdir),
+            ("Mode", "Edit the existing file"),
+            ("Diff", head),
+        ]
+        return Prepared(fields, warning=note, state=_sha256(data))
+
+    def run(self, args: EditArgs, ctx: ToolContext, prepared: Prepared) -> ToolResult:
+        path = resolve_in_workdir(ctx.workdir, args.path)
+        found = _read_regular(path, args.path)
+        if found is None or _sha256(found[0]) != prepared.state:
+            raise ToolFailure(CHANGED_AFTER_APPROVAL)
+        _, new = self._replace(found[0], args)
+        _write(path, args.path, new.encode("utf-8"), stat.S_IMODE(found[1].st_mode) & 0o777)
+        return ToolResult(COMPLETED, f"Edited {args.path}: replaced 1 occurrence")
+
+    @staticmethod
+    def _replace(data: bytes, args: EditArgs) -> tuple[str, str]:
+        if len(data) > EDIT_MAX_BYTES:
+            raise ToolFailure(
+                f"{args.path} is {len(data) // (1024 * 1024)} MiB; edit_file edits files up to "
+                f"{EDIT_MAX_BYTES // (1024 * 1024)} MiB."
+            )
+        text = _decode_text(data, args.path)
+        hits = _find_all(text, args.old_text)
+        if len(hits) != 1:
+            where = "was not found" if not hits else f"occurs {len(hits)} times"
+            raise ToolFailure(
+                f"old_text {where} in {args.path} (it must occur exactly once); nothing was changed."
+                + (" Include more surrounding text to make it unique." if hits else "")
+            )
+        at = hits[0]
+        return text, text[:at] + args.new_text + text[at + len(args.old_text) :]

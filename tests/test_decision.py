@@ -1,0 +1,75 @@
+"""The permission decision: every cell of SPEC §5 and the seed's table 13-2, and each tool's kind."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mino_server.cancel import CancelToken
+from mino_server.decision import MODES, TABLE, decide
+from mino_server.tools.base import ToolContext
+from mino_server.tools.bash import BashTool
+from mino_server.tools.files import EditFileTool, ReadFileTool, WriteFileTool
+from mino_server.tools.sandbox import Sandbox
+
+# SPEC §5, written out cell by cell (not derived from TABLE, so a wrong TABLE fails here).
+SPEC_5 = [
+    ("read_only", "manual", "run"),
+    ("read_only", "accept-edits", "run"),
+    ("read_only", "bypass", "run"),
+    ("project_write", "manual", "ask"),
+    ("project_write", "accept-edits", "show"),
+    ("project_write", "bypass", "show"),
+    ("sandboxed", "manual", "ask"),
+    ("sandboxed", "accept-edits", "show"),
+    ("sandboxed", "bypass", "show"),
+    ("other", "manual", "ask"),
+    ("other", "accept-edits", "ask"),
+    ("other", "bypass", "show"),
+]
+
+
+@pytest.mark.parametrize(("kind", "mode", "expected"), SPEC_5)
+def test_every_cell(kind: str, mode: str, expected: str) -> None:
+    assert decide(kind, mode) == expected  # type: ignore[arg-type]
+
+
+def test_the_table_has_exactly_these_cells() -> None:
+    assert MODES == ("manual", "accept-edits", "bypass")
+    assert {(k, m) for k, row in TABLE.items() for m in row} == {(k, m) for k, m, _ in SPEC_5}
+
+
+# Seed table 13-2: the memory tools beside the project-file edits, by the kind each tool has.
+SEED_13_2 = [
+    ("memory_view", "read_only", ("run", "run", "run")),
+    ("memory_save", "other", ("ask", "ask", "show")),
+    ("write_file", "project_write", ("ask", "show", "show")),
+    ("edit_file", "project_write", ("ask", "show", "show")),
+]
+
+
+@pytest.mark.parametrize(("tool", "kind", "expected"), SEED_13_2)
+def test_seed_table_13_2(tool: str, kind: str, expected: tuple[str, str, str]) -> None:
+    assert tuple(decide(kind, mode) for mode in MODES) == expected  # type: ignore[arg-type]
+
+
+def _ctx(sandbox: Sandbox | None) -> ToolContext:
+    here = Path("/nonexistent")
+    return ToolContext(workdir=here, home=here, memory_dir=here, cancel=CancelToken(), sandbox=sandbox)
+
+
+def test_project_tools_have_the_kinds_of_their_rows() -> None:
+    plain, boxed = _ctx(None), _ctx(Sandbox("bwrap"))
+    assert ReadFileTool().kind(plain) == "read_only"
+    assert WriteFileTool().kind(plain) == "project_write"
+    assert EditFileTool().kind(plain) == "project_write"
+    assert BashTool().kind(boxed) == "sandboxed"
+    assert BashTool().kind(plain) == "other"
+
+
+def test_memory_tools_have_the_kinds_of_table_13_2() -> None:
+    memory_tools = pytest.importorskip("mino_server.tools.memory_tools", reason="memory tools not built yet")
+    ctx = _ctx(None)
+    assert memory_tools.MemoryViewTool().kind(ctx) == "read_only"
+    assert memory_tools.MemorySaveTool().kind(ctx) == "other"

@@ -1,0 +1,229 @@
+"""Sandbox detection, the wrappers it builds, and bash inside bubblewrap (when this machine has it)."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_tools_bash import live_with  # tests/ is on sys.path (pytest's rootdir-relative import)
+
+from mino_server.cancel import CancelToken
+from mino_server.tools import sandbox as sandbox_module
+from mino_server.tools.base import ToolContext, ToolResult
+from mino_server.tools.bash import BashTool
+from mino_server.tools.sandbox import Sandbox, bwrap_argv, detect, macos_profile
+
+# --- detection ---------------------------------------------------------------------------------
+
+
+def test_off_in_config() -> None:
+    assert detect("off") == (None, "Sandbox: unavailable (sandbox: off in config)")
+
+
+def test_unknown_setting() -> None:
+    found, line = detect("maybe")
+    assert found is None and line.startswith("Sandbox: unavailable (sandbox: 'maybe'")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="bubblewrap detection is for Linux")
+def test_missing_bwrap(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sandbox_module.shutil, "which", lambda name: None)
+    assert detect() == (None, "Sandbox: unavailable (bwrap not found; install bubblewrap)")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="bubblewrap detection is for Linux")
+def test_probe_failure_gives_bwrap_reason(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A machine where bwrap cannot create namespaces: its last stderr line is the reason."""
+    failing = ["bash", "-c", "echo 'bwrap: setting up uid map: Permission denied' >&2; exit 1"]
+    monkeypatch.setattr(sandbox_module.shutil, "which", lambda name: "/usr/bin/bwrap")
+    monkeypatch.setattr(sandbox_module, "bwrap_argv", lambda argv, workdir: failing)
+    assert detect() == (
+        None,
+        "Sandbox: unavailable (bwrap cannot create a sandbox here: bwrap: setting up uid map: Permission denied)",
+    )
+
+
+def test_detection_imports_nothing_heavy_until_asked() -> None:
+    code = (
+        "import sys\n"
+        "import mino_server.tools.sandbox, mino_server.tools.bash, mino_server.tools.files\n"
+        "print('subprocess' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
+
+
+# --- the wrappers ------------------------------------------------------------------------------
+
+
+def test_bwrap_argv() -> None:
+    argv = bwrap_argv(["bash", "-c", "ls"], Path("/home/u/my proj"))
+    wd = "/home/u/my proj"
+    assert argv[0] == "bwrap"
+    assert argv[-4:] == ["--", "bash", "-c", "ls"]
+    joined = " ".join(argv)
+    for option in ["--ro-bind / /", "--dev /dev", "--proc /proc", "--tmpfs /tmp", "--unshare-net",
+                   "--unshare-pid", "--die-with-parent", "--new-session"]:  # fmt: skip
+        assert option in joined
+    bind = argv.index("--bind")
+    assert argv[bind + 1 : bind + 3] == [wd, wd]
+    assert bind > argv.index("--tmpfs")  # a workdir under /tmp must not be hidden by the tmpfs
+    assert argv[argv.index("--chdir") + 1] == wd
+    assert Sandbox("bwrap").wrap(["true"], Path(wd)) == bwrap_argv(["true"], Path(wd))
+
+
+def test_macos_profile_text() -> None:
+    profile = macos_profile(Path("/Users/you/proj"), [Path("/private/tmp"), Path("/private/var/folders")])
+    assert profile == (
+        "(version 1)\n"
+        "(allow default)\n"
+        "(deny network*)\n"
+        "(deny file-write*)\n"
+        "(allow file-write*\n"
+        '  (subpath "/Users/you/proj")\n'
+        '  (subpath "/private/tmp")\n'
+        '  (subpath "/private/var/folders")\n'
+        '  (literal "/dev/null")\n'
+        '  (literal "/dev/zero")\n'
+        '  (literal "/dev/tty")\n'
+        '  (regex #"^/dev/fd/[0-9]+$"))\n'
+    )
+
+
+def test_macos_profile_escapes_paths() -> None:
+    """A quote in a folder name must not end the string and add rules of its own."""
+    profile = macos_profile(Path('/Users/you/a") (allow network*) ("\\x'), [])
+    assert '(subpath "/Users/you/a\\") (allow network*) (\\"\\\\x")' in profile
+
+
+def test_macos_wrap_uses_the_profile() -> None:
+    argv = Sandbox("sandbox-exec").wrap(["bash", "-c", "ls"], Path("/Users/you/proj"))
+    assert argv[:2] == ["sandbox-exec", "-p"]
+    assert '(subpath "/Users/you/proj")' in argv[2]
+    assert argv[3:] == ["bash", "-c", "ls"]
+
+
+def test_macos_profile_default_temp_dirs() -> None:
+    profile = macos_profile(Path("/w"))
+    assert '(subpath "/private/tmp")' in profile
+    assert f"(subpath {_quoted(Path(tempfile.gettempdir()).resolve())})" in profile
+
+
+def _quoted(path: Path) -> str:
+    return '"' + str(path).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+# --- bash inside bubblewrap --------------------------------------------------------------------
+
+_found, _line = detect() if sys.platform.startswith("linux") else (None, "not Linux")
+needs_bwrap = pytest.mark.skipif(
+    _found is None or _found.name != "bwrap", reason=f"no working bubblewrap here ({_line})"
+)
+
+
+@pytest.fixture
+def ctx(tmp_path: Path) -> ToolContext:
+    wd = tmp_path / "proj"
+    wd.mkdir()
+    return ToolContext(
+        workdir=wd.resolve(),
+        home=tmp_path,
+        memory_dir=tmp_path / "memory",
+        cancel=CancelToken(),
+        sandbox=_found,
+    )
+
+
+def call(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    tool = BashTool()
+    parsed = tool.validate(args)
+    return tool.run(parsed, ctx, tool.prepare(parsed, ctx))
+
+
+@needs_bwrap
+def test_detect_finds_bwrap_here() -> None:
+    assert _line == "Sandbox: bwrap"
+
+
+@needs_bwrap
+def test_kind_and_fields_in_the_sandbox(ctx: ToolContext) -> None:
+    tool = BashTool()
+    assert tool.kind(ctx) == "sandboxed"
+    assert ("Sandbox", "bwrap") in tool.prepare(tool.validate({"command": "ls"}), ctx).fields
+
+
+@needs_bwrap
+def test_write_inside_succeeds(ctx: ToolContext) -> None:
+    result = call({"command": "echo hi > made.txt && pwd"}, ctx)
+    assert result.output == f"{ctx.workdir}\n[exit code: 0]"
+    assert (ctx.workdir / "made.txt").read_text() == "hi\n"
+
+
+@needs_bwrap
+def test_write_outside_fails() -> None:
+    # Outside /tmp on purpose: inside the sandbox /tmp is a private tmpfs, so a write there "works".
+    outside = Path(tempfile.mkdtemp(dir="/var/tmp"))
+    try:
+        wd = Path(tempfile.mkdtemp(dir="/var/tmp")).resolve()
+        ctx = ToolContext(workdir=wd, home=wd, memory_dir=wd, cancel=CancelToken(), sandbox=_found)
+        result = call({"command": f"echo x > {outside}/f"}, ctx)
+        assert "Read-only file system" in result.output
+        assert not result.output.endswith("[exit code: 0]")
+        assert not (outside / "f").exists()
+    finally:
+        shutil.rmtree(outside)
+        shutil.rmtree(wd)
+
+
+@needs_bwrap
+def test_tmp_is_private(ctx: ToolContext, tmp_path: Path) -> None:
+    (tmp_path / "host-only").write_text("x")
+    inside = Path(f"/tmp/mino-sandbox-{uuid.uuid4().hex}")
+    result = call({"command": f"ls {tmp_path}/host-only; echo t > {inside} && echo wrote"}, ctx)
+    assert "No such file or directory" in result.output  # the host's /tmp is not visible
+    assert "wrote" in result.output  # but the private /tmp is writable
+    assert not inside.exists()
+
+
+@needs_bwrap
+def test_no_network(ctx: ToolContext) -> None:
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        server.settimeout(0.5)
+        port = server.getsockname()[1]
+        command = f"exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected"
+        result = call({"command": command}, ctx)
+        assert "connected" not in result.output
+        assert not result.output.endswith("[exit code: 0]")
+        with pytest.raises(TimeoutError):
+            server.accept()
+        # The same command without the sandbox does connect: the test can tell the difference.
+        plain = ToolContext(
+            workdir=ctx.workdir, home=ctx.home, memory_dir=ctx.memory_dir, cancel=CancelToken()
+        )
+        assert call({"command": command}, plain).output == "connected\n[exit code: 0]"
+
+
+@needs_bwrap
+def test_timeout_kills_everything_in_the_sandbox(ctx: ToolContext) -> None:
+    marker = f"30.{uuid.uuid4().int % 10**9:09d}"
+    started = time.monotonic()
+    result = call({"command": f"sleep {marker} & sleep {marker}", "timeout_s": 0.5}, ctx)
+    assert result.status == "failed" and time.monotonic() - started < 3
+    assert live_with(marker) == []
+
+
+@needs_bwrap
+def test_background_processes_end_with_the_sandbox(ctx: ToolContext) -> None:
+    marker = f"30.{uuid.uuid4().int % 10**9:09d}"
+    assert call({"command": f"sleep {marker} & echo ok"}, ctx).output == "ok\n[exit code: 0]"
+    assert live_with(marker) == []

@@ -1,0 +1,183 @@
+"""The bash tool with real processes: output, exit codes, caps, timeouts, cancel, leftovers."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mino_server.cancel import Cancelled, CancelToken
+from mino_server.tools.base import COMPLETED, FAILED, ArgumentError, ToolContext, ToolResult
+from mino_server.tools.bash import BashTool
+
+pytestmark = pytest.mark.skipif(
+    not Path("/proc/self/stat").exists(), reason="needs /proc to inspect processes"
+)
+
+
+@pytest.fixture
+def ctx(tmp_path: Path) -> ToolContext:
+    wd = tmp_path / "proj"
+    wd.mkdir()
+    return ToolContext(
+        workdir=wd.resolve(), home=tmp_path, memory_dir=tmp_path / "memory", cancel=CancelToken()
+    )
+
+
+def call(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    tool = BashTool()
+    parsed = tool.validate(args)
+    return tool.run(parsed, ctx, tool.prepare(parsed, ctx))
+
+
+def live_with(marker: str) -> list[int]:
+    """Processes (not zombies: this container's init may not reap them) whose command line has `marker`."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker in cmdline and state != "Z":
+            found.append(int(entry))
+    return found
+
+
+def sleep_marker() -> str:
+    """A unique sleep duration so the test finds exactly its own processes."""
+    return f"30.{uuid.uuid4().int % 10**9:09d}"
+
+
+def test_output_and_exit_code(ctx: ToolContext) -> None:
+    result = call({"command": "echo out; echo err >&2; pwd; exit 3"}, ctx)
+    assert result == ToolResult(COMPLETED, f"out\nerr\n{ctx.workdir}\n[exit code: 3]")
+
+
+def test_no_output_and_no_final_newline(ctx: ToolContext) -> None:
+    assert call({"command": "true"}, ctx).output == "[exit code: 0]"
+    assert call({"command": "printf abc"}, ctx).output == "abc\n[exit code: 0]"
+
+
+def test_stdin_is_empty(ctx: ToolContext) -> None:
+    assert call({"command": "cat; echo done"}, ctx).output == "done\n[exit code: 0]"
+
+
+def test_output_keeps_head_and_tail(ctx: ToolContext) -> None:
+    result = call({"command": "echo START; head -c 200000 /dev/zero | tr '\\0' x; echo; echo END"}, ctx)
+    out = result.output
+    assert out.startswith("START\nxxx")
+    assert out.endswith("xxx\nEND\n[exit code: 0]")
+    total = 6 + 200000 + 1 + 4
+    assert f"bytes of output cut; {total} bytes in all ...]" in out
+    assert len(out) < 70 * 1024
+
+
+def test_killed_by_signal(ctx: ToolContext) -> None:
+    assert call({"command": "kill -9 $$"}, ctx).output == "[killed by SIGKILL]"
+
+
+def test_timeout_kills_the_whole_group(ctx: ToolContext) -> None:
+    marker = sleep_marker()
+    started = time.monotonic()
+    result = call({"command": f"echo begun; sleep {marker} & sleep {marker}", "timeout_s": 1}, ctx)
+    assert time.monotonic() - started < 3
+    assert result == ToolResult(FAILED, "begun\n[timed out after 1 s; process group killed]")
+    assert live_with(marker) == []
+
+
+def test_timeout_escalates_to_sigkill(ctx: ToolContext) -> None:
+    marker = sleep_marker()
+    result = call(
+        {"command": f"trap '' TERM; sleep {marker} & trap '' TERM; sleep {marker}", "timeout_s": 0.3}, ctx
+    )
+    assert result.status == FAILED
+    assert live_with(marker) == []
+
+
+def test_background_processes_do_not_outlive_the_call(ctx: ToolContext) -> None:
+    marker = sleep_marker()
+    started = time.monotonic()
+    result = call({"command": f"sleep {marker} & echo started"}, ctx)
+    assert time.monotonic() - started < 2
+    assert result.output == "started\n[exit code: 0]"
+    assert live_with(marker) == []
+
+
+def test_a_daemon_that_left_the_group_does_not_hang_the_call(ctx: ToolContext) -> None:
+    marker = sleep_marker()
+    pid_file = ctx.workdir / "pid"
+    started = time.monotonic()
+    try:
+        command = (
+            f"setsid bash -c 'echo $$ > pid.tmp; mv pid.tmp pid; exec sleep {marker}' & "
+            "while [ ! -e pid ]; do sleep 0.01; done; echo ok"
+        )
+        result = call({"command": command}, ctx)
+        assert len(live_with(marker)) == 1  # it escaped the group: the call cannot kill it
+        assert time.monotonic() - started < 2  # it holds our pipe; we stop reading after a short drain
+        assert result.output == "ok\n[exit code: 0]"
+    finally:
+        if pid_file.exists():
+            try:
+                os.kill(int(pid_file.read_text()), 9)
+            except ProcessLookupError:
+                pass
+
+
+def test_cancel_kills_the_group_and_raises(ctx: ToolContext) -> None:
+    marker = sleep_marker()
+    timer = threading.Timer(0.3, ctx.cancel.cancel)
+    timer.start()
+    started = time.monotonic()
+    with pytest.raises(Cancelled):
+        call({"command": f"sleep {marker} & sleep {marker}"}, ctx)
+    assert time.monotonic() - started < 3
+    assert live_with(marker) == []
+
+
+def test_already_cancelled_runs_nothing(ctx: ToolContext) -> None:
+    ctx.cancel.cancel()
+    with pytest.raises(Cancelled):
+        call({"command": "touch ran"}, ctx)
+    assert not (ctx.workdir / "ran").exists()
+
+
+def test_fields_kind_and_validation(ctx: ToolContext) -> None:
+    tool = BashTool()
+    assert tool.kind(ctx) == "other"
+    prepared = tool.prepare(tool.validate({"command": "ls -la"}), ctx)
+    assert prepared.fields == [("Command", "ls -la"), ("Directory", str(ctx.workdir)), ("Sandbox", "none")]
+    assert tool.validate({"command": "x"}).timeout_s == 120
+    assert tool.validate({"command": "x", "timeout_s": 600}).timeout_s == 600
+    for bad, message in [
+        ({}, "missing required argument 'command'"),
+        ({"command": ""}, "must not be empty"),
+        ({"command": "a\0b"}, "NUL"),
+        ({"command": "x", "timeout_s": 0}, "more than 0"),
+        ({"command": "x", "timeout_s": 601}, "at most 600"),
+        ({"command": "x", "timeout_s": "5"}, "number of seconds"),
+        ({"command": "x", "timeout_s": True}, "number of seconds"),
+        ({"command": "x", "cwd": "/"}, "unknown argument"),
+    ]:
+        with pytest.raises(ArgumentError, match=message):
+            tool.validate(bad)
+
+
+def test_round_trip_overhead_is_small(ctx: ToolContext) -> None:
+    tool = BashTool()
+    args = tool.validate({"command": "true"})
+    prepared = tool.prepare(args, ctx)
+    tool.run(args, ctx, prepared)  # warm up imports
+    started = time.perf_counter()
+    for _ in range(20):
+        tool.run(args, ctx, prepared)
+    per_call = (time.perf_counter() - started) / 20
+    assert per_call < 0.05, f"{per_call * 1000:.1f} ms per `true`"  # generous: shared CI machines
