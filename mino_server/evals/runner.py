@@ -1,0 +1,442 @@
+"""`mino eval DIR [--live] [-k NAME] [--json]`: run replay cases through the real turn loop.
+
+Each case gets a fresh temporary MINO_HOME and workspace, a scripted model on 127.0.0.1 (or, with
+--live, the configured real model), and the same Agent and slash commands as the CLI; only the UI
+is the runner's own, answering approvals from the case. Output: `PASS name` / `FAIL name: why` per
+case, then `N passed, M failed`; exit 1 if any failed, 2 for usage errors.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import tempfile
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from ..cancel import CancelToken
+from ..ui import ApprovalRequest
+from .checks import Run, Turn, describe_request, grade, show
+from .schema import PLACEHOLDER_RE, Case, CaseError, load_case
+
+USAGE = "usage: mino eval DIR [--live] [-k NAME] [--json]"
+SCRIPTED_MODEL = "mino-eval-scripted"
+SCRIPTED_KEY = "mino-eval-scripted-key"  # the scripted model ignores it; the client wants one
+SCRIPTED_TIMEOUT_S = 30.0  # so a broken case fails instead of hanging the suite
+MAX_REASONS = 4  # on the PASS/FAIL line; --json has them all
+
+
+class UsageError(Exception):
+    pass
+
+
+@dataclass
+class Options:
+    directory: Path
+    live: bool = False
+    name_filter: str | None = None
+    json: bool = False
+
+
+@dataclass
+class LiveModel:
+    model: str
+    base_url: str
+    api_key: str
+    request_timeout_s: float
+
+
+@dataclass
+class CaseResult:
+    name: str
+    file: str
+    passed: bool
+    reasons: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    requests: int = 0
+    transcript: dict[str, Any] = field(default_factory=dict)
+
+    def line(self) -> str:
+        if self.passed:
+            return f"PASS {self.name}"
+        shown = self.reasons[:MAX_REASONS]
+        more = len(self.reasons) - len(shown)
+        why = "; ".join(shown) + (f"; (+{more} more; --json lists them all)" if more else "")
+        return f"FAIL {self.name}: {why}"
+
+
+class EvalUI:
+    """The runner's front end: approvals and confirmations answered from the case; everything recorded."""
+
+    def __init__(self, case: Case) -> None:
+        self.case = case
+        self.results: list[dict[str, Any]] = []
+        self.asked: list[str] = []
+        self.output: list[str] = []
+        self.session_id: Any = lambda: None  # set by the runner: the agent's current session
+
+    def event(self, event: dict[str, Any]) -> None:
+        kind = event.get("type")
+        if kind == "tool_result":
+            self.results.append(event)
+        elif kind == "notice":
+            self.output.append(str(event.get("text", "")))
+
+    def approve(self, request: ApprovalRequest, cancel: CancelToken) -> bool:
+        self.asked.append(request.tool)
+        approve = self.case.approve
+        return approve == "all" or (isinstance(approve, tuple) and request.tool in approve)
+
+    def confirm(self, kind: str, session_id: str, message: str) -> bool:
+        self.output.append(message)
+        return self.case.confirm_recovery if kind == "recovery" else False
+
+    def ask_text(self, prompt: str) -> str | None:
+        # /clear asks for the session ID; an empty answer is a refusal, as at a terminal.
+        self.output.append(prompt)
+        return (self.session_id() or "") if self.case.confirm_clear else ""
+
+    def memory_problems(self, directory: str, problems: list[tuple[str, str]]) -> None:
+        from ..memory import format_problems
+
+        self.output.extend(format_problems(directory, problems))
+
+
+# ---- placeholders --------------------------------------------------------------------------------
+
+
+class Placeholders:
+    def __init__(self, values: dict[str, str], sessions: list[str], current: Any) -> None:
+        self.values = values
+        self.sessions = sessions
+        self.current = current
+
+    def __call__(self, text: str) -> str:
+        def replace(m: re.Match[str]) -> str:
+            key, number = m.group(1), m.group(2)
+            if key == "session":
+                return self.current() or m.group(0)
+            if number is not None:
+                n = int(number)
+                if n > len(self.sessions):
+                    raise CaseError(
+                        m.group(0), f"only {len(self.sessions)} session(s) had been selected at that point"
+                    )
+                return self.sessions[n - 1]
+            return self.values.get(key, m.group(0))
+
+        return PLACEHOLDER_RE.sub(replace, text)
+
+    def deep(self, obj: Any) -> Any:
+        if isinstance(obj, str):
+            return self(obj)
+        if isinstance(obj, list):
+            return [self.deep(v) for v in obj]
+        if isinstance(obj, dict):
+            return {k: self.deep(v) for k, v in obj.items()}
+        return obj
+
+
+# ---- one case ------------------------------------------------------------------------------------
+
+
+def _seed(case: Case, home: Path, workspace: Path) -> None:
+    """Write the case's memories, SOUL, config, workspace files and skills, as earlier sessions would have."""
+    import yaml
+
+    from ..durable import FILE_MODE, atomic_write, ensure_private_dir
+    from ..frontmatter import render
+    from ..memory import memory_path, render_memory
+    from ..skills import SKILL_FILE, SKILLS_DIR
+
+    ensure_private_dir(home)
+    if case.memory:
+        ensure_private_dir(home / "memory")
+        for m in case.memory:
+            data = render_memory(m.name, m.type, m.summary, m.details).encode("utf-8")
+            atomic_write(memory_path(home / "memory", m.name), data, FILE_MODE)
+    if case.soul is not None:
+        atomic_write(home / "SOUL.md", case.soul.encode("utf-8"), FILE_MODE)
+    if case.config:
+        atomic_write(home / "config.yaml", yaml.safe_dump(case.config).encode("utf-8"), FILE_MODE)
+    for rel, content in case.files.items():
+        path = workspace / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content.encode("utf-8"))
+    for name, (description, body) in case.skills.items():
+        folder = workspace / SKILLS_DIR / name
+        folder.mkdir(parents=True, exist_ok=True)
+        text = render([("name", name), ("description", description)], body)
+        (folder / SKILL_FILE).write_bytes(text.encode("utf-8"))
+
+
+def _config(case: Case, home: Path, base_url: str, live: LiveModel | None) -> Any:
+    from ..config import ConfigError, load_config
+
+    env = {
+        "MINO_HOME": str(home),
+        "MINO_BASE_URL": live.base_url if live else base_url,
+        "MINO_MODEL": live.model if live else SCRIPTED_MODEL,
+        "MINO_API_KEY": live.api_key if live else SCRIPTED_KEY,
+    }
+    try:
+        config = load_config(env=env, mode=case.mode)
+    except ConfigError as exc:
+        message = str(exc).removeprefix(f"{home / 'config.yaml'}: ")
+        raise CaseError("config", message) from None
+    if "request_timeout_s" not in case.config:
+        config.request_timeout_s = live.request_timeout_s if live else SCRIPTED_TIMEOUT_S
+    return config
+
+
+def run_case(case: Case, live: LiveModel | None = None) -> CaseResult:
+    """Run one case in its own temporary MINO_HOME and workspace, and grade it."""
+    started = time.monotonic()
+    result = CaseResult(case.name, case.file, passed=False)
+    with tempfile.TemporaryDirectory(prefix="mino-eval-") as tmp:
+        root = Path(tmp).resolve()  # the agent resolves its workdir; placeholders must match it
+        home, workspace = root / "home", root / "workspace"
+        workspace.mkdir()
+        try:
+            result.reasons = _run(case, live, home, workspace, result)
+        except CaseError as exc:
+            result.reasons = [str(exc)]
+        except Exception as exc:  # a bug in the core or the runner: one line, where it happened
+            frame = traceback.extract_tb(exc.__traceback__)[-1]
+            where = f"{Path(frame.filename).name}:{frame.lineno}"
+            text = " ".join(str(exc).split()) or type(exc).__name__
+            result.reasons = [f"internal error: {type(exc).__name__}: {text} (at {where})"]
+    result.passed = not result.reasons
+    result.seconds = round(time.monotonic() - started, 3)
+    return result
+
+
+def _run(case: Case, live: LiveModel | None, home: Path, workspace: Path, result: CaseResult) -> list[str]:
+    from ..agent import Agent
+    from ..commands import is_command, run_command
+    from ..scripted_model import ScriptedModel
+
+    _seed(case, home, workspace)
+    model = None if live else ScriptedModel().start()
+    try:
+        base_url = model.base_url if model else ""
+        sessions: list[str] = []
+        agent_box: list[Any] = []
+
+        def current() -> str | None:
+            return agent_box[0].session_id if agent_box else None
+
+        values = {"workspace": str(workspace), "home": str(home), "python": sys.executable}
+        if model is not None:
+            values["port"] = base_url.rsplit(":", 1)[1].split("/", 1)[0]
+        sub = Placeholders(values, sessions, current)
+        if model is not None:
+            model.add(*sub.deep(case.script))
+        config = _config(case, home, base_url, live)
+        ui = EvalUI(case)
+        ui.session_id = current
+        agent = Agent(config, workspace, ui)
+        agent_box.append(agent)
+        run = Run(home=home, workspace=workspace, substitute=sub)
+        failures: list[str] = []
+        try:
+            ui.output.extend(agent.open())
+            if current():
+                sessions.append(current())  # type: ignore[arg-type]
+            if "sandbox" in case.requires and agent.state().get("sandbox") is None:
+                line = agent.sandbox_line
+                reason = line.removeprefix("Sandbox: unavailable (").removesuffix(")")
+                return [f"sandbox unavailable: {reason}"]
+            for number, raw in enumerate(case.turns, 1):
+                try:
+                    text = sub(raw)
+                except CaseError as exc:
+                    raise CaseError(f"turns[{number}]", f"{exc.field}: {exc.problem}") from None
+                if is_command(text):
+                    start = len(ui.output)
+                    outcome = run_command(agent, text, ui.output.append, ui.ask_text)
+                    status = "stopped" if outcome.stop else "completed"
+                    run.turns.append(Turn(number, text, True, status, "\n".join(ui.output[start:])))
+                    if current() and current() not in sessions:
+                        sessions.append(current())  # type: ignore[arg-type]
+                    if outcome.stop:
+                        break
+                    continue
+                turn = agent.run_turn(text, CancelToken())
+                run.turns.append(Turn(number, text, False, turn.status, turn.text, turn.error))
+            run.final_session = current()
+        finally:
+            agent.close()
+        run.results, run.asked, run.output = ui.results, ui.asked, ui.output
+        if model is not None:
+            model.stop()
+            run.requests = list(model.requests)
+            failures += _script_failures(case, model)
+        result.requests = len(run.requests)
+        try:
+            failures += grade(case, run, live is not None)
+        except CaseError as exc:
+            failures.append(f"expect: {exc.field}: {exc.problem}")
+        result.transcript = _transcript(run)
+        return failures
+    finally:
+        if model is not None:
+            model.stop()
+
+
+def _script_failures(case: Case, model: Any) -> list[str]:
+    """Script violations first: they explain most of what fails after them."""
+    failures = []
+    for error in model.errors:
+        m = re.match(r"(unexpected )?request #(\d+)", error)
+        if m and int(m.group(2)) <= len(model.requests):
+            body = model.requests[int(m.group(2)) - 1]
+            sent = describe_request(body) if isinstance(body, dict) else "?"
+            if m.group(1):
+                error = f"unexpected request #{m.group(2)} (the script has {len(case.script)} replies)"
+            failures.append(f"model: {error}; it was sent {sent}")
+        else:
+            failures.append(f"model: {error}")
+    if model.remaining:
+        used = len(case.script) - model.remaining
+        failures.append(
+            f"script: {model.remaining} of {len(case.script)} replies were never requested "
+            f"(the model was asked {len(model.requests)} times; reply {used + 1} was next)"
+        )
+    return failures
+
+
+def _transcript(run: Run) -> dict[str, Any]:
+    return {
+        "turns": [
+            {"turn": t.number, "text": t.text, "status": t.status, "answer": t.answer, "error": t.error}
+            for t in run.turns
+        ],
+        "tool_results": [{"tool": r.get("tool"), "status": r.get("status")} for r in run.results],
+        "asked": run.asked,
+        "requests": len(run.requests),
+        "output": run.output,
+    }
+
+
+# ---- the command ---------------------------------------------------------------------------------
+
+
+def _parse(argv: list[str]) -> Options:
+    directory: str | None = None
+    opts = Options(directory=Path("."))
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--live":
+            opts.live = True
+        elif arg == "--json":
+            opts.json = True
+        elif arg.startswith("-k"):
+            value = arg[2:]
+            if not value:
+                i += 1
+                if i >= len(argv):
+                    raise UsageError("-k needs a NAME")
+                value = argv[i]
+            opts.name_filter = value
+        elif arg in ("-h", "--help"):
+            raise UsageError("")
+        elif arg.startswith("-") and arg != "-":
+            raise UsageError(f"unknown option: {arg}")
+        elif directory is None:
+            directory = arg
+        else:
+            raise UsageError(f"only one DIR, got {directory!r} and {arg!r}")
+        i += 1
+    if directory is None:
+        raise UsageError("DIR is required")
+    opts.directory = Path(directory)
+    return opts
+
+
+def live_model() -> LiveModel:
+    """The configured real model (the user's MINO_HOME and environment). Raises UsageError."""
+    from ..config import ConfigError, load_config
+
+    try:
+        config = load_config()
+    except ConfigError as exc:
+        raise UsageError(f"--live: {exc}") from None
+    if not config.api_key:
+        raise UsageError(
+            f"--live needs an API key for {config.base_url}: set MINO_API_KEY or {config.api_key_env}"
+        )
+    return LiveModel(config.model, config.base_url, config.api_key, config.request_timeout_s)
+
+
+def eval_main(argv: list[str], out: TextIO | None = None, err: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    err = err or sys.stderr
+    try:
+        opts = _parse(argv)
+        if not opts.directory.is_dir():
+            raise UsageError(f"{opts.directory} is not a directory")
+        files = sorted(p for p in opts.directory.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())
+        if not files:
+            raise UsageError(f"no *.yaml case files in {opts.directory}")
+        live = live_model() if opts.live else None
+    except UsageError as exc:
+        message = f"mino eval: {exc}\n" if str(exc) else ""
+        err.write(f"{message}{USAGE}\n")
+        return 2
+    results: list[CaseResult] = []
+    for path in files:
+        try:
+            case = load_case(path)
+        except CaseError as exc:
+            if opts.name_filter and opts.name_filter not in path.name:
+                continue
+            result = CaseResult(path.name, path.name, passed=False, reasons=[str(exc)])
+        else:
+            if opts.name_filter and opts.name_filter not in case.name:
+                continue
+            if live is not None and not case.live:
+                continue
+            result = run_case(case, live)
+        results.append(result)
+        if not opts.json:
+            out.write(" ".join(result.line().split("\n")) + "\n")
+            out.flush()
+    if not results:
+        what = "live: true cases" if opts.live else "cases"
+        which = f" matching -k {opts.name_filter!r}" if opts.name_filter else ""
+        err.write(f"mino eval: no {what}{which} in {opts.directory}\n")
+        return 2
+    passed = sum(r.passed for r in results)
+    failed = len(results) - passed
+    if opts.json:
+        report = {
+            "live": opts.live,
+            "passed": passed,
+            "failed": failed,
+            "cases": [
+                {
+                    "name": r.name,
+                    "file": r.file,
+                    "passed": r.passed,
+                    "reasons": r.reasons,
+                    "seconds": r.seconds,
+                    "requests": r.requests,
+                    "transcript": r.transcript,
+                }
+                for r in results
+            ],
+        }
+        out.write(json.dumps(report, ensure_ascii=False, indent=2) + "\n")
+    else:
+        out.write(f"{passed} passed, {failed} failed\n")
+    out.flush()
+    return 1 if failed else 0
+
+
+__all__ = ["eval_main", "run_case", "show"]
