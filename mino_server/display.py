@@ -92,7 +92,7 @@ def approval_lines(tool: str, fields: list[tuple[str, str]], warning: str | None
 
 def preview(text: str, max_lines: int = 20, max_bytes: int = 2048) -> tuple[str, str | None]:
     """The start of `text` for a preview field, and a sentence saying what was left out (or None)."""
-    lines = text.splitlines(keepends=True)
+    lines = split_lines(text)
     head = "".join(lines[:max_lines])
     encoded = head.encode("utf-8", "surrogatepass")
     if len(encoded) > max_bytes:
@@ -100,11 +100,18 @@ def preview(text: str, max_lines: int = 20, max_bytes: int = 2048) -> tuple[str,
     if head == text:
         return text, None
     total_bytes = len(text.encode("utf-8", "surrogatepass"))
-    shown_lines = len(head.splitlines())
+    shown_lines = len(split_lines(head))
     return head, (
         f"Preview cut: showing {shown_lines} of {len(lines)} lines"
         f" ({_size(len(head.encode('utf-8', 'surrogatepass')))} of {_size(total_bytes)})."
     )
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines with their endings, split at "\n" only, as files count them (str.splitlines also
+    splits at \r, form feeds and U+2028, which the display shows escaped inside a line)."""
+    parts = text.split("\n")
+    return [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
 
 
 def utf8_boundary(data: bytes, pos: int) -> int:

@@ -117,6 +117,13 @@ def test_preview_cuts_lines_and_says_so() -> None:
     assert note == "Preview cut: showing 20 of 30 lines (151 bytes of 231 bytes)."
 
 
+def test_preview_counts_only_newlines_as_line_breaks() -> None:
+    text = "a\rb\x0cc\u2028d\n" * 25
+    head, note = preview(text)
+    assert head == "a\rb\x0cc\u2028d\n" * 20
+    assert note is not None and "showing 20 of 25 lines" in note
+
+
 def test_preview_cuts_bytes_on_a_character_boundary() -> None:
     text = "汉" * 1000  # 3000 bytes on one line
     head, note = preview(text)

@@ -93,6 +93,12 @@ def test_timeout_kills_the_whole_group(ctx: ToolContext) -> None:
     assert live_with(marker) == []
 
 
+def test_timeout_sends_sigterm_first(ctx: ToolContext) -> None:
+    """A command gets the chance to clean up, and what it prints then is kept."""
+    result = call({"command": "trap 'echo cleaning up; exit 1' TERM; sleep 30 & wait", "timeout_s": 0.3}, ctx)
+    assert result == ToolResult(FAILED, "cleaning up\n[timed out after 0.3 s; process group killed]")
+
+
 def test_timeout_escalates_to_sigkill(ctx: ToolContext) -> None:
     marker = sleep_marker()
     result = call(

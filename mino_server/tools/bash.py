@@ -223,6 +223,9 @@ def _supervise(proc: Any, cancel: CancelToken, timeout: float) -> tuple[str, str
             outcome = "cancelled" if cancel.cancelled else "timeout"
         # On timeout or cancel this stops the command; after a normal exit, whatever it left running.
         if signal_group(signal.SIGTERM):
+            # Wait until the shell is gone and nothing holds our pipe any more. Group members that
+            # closed the pipe cannot be watched without polling (and, in containers whose init
+            # never reaps, their zombies would look alive), so the SIGKILL may follow them quickly.
             pump(KILL_GRACE_S, lambda: exited.is_set() and eof)
             signal_group(signal.SIGKILL)
             pump(KILL_WAIT_S, exited.is_set)

@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 
 from .. import durable
 from ..decision import Kind
-from ..display import preview, utf8_boundary
+from ..display import preview, split_lines, utf8_boundary
 from .base import (
     COMPLETED,
     ArgumentError,
@@ -412,7 +412,7 @@ class EditFileTool:
         old, new = self._replace(data, args)
         diff = "".join(
             line if line.endswith("\n") else line + "\n"
-            for line in difflib.unified_diff(old.splitlines(True), new.splitlines(True), n=3)
+            for line in difflib.unified_diff(split_lines(old), split_lines(new), n=3)
             if not line.startswith(("---", "+++"))  # the Path field already names the file
         )
         head, note = preview(diff)
