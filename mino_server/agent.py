@@ -372,6 +372,7 @@ class Agent:
                 cancel=cancel,
                 sandbox=self._sandbox,
                 skills={s.name: s.path for s in skill_list},
+                hidden_env=frozenset({"MINO_API_KEY", "OPENAI_API_KEY", self.config.api_key_env}),
             )
             index = self._memory_index()  # rendered once; shared by every request of this turn
             instructions = self.instructions(skill_list)

@@ -60,6 +60,8 @@ class ToolContext:
     cancel: CancelToken
     sandbox: Any = None  # tools.sandbox.Sandbox | None
     skills: dict[str, Path] = field(default_factory=dict)  # name -> SKILL.md of the session catalogue
+    # Environment variables commands never see: Mino's own model API key must not be one `echo` away.
+    hidden_env: frozenset[str] = frozenset({"MINO_API_KEY", "OPENAI_API_KEY"})
 
 
 class Tool(Protocol):
