@@ -364,10 +364,17 @@ def test_skills_catalogue_same_after_resume_even_when_folder_changed(
     assert model.requests[3]["instructions"] == model.requests[0]["instructions"]
 
 
-def test_bash_does_not_see_the_model_api_key(model: ScriptedModel, agent_factory, workdir: Path) -> None:
-    model.add(call("bash", command='echo "key=[$MINO_API_KEY][$OPENAI_API_KEY]"'), {"text": "ok"})
+def test_bash_does_not_see_the_model_api_key(
+    model: ScriptedModel, agent_factory, workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MINO_API_KEY", "test-key")
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    monkeypatch.setenv("UNRELATED_VAR", "visible")
+    model.add(
+        call("bash", command='echo "key=[$MINO_API_KEY][$OPENAI_API_KEY] $UNRELATED_VAR"'), {"text": "ok"}
+    )
     agent = agent_factory(mode="bypass")
     assert agent.config.api_key == "test-key"
     turn(agent, "print the key")
     output = [r for r in log_records(agent) if r["type"] == "tool_result"][0]["output"]
-    assert "key=[][]" in output and "test-key" not in output
+    assert "key=[][] visible" in output and "test-key" not in output
