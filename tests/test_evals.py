@@ -208,6 +208,7 @@ def test_live_without_an_api_key_is_a_clear_usage_error(
     code, lines, err = run(["--live", str(cases)], capsys)
     assert code == 2
     assert lines == []
+    assert len(err.splitlines()) == 1
     first = err.splitlines()[0]
     assert first.startswith(
         "mino eval: --live needs an API key for https://api.openai.com/v1: set MINO_API_KEY or OPENAI_API_KEY"

@@ -31,7 +31,9 @@ MAX_REASONS = 4  # on the PASS/FAIL line; --json has them all
 
 
 class UsageError(Exception):
-    pass
+    def __init__(self, message: str, show_usage: bool = True) -> None:
+        super().__init__(message)
+        self.show_usage = show_usage
 
 
 @dataclass
@@ -366,10 +368,11 @@ def live_model() -> LiveModel:
     try:
         config = load_config()
     except ConfigError as exc:
-        raise UsageError(f"--live: {exc}") from None
+        raise UsageError(f"--live: {exc}", show_usage=False) from None
     if not config.api_key:
         raise UsageError(
-            f"--live needs an API key for {config.base_url}: set MINO_API_KEY or {config.api_key_env}"
+            f"--live needs an API key for {config.base_url}: set MINO_API_KEY or {config.api_key_env}",
+            show_usage=False,
         )
     return LiveModel(config.model, config.base_url, config.api_key, config.request_timeout_s)
 
@@ -387,7 +390,7 @@ def eval_main(argv: list[str], out: TextIO | None = None, err: TextIO | None = N
         live = live_model() if opts.live else None
     except UsageError as exc:
         message = f"mino eval: {exc}\n" if str(exc) else ""
-        err.write(f"{message}{USAGE}\n")
+        err.write(message + (f"{USAGE}\n" if exc.show_usage else ""))
         return 2
     results: list[CaseResult] = []
     for path in files:
