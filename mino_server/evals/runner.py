@@ -392,6 +392,14 @@ def eval_main(argv: list[str], out: TextIO | None = None, err: TextIO | None = N
         message = f"mino eval: {exc}\n" if str(exc) else ""
         err.write(message + (f"{USAGE}\n" if exc.show_usage else ""))
         return 2
+    try:
+        return _run_all(opts, files, live, out, err)
+    except KeyboardInterrupt:
+        err.write("mino eval: interrupted\n")
+        return 130
+
+
+def _run_all(opts: Options, files: list[Path], live: LiveModel | None, out: TextIO, err: TextIO) -> int:
     results: list[CaseResult] = []
     for path in files:
         try:
