@@ -208,8 +208,9 @@ def run_case(case: Case, live: LiveModel | None = None) -> CaseResult:
         except CaseError as exc:
             result.reasons = [str(exc)]
         except Exception as exc:  # a bug in the core or the runner: one line, where it happened
-            frame = traceback.extract_tb(exc.__traceback__)[-1]
-            where = f"{Path(frame.filename).name}:{frame.lineno}"
+            frames = traceback.extract_tb(exc.__traceback__)
+            ours = [f for f in frames if "mino_server" in Path(f.filename).parts] or frames
+            where = f"{Path(ours[-1].filename).name}:{ours[-1].lineno}"  # the innermost frame of Mino's code
             text = " ".join(str(exc).split()) or type(exc).__name__
             result.reasons = [f"internal error: {type(exc).__name__}: {text} (at {where})"]
     result.passed = not result.reasons
