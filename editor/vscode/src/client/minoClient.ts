@@ -1,0 +1,195 @@
+/**
+ * The typed JSON-RPC side of the extension: everything that speaks the Mino protocol. It has no
+ * `vscode` import, so it runs unchanged over a LanguageClient (in the extension host) or over a
+ * plain vscode-jsonrpc connection to a child process (in the integration tests).
+ */
+import type {
+  ApproveParams,
+  ApproveResult,
+  ClientRequests,
+  CommandResult,
+  CompactResult,
+  ConfirmParams,
+  ConfirmResult,
+  HistoryResult,
+  MemoryListResult,
+  MinoEvent,
+  PermissionMode,
+  SessionsClearResult,
+  SessionsListResult,
+  State,
+  TurnResult,
+} from '../protocol';
+import { Methods } from '../protocol';
+
+/** The cancellation token shape shared by vscode, vscode-jsonrpc and vscode-languageclient. */
+export interface CancellationTokenLike {
+  readonly isCancellationRequested: boolean;
+  onCancellationRequested(listener: () => unknown): { dispose(): unknown };
+}
+
+export interface DisposableLike {
+  dispose(): unknown;
+}
+
+/** What both `LanguageClient` and vscode-jsonrpc's `MessageConnection` provide. */
+export interface RpcEndpoint {
+  sendRequest<R>(method: string, params: unknown, token?: CancellationTokenLike): Promise<R>;
+  sendRequest<R>(method: string, params: unknown): Promise<R>;
+  onRequest(method: string, handler: (params: never, token: CancellationTokenLike) => unknown): DisposableLike;
+  onNotification(method: string, handler: (params: never) => void): DisposableLike;
+}
+
+export type ApproveHandler = (params: ApproveParams, token: CancellationTokenLike) => Promise<boolean>;
+export type ConfirmHandler = (params: ConfirmParams, token: CancellationTokenLike) => Promise<boolean>;
+
+/** A JSON-RPC error as thrown by vscode-jsonrpc (`ResponseError`) or the language client. */
+export interface RpcErrorLike {
+  code: number;
+  message: string;
+}
+
+export function isRpcError(e: unknown): e is RpcErrorLike {
+  return typeof e === 'object' && e !== null && typeof (e as RpcErrorLike).code === 'number' && typeof (e as RpcErrorLike).message === 'string';
+}
+
+/** A message a person can read, from whatever a request rejected with. */
+export function errorMessage(e: unknown): string {
+  if (isRpcError(e)) return e.message;
+  if (e instanceof Error) return e.message;
+  return String(e);
+}
+
+function isObject(x: unknown): x is Record<string, unknown> {
+  return typeof x === 'object' && x !== null && !Array.isArray(x);
+}
+
+/** Minimal shape check of an approval request, so a malformed one is denied, never shown half. */
+export function isApproveParams(p: unknown): p is ApproveParams {
+  if (!isObject(p)) return false;
+  if (typeof p.callId !== 'string' || typeof p.tool !== 'string' || typeof p.turnId !== 'string') return false;
+  if (typeof p.question !== 'string' || typeof p.workdir !== 'string') return false;
+  if (!(p.warning === null || p.warning === undefined || typeof p.warning === 'string')) return false;
+  if (!Array.isArray(p.fields)) return false;
+  return p.fields.every((f) => isObject(f) && typeof f.label === 'string' && typeof f.value === 'string');
+}
+
+export function isMinoEvent(e: unknown): e is MinoEvent {
+  return isObject(e) && typeof e.type === 'string' && typeof e.turnId === 'string';
+}
+
+export class MinoClient {
+  private readonly disposables: DisposableLike[] = [];
+
+  constructor(private readonly rpc: RpcEndpoint) {}
+
+  private request<M extends keyof ClientRequests>(
+    method: M,
+    params: ClientRequests[M][0],
+    token?: CancellationTokenLike,
+  ): Promise<ClientRequests[M][1]> {
+    // Never pass an undefined token: vscode-jsonrpc would send [params, null] as positional params.
+    return token
+      ? this.rpc.sendRequest<ClientRequests[M][1]>(method, params, token)
+      : this.rpc.sendRequest<ClientRequests[M][1]>(method, params);
+  }
+
+  state(): Promise<State> {
+    return this.request(Methods.state, {});
+  }
+  /** Runs a turn; cancelling `token` sends `$/cancelRequest`, and the server interrupts the turn. */
+  turn(text: string, token?: CancellationTokenLike): Promise<TurnResult> {
+    return this.request(Methods.turn, { text }, token);
+  }
+  command(line: string): Promise<CommandResult> {
+    return this.request(Methods.command, { line });
+  }
+  listSessions(): Promise<SessionsListResult> {
+    return this.request(Methods.sessionsList, {});
+  }
+  newSession(): Promise<State> {
+    return this.request(Methods.sessionsNew, {});
+  }
+  resumeSession(id: string): Promise<State> {
+    return this.request(Methods.sessionsResume, { id });
+  }
+  clearSession(id: string, typedId: string): Promise<SessionsClearResult> {
+    return this.request(Methods.sessionsClear, { id, typedId });
+  }
+  setMode(mode: PermissionMode): Promise<State> {
+    return this.request(Methods.mode, { mode });
+  }
+  compact(): Promise<CompactResult> {
+    return this.request(Methods.compact, {});
+  }
+  listMemories(): Promise<MemoryListResult> {
+    return this.request(Methods.memoryList, {});
+  }
+  history(): Promise<HistoryResult> {
+    return this.request(Methods.history, {});
+  }
+
+  onEvent(handler: (e: MinoEvent) => void): DisposableLike {
+    return this.keep(
+      this.rpc.onNotification(Methods.event, ((params: unknown) => {
+        if (isMinoEvent(params)) handler(params);
+      })),
+    );
+  }
+
+  onStateChanged(handler: (s: State) => void): DisposableLike {
+    return this.keep(
+      this.rpc.onNotification(Methods.stateChanged, ((params: unknown) => {
+        if (isObject(params)) handler(params as unknown as State);
+      })),
+    );
+  }
+
+  /**
+   * Answers `mino/approve`. Anything but an explicit `true` from the handler is a denial: a
+   * malformed request, a handler that throws, a cancelled request.
+   */
+  onApprove(handler: ApproveHandler): DisposableLike {
+    return this.keep(
+      this.rpc.onRequest(Methods.approve, (async (params: unknown, token: CancellationTokenLike): Promise<ApproveResult> => {
+        if (!isApproveParams(params)) return { approved: false };
+        try {
+          const approved = await handler(params, token);
+          return { approved: approved === true && !token.isCancellationRequested };
+        } catch {
+          return { approved: false };
+        }
+      })),
+    );
+  }
+
+  /** Answers `mino/confirm`; anything but an explicit `true` is a no. */
+  onConfirm(handler: ConfirmHandler): DisposableLike {
+    return this.keep(
+      this.rpc.onRequest(Methods.confirm, (async (params: unknown, token: CancellationTokenLike): Promise<ConfirmResult> => {
+        if (!isObject(params) || typeof params.message !== 'string') return { confirmed: false };
+        try {
+          const confirmed = await handler(params as unknown as ConfirmParams, token);
+          return { confirmed: confirmed === true && !token.isCancellationRequested };
+        } catch {
+          return { confirmed: false };
+        }
+      })),
+    );
+  }
+
+  private keep(d: DisposableLike): DisposableLike {
+    this.disposables.push(d);
+    return d;
+  }
+
+  dispose(): void {
+    for (const d of this.disposables.splice(0)) {
+      try {
+        d.dispose();
+      } catch {
+        /* already gone */
+      }
+    }
+  }
+}

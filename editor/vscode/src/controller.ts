@@ -1,0 +1,533 @@
+/**
+ * Glue between the server, the chat panel, the approval surfaces, the palette commands and the
+ * status bar.
+ */
+import { randomBytes } from 'node:crypto';
+import * as vscode from 'vscode';
+import { errorMessage, isRpcError } from './client/minoClient';
+import { ApprovalBroker, type ApprovalChange, type PendingApproval } from './core/approvals';
+import { MODE_INFO, memoryIndexLine, sessionPickItems, shortId, statusText, statusTooltip } from './core/format';
+import { classifyInput, type WebviewToHost } from './core/messages';
+import { Transcript } from './core/transcript';
+import { ChatViewProvider, CHAT_VIEW_ID } from './chatView';
+import { MinoServer } from './server';
+import {
+  ErrorCodes,
+  PERMISSION_MODES,
+  type ApproveParams,
+  type ConfirmParams,
+  type MinoEvent,
+  type PermissionMode,
+  type State,
+} from './protocol';
+import type { CancellationTokenLike , MinoClient} from './client/minoClient';
+
+const CLEAR_PROMPT =
+  "Clear this session's saved history? This does not undo executed commands or delete recovery copies or manual backups.";
+
+/** Tool names in the notification text: plain characters only, so nothing can form a link. */
+export function notificationToolName(tool: string): string {
+  const t = tool.replace(/[^A-Za-z0-9_.-]/g, '');
+  return t || 'a tool';
+}
+
+function commandLink(label: string, command: string, args: unknown[]): string {
+  return `[${label}](command:${command}?${encodeURIComponent(JSON.stringify(args))})`;
+}
+
+export class Controller implements vscode.Disposable {
+  private readonly disposables: vscode.Disposable[] = [];
+  readonly channel: vscode.LogOutputChannel;
+  readonly server: MinoServer;
+  private readonly view: ChatViewProvider;
+  private readonly broker: ApprovalBroker;
+  private readonly transcript: Transcript;
+  private readonly statusItem: vscode.StatusBarItem;
+  private state: State | null = null;
+  private turn: { cts: vscode.CancellationTokenSource; stopping: boolean } | undefined;
+  private reloading: Promise<void> = Promise.resolve();
+  private readonly notificationEnds = new Map<string, () => void>();
+
+  constructor(context: vscode.ExtensionContext) {
+    this.channel = vscode.window.createOutputChannel('Mino', { log: true });
+    this.broker = new ApprovalBroker(() => randomBytes(16).toString('hex'));
+    this.transcript = new Transcript((patches) => this.view.post({ type: 'patch', patches }));
+    this.view = new ChatViewProvider(context.extensionUri, (m) => void this.onWebviewMessage(m));
+    this.server = new MinoServer(
+      this.channel,
+      () => vscode.workspace.workspaceFolders?.[0],
+      (client) => this.wire(client),
+    );
+    this.statusItem = vscode.window.createStatusBarItem('mino.status', vscode.StatusBarAlignment.Left, 50);
+    this.statusItem.name = 'Mino';
+    this.statusItem.command = 'mino.resumeSession';
+
+    this.disposables.push(
+      this.channel,
+      this.view,
+      this.server,
+      this.statusItem,
+      vscode.window.registerWebviewViewProvider(CHAT_VIEW_ID, this.view),
+      this.broker.onDidChange((c) => this.onApprovalChange(c)),
+      this.server.onDidChangeStatus((s) => {
+        this.view.post({ type: 'connection', connection: s });
+        this.updateStatusBar();
+      }),
+      this.server.onDidStart((client) => void this.onStarted(client)),
+      this.server.onDidStop(() => this.onStopped()),
+      vscode.workspace.onDidChangeConfiguration((e) => this.onConfigChanged(e)),
+      vscode.workspace.onDidChangeWorkspaceFolders(() => {
+        if (this.server.status.status !== 'running') void this.server.start();
+      }),
+    );
+    this.registerCommands();
+    this.updateStatusBar();
+    this.statusItem.show();
+  }
+
+  start(): Promise<void> {
+    return this.server.start();
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // server wiring
+
+  private wire(client: MinoClient): void {
+    client.onEvent((e) => this.onEvent(e));
+    client.onStateChanged((s) => this.setState(s));
+    client.onApprove((p, token) => this.onApprove(p, token));
+    client.onConfirm((p) => this.onConfirm(p));
+  }
+
+  private async onStarted(client: MinoClient): Promise<void> {
+    try {
+      this.setState(await client.state());
+    } catch (e) {
+      this.channel.error(`mino/state: ${errorMessage(e)}`);
+    }
+    await this.reloadHistory();
+  }
+
+  private onStopped(): void {
+    this.broker.cancelAll('shutdown');
+    this.turn?.cts.dispose();
+    if (this.turn) {
+      this.turn = undefined;
+      this.view.post({ type: 'turn', running: false });
+    }
+    this.transcript.endTurn(undefined);
+  }
+
+  private setState(s: State): void {
+    const previous = this.state;
+    this.state = s;
+    this.view.post({ type: 'state', state: s });
+    this.updateStatusBar();
+    if (previous && previous.sessionId !== s.sessionId && !this.turn) void this.reloadHistory();
+  }
+
+  private updateStatusBar(): void {
+    const st = this.server.status.status;
+    this.statusItem.text = statusText(this.state, st);
+    this.statusItem.tooltip = st === 'running' ? statusTooltip(this.state) : (this.server.status.message ?? 'Mino is not running.');
+    this.statusItem.backgroundColor =
+      st === 'failed' || this.state?.restoreProblem ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
+  }
+
+  /** Rebuilds the transcript from `mino/history` (start-up, window reload, session switch). */
+  private reloadHistory(): Promise<void> {
+    const run = async () => {
+      const client = this.server.client;
+      if (!client) return;
+      try {
+        const h = await client.history();
+        this.transcript.reset(this.transcript.fromHistory(Array.isArray(h?.items) ? h.items : []));
+      } catch (e) {
+        this.transcript.reset([]);
+        this.channel.warn(`mino/history: ${errorMessage(e)}`);
+      }
+      this.sendSnapshot();
+    };
+    this.reloading = this.reloading.then(run, run);
+    return this.reloading;
+  }
+
+  private sendSnapshot(): void {
+    this.view.post({
+      type: 'snapshot',
+      items: this.transcript.snapshot(),
+      state: this.state,
+      connection: this.server.status,
+      turnRunning: !!this.turn,
+    });
+  }
+
+  private onEvent(e: MinoEvent): void {
+    if (e.type === 'approval_resolved') this.broker.resolvedByServer(e.callId, e.outcome);
+    this.transcript.applyEvent(e);
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // approvals and confirmations
+
+  private onApprove(p: ApproveParams, token: CancellationTokenLike): Promise<boolean> {
+    this.channel.info(`approval requested: ${p.tool} (call ${p.callId})`);
+    return this.broker.request(p, token);
+  }
+
+  private onApprovalChange(c: ApprovalChange): void {
+    this.view.setBadge(this.broker.count);
+    const { key, params } = c.approval;
+    if (c.kind === 'added') {
+      this.transcript.approvalRequested(key, params);
+      this.showApprovalNotification(c.approval);
+    } else {
+      this.channel.info(`approval ${c.outcome} (${c.source}): ${params.tool} (call ${params.callId})`);
+      this.transcript.approvalSettled(params.callId, c.outcome);
+      this.notificationEnds.get(key)?.();
+      this.notificationEnds.delete(key);
+    }
+  }
+
+  /**
+   * The editor notification. VS Code cannot withdraw a message notification from code, so this is
+   * a progress notification (it goes away as soon as the approval ends, whoever answered) whose
+   * text carries the Approve / Deny / Show details actions as command links. Closing it is not an
+   * answer: the card in the panel stays and the badge keeps counting.
+   */
+  private showApprovalNotification(a: PendingApproval): void {
+    const done = new Promise<void>((resolve) => this.notificationEnds.set(a.key, resolve));
+    const tool = notificationToolName(a.params.tool);
+    const links = [
+      commandLink('Approve', 'mino.answerApproval', [a.key, 'approve']),
+      commandLink('Deny', 'mino.answerApproval', [a.key, 'deny']),
+      commandLink('Show details', 'mino.showApproval', [a.key]),
+    ].join(' · ');
+    void vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title: `Mino wants to run ${tool}`, cancellable: false },
+      async (progress) => {
+        progress.report({ message: links });
+        await done;
+      },
+    );
+  }
+
+  private async onConfirm(p: ConfirmParams): Promise<boolean> {
+    const choice = await vscode.window.showWarningMessage(
+      p.kind === 'recovery' ? 'Mino: confirm recovery' : 'Mino: confirm',
+      { modal: true, detail: p.message },
+      'Yes',
+      'No',
+    );
+    return choice === 'Yes';
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // chat panel
+
+  private async onWebviewMessage(m: WebviewToHost): Promise<void> {
+    switch (m.type) {
+      case 'ready':
+        this.sendSnapshot();
+        this.view.setBadge(this.broker.count);
+        return;
+      case 'stop':
+        this.stopTurn();
+        return;
+      case 'approval': {
+        const ok = this.broker.answer(m.key, m.approved, 'panel');
+        if (!ok) this.channel.info('approval answer from the panel ignored: no longer pending');
+        return;
+      }
+      case 'command':
+        await vscode.commands.executeCommand(m.command);
+        return;
+      case 'submit':
+        await this.submit(m.text);
+        return;
+    }
+  }
+
+  private async submit(raw: string): Promise<void> {
+    const action = classifyInput(raw);
+    switch (action.kind) {
+      case 'empty':
+        return;
+      case 'clear':
+        await vscode.commands.executeCommand('mino.clearSession');
+        return;
+      case 'command': {
+        const client = this.requireClient();
+        if (!client) return;
+        try {
+          const r = await client.command(action.line);
+          await this.reloading;
+          this.transcript.addCommand(action.line, Array.isArray(r?.output) ? r.output : []);
+          if (r?.state) this.setState(r.state);
+        } catch (e) {
+          this.transcript.addCommand(action.line, []);
+          this.transcript.addNotice(this.describeError(e), 'error');
+        }
+        return;
+      }
+      case 'turn':
+        await this.runTurn(action.text);
+        return;
+    }
+  }
+
+  private describeError(e: unknown): string {
+    if (isRpcError(e) && e.code === ErrorCodes.busy) return `Mino is busy: ${e.message}`;
+    return errorMessage(e);
+  }
+
+  private async runTurn(text: string): Promise<void> {
+    const client = this.requireClient();
+    if (!client) return;
+    if (this.turn) {
+      this.transcript.addNotice('Mino is still answering. Press Stop to interrupt it.', 'warning');
+      return;
+    }
+    const cts = new vscode.CancellationTokenSource();
+    this.turn = { cts, stopping: false };
+    this.view.post({ type: 'turn', running: true });
+    this.transcript.addUser(text);
+    let turnId: string | undefined;
+    try {
+      const r = await client.turn(text, cts.token);
+      turnId = r?.turnId;
+      this.transcript.endTurn(turnId);
+      if (r?.status === 'failed') this.transcript.addNotice(r.error || r.text || 'The turn failed.', 'error');
+      else if (r?.status === 'limit') this.transcript.addNotice(r.error || r.text || 'The turn stopped at a limit.', 'warning');
+      else if (r?.status === 'interrupted') this.transcript.addNotice('Interrupted.', 'warning');
+    } catch (e) {
+      this.transcript.endTurn(turnId);
+      if (isRpcError(e) && e.code === ErrorCodes.requestCancelled) this.transcript.addNotice('Interrupted.', 'warning');
+      else this.transcript.addNotice(this.describeError(e), 'error');
+    } finally {
+      cts.dispose();
+      if (this.turn?.cts === cts) this.turn = undefined;
+      this.view.post({ type: 'turn', running: false });
+    }
+  }
+
+  private stopTurn(): void {
+    if (!this.turn || this.turn.stopping) return;
+    this.turn.stopping = true;
+    this.channel.info('interrupting the running turn ($/cancelRequest)');
+    this.turn.cts.cancel();
+  }
+
+  private requireClient(): MinoClient | undefined {
+    const c = this.server.client;
+    if (!c) {
+      const msg = this.server.status.message ?? 'Mino is not running.';
+      void vscode.window.showErrorMessage(msg, 'Show log').then((x) => x && this.channel.show());
+    }
+    return c;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // palette commands
+
+  private registerCommands(): void {
+    const reg = (id: string, fn: (...args: unknown[]) => unknown) =>
+      this.disposables.push(
+        vscode.commands.registerCommand(id, async (...args: unknown[]) => {
+          try {
+            return await fn(...args);
+          } catch (e) {
+            this.channel.error(`${id}: ${errorMessage(e)}`);
+            void vscode.window.showErrorMessage(`Mino: ${this.describeError(e)}`, 'Show log').then((x) => x && this.channel.show());
+            return undefined;
+          }
+        }),
+      );
+    reg('mino.newSession', () => this.newSession());
+    reg('mino.resumeSession', () => this.resumeSession());
+    reg('mino.clearSession', () => this.clearSession());
+    reg('mino.setMode', () => this.setMode());
+    reg('mino.compact', () => this.compact());
+    reg('mino.showMemories', () => this.showMemories());
+    reg('mino.openMemoryFolder', () => this.openMemoryFolder());
+    reg('mino.showLog', () => this.channel.show());
+    reg('mino.restartServer', () => this.server.restart());
+    reg('mino.answerApproval', (key, answer) => {
+      if (typeof key !== 'string' || (answer !== 'approve' && answer !== 'deny')) return;
+      if (!this.broker.answer(key, answer === 'approve', 'notification')) {
+        void vscode.window.showInformationMessage('Mino: this approval was already answered.');
+      }
+    });
+    reg('mino.showApproval', async (key) => {
+      await this.view.reveal(false);
+      if (typeof key === 'string') setTimeout(() => this.view.post({ type: 'focusApproval', key }), 300);
+    });
+  }
+
+  private async newSession(): Promise<void> {
+    const client = this.requireClient();
+    if (!client) return;
+    const s = await client.newSession();
+    this.setState(s);
+    await this.reloadHistory();
+    this.transcript.addNotice(`Session: ${s.sessionId ?? '(none)'}`);
+  }
+
+  private async resumeSession(): Promise<void> {
+    const client = this.requireClient();
+    if (!client) return;
+    const { sessions } = await client.listSessions();
+    if (!sessions?.length) {
+      void vscode.window.showInformationMessage('Mino: there are no saved sessions yet.');
+      return;
+    }
+    const items = sessionPickItems(sessions, this.state?.sessionId ?? null);
+    const pick = await vscode.window.showQuickPick(items, {
+      title: 'Mino: Resume Session',
+      placeHolder: 'Pick a session (newest first; times in local time and UTC)',
+      matchOnDetail: true,
+      ignoreFocusOut: true,
+    });
+    if (!pick) return;
+    if (pick.current && !this.state?.restoreProblem) {
+      void vscode.window.showInformationMessage(`Mino: session ${shortId(pick.id)} is already the current session.`);
+      return;
+    }
+    const s = await client.resumeSession(pick.id);
+    this.setState(s);
+    await this.reloadHistory();
+    this.transcript.addNotice(`Session: ${s.sessionId ?? pick.id}`);
+  }
+
+  private async clearSession(): Promise<void> {
+    const client = this.requireClient();
+    if (!client) return;
+    const id = this.state?.sessionId ?? (await client.state()).sessionId;
+    if (!id) {
+      void vscode.window.showInformationMessage('Mino: there is no current session to clear.');
+      return;
+    }
+    const typed = await vscode.window.showInputBox({
+      title: `Mino: Clear Session ${id}`,
+      prompt: `${CLEAR_PROMPT} Type the complete session ID to clear it.`,
+      placeHolder: 'the complete 32-character session ID',
+      ignoreFocusOut: true,
+    });
+    if (typed === undefined) {
+      void vscode.window.showInformationMessage('Session was not cleared.');
+      return;
+    }
+    const r = await client.clearSession(id, typed);
+    if (r?.state) this.setState(r.state);
+    if (r?.cleared) {
+      await this.reloadHistory();
+      this.transcript.addNotice(`Cleared session: ${id}`);
+      void vscode.window.showInformationMessage(`Cleared session: ${id}`);
+    } else {
+      const why = typed.trim() === '' ? 'Nothing was typed.' : 'The ID you typed is not the complete ID of this session.';
+      this.transcript.addNotice(`Session was not cleared. ${why}`, 'warning');
+      void vscode.window.showWarningMessage(`Session was not cleared. ${why}`);
+    }
+  }
+
+  private async setMode(): Promise<void> {
+    const client = this.requireClient();
+    if (!client) return;
+    const current = this.state?.mode;
+    const items = PERMISSION_MODES.map((m) => ({
+      label: `${m === current ? '$(check) ' : ''}${MODE_INFO[m].label}`,
+      description: m === current ? 'current' : '',
+      detail: MODE_INFO[m].detail,
+      mode: m,
+    }));
+    const pick = await vscode.window.showQuickPick(items, { title: 'Mino: Set Permission Mode', placeHolder: 'How much may Mino do without asking?' });
+    if (!pick) return;
+    const mode: PermissionMode = pick.mode;
+    if (mode === 'bypass') {
+      const ok = await vscode.window.showWarningMessage(
+        'Switch Mino to bypass mode?',
+        {
+          modal: true,
+          detail:
+            'In bypass mode Mino runs every command, file edit and memory save without asking you first. Use it only in a workspace you can throw away.',
+        },
+        'Use bypass',
+      );
+      if (ok !== 'Use bypass') return;
+    }
+    this.setState(await client.setMode(mode));
+    void vscode.window.setStatusBarMessage(`Mino: permission mode ${mode}`, 3000);
+  }
+
+  private async compact(): Promise<void> {
+    const client = this.requireClient();
+    if (!client) return;
+    const r = await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title: 'Mino: compacting the session…' },
+      () => client.compact(),
+    );
+    this.transcript.addNotice(r.message);
+    void vscode.window.showInformationMessage(`Mino: ${r.message}`);
+  }
+
+  private async showMemories(): Promise<void> {
+    const client = this.requireClient();
+    if (!client) return;
+    const r = await client.listMemories();
+    type Item = vscode.QuickPickItem & { path?: string };
+    const items: Item[] = (r.memories ?? []).map((m) => ({ label: memoryIndexLine(m), path: m.path }));
+    if (r.problems?.length) {
+      items.push({ label: 'Not loaded', kind: vscode.QuickPickItemKind.Separator });
+      for (const p of r.problems) {
+        items.push({ label: `$(warning) ${p.file}`, detail: p.reason, path: vscode.Uri.joinPath(vscode.Uri.file(r.dir), p.file).fsPath });
+      }
+    }
+    if (!items.length) {
+      void vscode.window.showInformationMessage(`Mino: no memories yet (in ${r.dir}).`);
+      return;
+    }
+    const pick = await vscode.window.showQuickPick(items, {
+      title: `Mino: Memories (${r.memories?.length ?? 0}) in ${r.dir}`,
+      placeHolder: 'Open a memory file',
+      matchOnDetail: true,
+    });
+    if (!pick?.path) return;
+    const doc = await vscode.workspace.openTextDocument(vscode.Uri.file(pick.path));
+    await vscode.window.showTextDocument(doc, { preview: true });
+  }
+
+  private async openMemoryFolder(): Promise<void> {
+    let dir = this.state?.memory?.dir;
+    if (!dir) {
+      const client = this.requireClient();
+      if (!client) return;
+      dir = (await client.listMemories()).dir;
+    }
+    const uri = vscode.Uri.file(dir);
+    if (vscode.env.uiKind === vscode.UIKind.Desktop && !vscode.env.remoteName) {
+      await vscode.commands.executeCommand('revealFileInOS', uri);
+    } else {
+      await vscode.commands.executeCommand('vscode.openFolder', uri, { forceNewWindow: true });
+    }
+  }
+
+  private onConfigChanged(e: vscode.ConfigurationChangeEvent): void {
+    if (['mino.command', 'mino.args', 'mino.env'].some((k) => e.affectsConfiguration(k))) {
+      void vscode.window.showInformationMessage('Mino settings changed. Restart Mino to use them?', 'Restart').then((c) => {
+        if (c === 'Restart') void this.server.restart();
+      });
+    }
+  }
+
+  dispose(): void {
+    this.broker.dispose();
+    this.turn?.cts.cancel();
+    for (const d of this.disposables.splice(0).reverse()) {
+      try {
+        d.dispose();
+      } catch {
+        /* ignore */
+      }
+    }
+  }
+}

@@ -1,0 +1,140 @@
+/**
+ * Pending approvals: one per `mino/approve` request, answered by whichever surface answers first
+ * (the notification, the card in the chat panel). Pure: no `vscode` import.
+ *
+ * Nothing here ever approves on its own: no default, no timeout. A request ends as approved only
+ * through `answer(key, true)`; cancellation, `approval_resolved` from the server, a restart of the
+ * server and `dispose()` all end it as not approved.
+ */
+import type { ApprovalOutcome, ApproveParams } from '../protocol';
+
+export type AnswerSource = 'notification' | 'panel' | 'server' | 'cancelled' | 'shutdown';
+
+export interface PendingApproval {
+  /** Unguessable handle used by UI surfaces (notification command links, webview messages). */
+  readonly key: string;
+  readonly params: ApproveParams;
+  readonly createdAt: number;
+}
+
+export type ApprovalChange =
+  | { kind: 'added'; approval: PendingApproval }
+  | { kind: 'settled'; approval: PendingApproval; outcome: ApprovalOutcome; source: AnswerSource };
+
+interface Entry {
+  approval: PendingApproval;
+  resolve: (approved: boolean) => void;
+}
+
+export interface CancelLike {
+  readonly isCancellationRequested: boolean;
+  onCancellationRequested(listener: () => unknown): { dispose(): unknown };
+}
+
+export class ApprovalBroker {
+  private readonly entries = new Map<string, Entry>();
+  private readonly listeners = new Set<(c: ApprovalChange) => void>();
+
+  constructor(private readonly newKey: () => string) {}
+
+  onDidChange(listener: (c: ApprovalChange) => void): { dispose(): void } {
+    this.listeners.add(listener);
+    return { dispose: () => this.listeners.delete(listener) };
+  }
+
+  private fire(c: ApprovalChange): void {
+    for (const l of [...this.listeners]) {
+      try {
+        l(c);
+      } catch {
+        /* a failing surface must not break the others */
+      }
+    }
+  }
+
+  /** Registers a request; the promise resolves with the first answer (true only when approved). */
+  request(params: ApproveParams, token?: CancelLike): Promise<boolean> {
+    // A repeated request for the same call replaces the old one, which ends denied.
+    for (const e of this.entries.values()) {
+      if (e.approval.params.callId === params.callId) this.settle(e.approval.key, 'cancelled', 'cancelled');
+    }
+    const approval: PendingApproval = { key: this.newKey(), params, createdAt: Date.now() };
+    return new Promise<boolean>((resolve) => {
+      this.entries.set(approval.key, { approval, resolve });
+      if (token) {
+        if (token.isCancellationRequested) {
+          this.fire({ kind: 'added', approval });
+          this.settle(approval.key, 'cancelled', 'cancelled');
+          return;
+        }
+        const sub = token.onCancellationRequested(() => this.settle(approval.key, 'cancelled', 'cancelled'));
+        void this.whenSettled(approval.key).then(() => sub.dispose());
+      }
+      this.fire({ kind: 'added', approval });
+    });
+  }
+
+  private readonly settledWaiters = new Map<string, (() => void)[]>();
+  private whenSettled(key: string): Promise<void> {
+    if (!this.entries.has(key)) return Promise.resolve();
+    return new Promise((r) => {
+      const list = this.settledWaiters.get(key) ?? [];
+      list.push(r);
+      this.settledWaiters.set(key, list);
+    });
+  }
+
+  private settle(key: string, outcome: ApprovalOutcome, source: AnswerSource): boolean {
+    const e = this.entries.get(key);
+    if (!e) return false;
+    this.entries.delete(key);
+    // Only a person's explicit answer approves.
+    e.resolve(outcome === 'approved' && (source === 'notification' || source === 'panel'));
+    for (const w of this.settledWaiters.get(key) ?? []) w();
+    this.settledWaiters.delete(key);
+    this.fire({ kind: 'settled', approval: e.approval, outcome, source });
+    return true;
+  }
+
+  /** A person's answer. Returns false when the approval is no longer pending (someone was first). */
+  answer(key: string, approved: boolean, source: 'notification' | 'panel'): boolean {
+    return this.settle(key, approved ? 'approved' : 'denied', source);
+  }
+
+  /** `mino/event approval_resolved`: the server has ended it (answer, cancel, turn end). */
+  resolvedByServer(callId: string, outcome: ApprovalOutcome): void {
+    for (const e of [...this.entries.values()]) {
+      if (e.approval.params.callId === callId) {
+        // The server has already ended it; what we would answer now no longer counts.
+        this.settle(e.approval.key, outcome, 'server');
+      }
+    }
+  }
+
+  /** The server went away: everything still pending ends as not approved. */
+  cancelAll(source: AnswerSource = 'shutdown'): void {
+    for (const key of [...this.entries.keys()]) this.settle(key, 'cancelled', source);
+  }
+
+  get(key: string): PendingApproval | undefined {
+    return this.entries.get(key)?.approval;
+  }
+
+  findByCallId(callId: string): PendingApproval | undefined {
+    for (const e of this.entries.values()) if (e.approval.params.callId === callId) return e.approval;
+    return undefined;
+  }
+
+  list(): PendingApproval[] {
+    return [...this.entries.values()].map((e) => e.approval);
+  }
+
+  get count(): number {
+    return this.entries.size;
+  }
+
+  dispose(): void {
+    this.cancelAll('shutdown');
+    this.listeners.clear();
+  }
+}

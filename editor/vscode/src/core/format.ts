@@ -1,0 +1,93 @@
+/** Small pure helpers for what the palette commands and the status bar show. */
+import type { MemoryInfo, PermissionMode, SessionInfo, State } from '../protocol';
+
+export function shortId(id: string | null | undefined): string {
+  return id ? id.slice(0, 8) : '—';
+}
+
+function pad(n: number): string {
+  return String(n).padStart(2, '0');
+}
+
+/** "2026-11-30 10:23" in the local time zone, with its UTC offset. */
+export function formatLocal(d: Date): string {
+  const off = -d.getTimezoneOffset();
+  const sign = off >= 0 ? '+' : '-';
+  const a = Math.abs(off);
+  return (
+    `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}` +
+    ` (UTC${sign}${pad(Math.floor(a / 60))}:${pad(a % 60)})`
+  );
+}
+
+/** "2026-11-30 09:23:00 UTC" */
+export function formatUtc(d: Date): string {
+  return `${d.getUTCFullYear()}-${pad(d.getUTCMonth() + 1)}-${pad(d.getUTCDate())} ${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())}:${pad(d.getUTCSeconds())} UTC`;
+}
+
+export interface SessionPickItem {
+  label: string;
+  description: string;
+  detail: string;
+  id: string;
+  current: boolean;
+}
+
+/** QuickPick rows for Resume Session: short ID (current marked), last update local and UTC. */
+export function sessionPickItems(sessions: SessionInfo[], currentId: string | null): SessionPickItem[] {
+  return sessions.map((s) => {
+    const current = s.active || s.id === currentId;
+    const d = new Date(s.updatedAt);
+    const valid = !Number.isNaN(d.getTime());
+    return {
+      label: `${current ? '$(check) ' : ''}${shortId(s.id)}`,
+      description: current ? 'current session' : '',
+      detail: valid ? `Last update ${formatLocal(d)} · ${formatUtc(d)} · ${s.id}` : `Last update ${s.updatedAt} · ${s.id}`,
+      id: s.id,
+      current,
+    };
+  });
+}
+
+export const MODE_INFO: Record<PermissionMode, { label: string; detail: string }> = {
+  manual: {
+    label: 'manual',
+    detail: 'Ask before every edit, command and memory save. Reading files is never asked.',
+  },
+  'accept-edits': {
+    label: 'accept-edits',
+    detail: 'Run and show project file edits and sandboxed commands; ask for everything else.',
+  },
+  bypass: {
+    label: 'bypass',
+    detail: 'Run and show everything without asking, including commands and memory saves.',
+  },
+};
+
+export function statusText(state: State | null, status: 'starting' | 'running' | 'stopped' | 'failed'): string {
+  if (status === 'starting') return '$(loading~spin) Mino';
+  if (status !== 'running' || !state) return '$(error) Mino: stopped';
+  const busy = state.busy ? '$(loading~spin) ' : '';
+  if (!state.sessionId) return `${busy}Mino: ${state.mode} · no session`;
+  return `${busy}Mino: ${state.mode} · ${shortId(state.sessionId)}`;
+}
+
+export function statusTooltip(state: State | null): string {
+  if (!state) return 'Mino is not running. Click to resume a session.';
+  const lines = [
+    `Session: ${state.sessionId ?? '(none)'}`,
+    `Permission mode: ${state.mode}`,
+    `Model: ${state.model}`,
+    `Working directory: ${state.workdir}`,
+    `Sandbox: ${state.sandbox ?? 'none'}`,
+    `Memories: ${state.memory?.count ?? 0}`,
+  ];
+  if (state.restoreProblem) lines.push(`Problem: ${state.restoreProblem}`);
+  lines.push('Click to resume another session.');
+  return lines.join('\n');
+}
+
+/** A memory as the index line the model sees: `- [type] name: summary (+details)`. */
+export function memoryIndexLine(m: MemoryInfo): string {
+  return `- [${m.type}] ${m.name}: ${m.summary}${m.details ? ' (+details)' : ''}`;
+}

@@ -1,0 +1,118 @@
+/**
+ * Messages between the chat webview and the extension host, and the items the chat shows.
+ * Pure and shared by both sides; every message coming from the webview is validated by
+ * `parseWebviewMessage` before the host acts on it.
+ */
+import type { ApprovalOutcome, Field, State, ToolDecision } from '../protocol';
+
+export interface ApprovalView {
+  /** The broker's unguessable key; the webview answers with it. */
+  key: string;
+  fields: Field[];
+  warning: string | null;
+  question: string;
+  workdir: string;
+  state: 'pending' | ApprovalOutcome;
+}
+
+export type ChatItem =
+  | { kind: 'user'; id: string; text: string }
+  | { kind: 'assistant'; id: string; turnId: string; text: string; streaming: boolean }
+  | {
+      kind: 'tool';
+      id: string;
+      turnId: string;
+      callId: string;
+      tool: string;
+      fields: Field[];
+      decision?: ToolDecision;
+      approval?: ApprovalView;
+      status?: string;
+      result?: string;
+    }
+  | { kind: 'notice'; id: string; level: 'info' | 'warning' | 'error'; text: string }
+  | { kind: 'command'; id: string; line: string; output: string[] };
+
+export type ChatItemKind = ChatItem['kind'];
+
+export type Patch = { op: 'upsert'; item: ChatItem } | { op: 'delta'; id: string; text: string } | { op: 'remove'; id: string };
+
+export type ConnectionStatus = 'starting' | 'running' | 'stopped' | 'failed';
+
+export interface ConnectionView {
+  status: ConnectionStatus;
+  message?: string;
+}
+
+export type HostToWebview =
+  | {
+      type: 'snapshot';
+      items: ChatItem[];
+      state: State | null;
+      connection: ConnectionView;
+      turnRunning: boolean;
+    }
+  | { type: 'patch'; patches: Patch[] }
+  | { type: 'state'; state: State | null }
+  | { type: 'connection'; connection: ConnectionView }
+  | { type: 'turn'; running: boolean }
+  | { type: 'focusApproval'; key: string }
+  | { type: 'focusInput' };
+
+/** Commands the webview may ask the host to run (the restore-problem and connection buttons). */
+export const WEBVIEW_COMMANDS = ['mino.resumeSession', 'mino.newSession', 'mino.showLog', 'mino.restartServer'] as const;
+export type WebviewCommand = (typeof WEBVIEW_COMMANDS)[number];
+
+export type WebviewToHost =
+  | { type: 'ready' }
+  | { type: 'submit'; text: string }
+  | { type: 'stop' }
+  | { type: 'approval'; key: string; approved: boolean }
+  | { type: 'command'; command: WebviewCommand };
+
+const MAX_INPUT = 1_000_000;
+
+/** Validates a message from the webview; anything unexpected is dropped (undefined). */
+export function parseWebviewMessage(m: unknown): WebviewToHost | undefined {
+  if (typeof m !== 'object' || m === null) return undefined;
+  const o = m as Record<string, unknown>;
+  switch (o.type) {
+    case 'ready':
+      return { type: 'ready' };
+    case 'stop':
+      return { type: 'stop' };
+    case 'submit':
+      return typeof o.text === 'string' && o.text.length <= MAX_INPUT ? { type: 'submit', text: o.text } : undefined;
+    case 'approval':
+      // strictly a boolean: a missing or truthy-but-not-true value is not an approval
+      return typeof o.key === 'string' && typeof o.approved === 'boolean'
+        ? { type: 'approval', key: o.key, approved: o.approved }
+        : undefined;
+    case 'command':
+      return typeof o.command === 'string' && (WEBVIEW_COMMANDS as readonly string[]).includes(o.command)
+        ? { type: 'command', command: o.command as WebviewCommand }
+        : undefined;
+    default:
+      return undefined;
+  }
+}
+
+/** What the text typed in the chat box means. */
+export type InputAction =
+  | { kind: 'empty' }
+  | { kind: 'clear' }
+  | { kind: 'command'; line: string }
+  | { kind: 'turn'; text: string };
+
+export function classifyInput(raw: string): InputAction {
+  const text = raw.replace(/\s+$/u, '');
+  if (text.trim() === '') return { kind: 'empty' };
+  const first = text.trimStart();
+  if (first.startsWith('/')) {
+    const line = first.trim();
+    // The server cannot prompt for the typed ID, so /clear runs the Clear Session command, which asks.
+    if (/^\/clear(\s|$)/u.test(line)) return { kind: 'clear' };
+    return { kind: 'command', line };
+  }
+  return { kind: 'turn', text };
+}

@@ -1,0 +1,276 @@
+/**
+ * The Mino editor protocol, version 1 (see PROTOCOL.md at the shared root and the project's own
+ * protocol document). Every type of the JSON-RPC contract between `mino --stdio` and this extension
+ * lives in this one file; `test/unit/protocolSchema.test.ts` checks it against
+ * `docs/protocol.schema.json` when that file exists.
+ *
+ * No imports: this module is shared by the extension host, the webview bundle and the tests.
+ */
+
+export const PROTOCOL_VERSION = 1;
+
+export type PermissionMode = 'manual' | 'accept-edits' | 'bypass';
+export const PERMISSION_MODES: readonly PermissionMode[] = ['manual', 'accept-edits', 'bypass'];
+
+export interface InitializationOptions {
+  mode?: PermissionMode;
+}
+
+export interface MemoryProblem {
+  file: string;
+  reason: string;
+}
+
+export interface State {
+  sessionId: string | null;
+  restoreProblem: string | null;
+  mode: PermissionMode;
+  workdir: string;
+  model: string;
+  busy: boolean;
+  sandbox: string | null;
+  memory: { dir: string; count: number; problems: MemoryProblem[] };
+}
+
+/** A displayed field of a tool call. `value` is already escaped for display by the server. */
+export interface Field {
+  label: string;
+  value: string;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Client -> server requests
+
+export type TurnStatus = 'completed' | 'limit' | 'interrupted' | 'failed';
+
+export interface TurnParams {
+  text: string;
+}
+export interface TurnResult {
+  turnId: string;
+  status: TurnStatus;
+  text: string;
+  error?: string;
+}
+
+export interface CommandParams {
+  line: string;
+}
+export interface CommandResult {
+  output: string[];
+  state: State;
+}
+
+export interface SessionInfo {
+  id: string;
+  /** ISO 8601, UTC */
+  updatedAt: string;
+  active: boolean;
+}
+export interface SessionsListResult {
+  sessions: SessionInfo[];
+}
+export interface SessionsResumeParams {
+  id: string;
+}
+export interface SessionsClearParams {
+  id: string;
+  typedId: string;
+}
+export interface SessionsClearResult {
+  cleared: boolean;
+  state: State;
+}
+export interface ModeParams {
+  mode: PermissionMode;
+}
+export interface CompactResult {
+  compacted: boolean;
+  message: string;
+}
+
+export type MemoryType = 'user' | 'feedback' | 'project' | 'reference';
+export interface MemoryInfo {
+  name: string;
+  type: MemoryType;
+  summary: string;
+  details: boolean;
+  path: string;
+}
+export interface MemoryListResult {
+  dir: string;
+  memories: MemoryInfo[];
+  problems: MemoryProblem[];
+}
+
+export type HistoryRole = 'user' | 'assistant' | 'tool';
+export interface HistoryItem {
+  turnId: string;
+  role: HistoryRole;
+  text: string;
+  tool?: string;
+  status?: string;
+}
+export interface HistoryResult {
+  items: HistoryItem[];
+}
+
+export type EmptyParams = Record<string, never>;
+
+// ---------------------------------------------------------------------------------------------
+// Server -> client
+
+export interface ApproveParams {
+  turnId: string;
+  callId: string;
+  tool: string;
+  fields: Field[];
+  warning: string | null;
+  question: string;
+  workdir: string;
+}
+export interface ApproveResult {
+  approved: boolean;
+}
+
+export interface ConfirmParams {
+  kind: 'recovery';
+  sessionId: string;
+  message: string;
+}
+export interface ConfirmResult {
+  confirmed: boolean;
+}
+
+export type ToolDecision = 'run' | 'ask' | 'show';
+export type ApprovalOutcome = 'approved' | 'denied' | 'cancelled';
+
+export interface TextDeltaEvent {
+  turnId: string;
+  type: 'text_delta';
+  text: string;
+}
+export interface AssistantMessageEvent {
+  turnId: string;
+  type: 'assistant_message';
+  text: string;
+}
+export interface ToolCallEvent {
+  turnId: string;
+  type: 'tool_call';
+  callId: string;
+  tool: string;
+  fields: Field[];
+  decision: ToolDecision;
+}
+export interface ToolResultEvent {
+  turnId: string;
+  type: 'tool_result';
+  callId: string;
+  tool: string;
+  status: string;
+  text: string;
+}
+export interface ApprovalResolvedEvent {
+  turnId: string;
+  type: 'approval_resolved';
+  callId: string;
+  outcome: ApprovalOutcome;
+}
+export interface NoticeEvent {
+  turnId: string;
+  type: 'notice';
+  text: string;
+}
+export interface TurnEndEvent {
+  turnId: string;
+  type: 'turn_end';
+  status: TurnStatus;
+}
+export type MinoEvent =
+  | TextDeltaEvent
+  | AssistantMessageEvent
+  | ToolCallEvent
+  | ToolResultEvent
+  | ApprovalResolvedEvent
+  | NoticeEvent
+  | TurnEndEvent;
+export type MinoEventType = MinoEvent['type'];
+
+// ---------------------------------------------------------------------------------------------
+// Method names and the shape of each method, used by the typed client and by the schema test.
+
+export const Methods = {
+  state: 'mino/state',
+  turn: 'mino/turn',
+  command: 'mino/command',
+  sessionsList: 'mino/sessions/list',
+  sessionsNew: 'mino/sessions/new',
+  sessionsResume: 'mino/sessions/resume',
+  sessionsClear: 'mino/sessions/clear',
+  mode: 'mino/mode',
+  compact: 'mino/compact',
+  memoryList: 'mino/memory/list',
+  history: 'mino/history',
+  // server -> client
+  approve: 'mino/approve',
+  confirm: 'mino/confirm',
+  event: 'mino/event',
+  stateChanged: 'mino/stateChanged',
+} as const;
+
+/** Client -> server requests: params and result of each. */
+export interface ClientRequests {
+  'mino/state': [EmptyParams, State];
+  'mino/turn': [TurnParams, TurnResult];
+  'mino/command': [CommandParams, CommandResult];
+  'mino/sessions/list': [EmptyParams, SessionsListResult];
+  'mino/sessions/new': [EmptyParams, State];
+  'mino/sessions/resume': [SessionsResumeParams, State];
+  'mino/sessions/clear': [SessionsClearParams, SessionsClearResult];
+  'mino/mode': [ModeParams, State];
+  'mino/compact': [EmptyParams, CompactResult];
+  'mino/memory/list': [EmptyParams, MemoryListResult];
+  'mino/history': [EmptyParams, HistoryResult];
+}
+/** Server -> client requests. */
+export interface ServerRequests {
+  'mino/approve': [ApproveParams, ApproveResult];
+  'mino/confirm': [ConfirmParams, ConfirmResult];
+}
+/** Server -> client notifications. */
+export interface ServerNotifications {
+  'mino/event': MinoEvent;
+  'mino/stateChanged': State;
+}
+
+/**
+ * The field names this extension relies on, per method (required ones only): the schema test
+ * compares them with docs/protocol.schema.json. Keep in step with the interfaces above.
+ */
+export const REQUIRED_FIELDS: Record<string, { params: string[]; result?: string[] }> = {
+  'mino/state': { params: [], result: ['sessionId', 'restoreProblem', 'mode', 'workdir', 'model', 'busy', 'sandbox', 'memory'] },
+  'mino/turn': { params: ['text'], result: ['turnId', 'status', 'text'] },
+  'mino/command': { params: ['line'], result: ['output', 'state'] },
+  'mino/sessions/list': { params: [], result: ['sessions'] },
+  'mino/sessions/new': { params: [], result: ['sessionId', 'mode'] },
+  'mino/sessions/resume': { params: ['id'], result: ['sessionId', 'mode'] },
+  'mino/sessions/clear': { params: ['id', 'typedId'], result: ['cleared', 'state'] },
+  'mino/mode': { params: ['mode'], result: ['sessionId', 'mode'] },
+  'mino/compact': { params: [], result: ['compacted', 'message'] },
+  'mino/memory/list': { params: [], result: ['dir', 'memories', 'problems'] },
+  'mino/history': { params: [], result: ['items'] },
+  'mino/approve': { params: ['turnId', 'callId', 'tool', 'fields', 'warning', 'question', 'workdir'], result: ['approved'] },
+  'mino/confirm': { params: ['kind', 'sessionId', 'message'], result: ['confirmed'] },
+  'mino/event': { params: ['turnId', 'type'] },
+  'mino/stateChanged': { params: ['sessionId', 'restoreProblem', 'mode', 'workdir', 'busy'] },
+};
+
+/** JSON-RPC error codes the server uses. */
+export const ErrorCodes = {
+  busy: -32001,
+  invalidParams: -32602,
+  requestCancelled: -32800,
+} as const;
+
+export const SESSION_ID_RE = /^[0-9a-f]{32}$/;

@@ -1,0 +1,267 @@
+/**
+ * The chat webview: mirrors the host's transcript, sends what the person types, and answers
+ * approvals only on an explicit click of Approve or Deny on a card.
+ */
+import type { ChatItem, ConnectionView, HostToWebview, Patch, WebviewToHost } from '../core/messages';
+import type { State } from '../protocol';
+import { escapeHtml, renderItem } from './render';
+
+interface VsCodeApi {
+  postMessage(msg: WebviewToHost): void;
+  getState(): { draft?: string } | undefined;
+  setState(s: { draft?: string }): void;
+}
+declare function acquireVsCodeApi(): VsCodeApi;
+
+const vscode = acquireVsCodeApi();
+const $ = <T extends HTMLElement>(id: string): T => document.getElementById(id) as T;
+
+const transcriptEl = $<HTMLDivElement>('transcript');
+const bannerEl = $<HTMLDivElement>('banner');
+const emptyEl = $<HTMLDivElement>('empty');
+const input = $<HTMLTextAreaElement>('input');
+const sendBtn = $<HTMLButtonElement>('send');
+const stopBtn = $<HTMLButtonElement>('stop');
+const progressEl = $<HTMLDivElement>('progress');
+const hintEl = $<HTMLSpanElement>('hint');
+const statusEl = $<HTMLSpanElement>('statusline');
+
+const items = new Map<string, ChatItem>();
+const order: string[] = [];
+let state: State | null = null;
+let connection: ConnectionView = { status: 'starting' };
+let turnRunning = false;
+const dirty = new Set<string>();
+let frame = 0;
+
+function post(m: WebviewToHost): void {
+  vscode.postMessage(m);
+}
+
+function nearBottom(): boolean {
+  return transcriptEl.scrollHeight - transcriptEl.scrollTop - transcriptEl.clientHeight < 80;
+}
+
+function elementFor(id: string): HTMLElement | null {
+  return transcriptEl.querySelector(`[data-id="${CSS.escape(id)}"]`);
+}
+
+function renderOne(id: string): void {
+  const item = items.get(id);
+  const old = elementFor(id);
+  if (!item) {
+    old?.remove();
+    return;
+  }
+  const tpl = document.createElement('template');
+  tpl.innerHTML = renderItem(item);
+  const el = tpl.content.firstElementChild as HTMLElement | null;
+  if (!el) return;
+  // keep <details> open/closed as the person left them
+  if (old) {
+    const wasOpen = [...old.querySelectorAll('details')].map((d) => d.open);
+    el.querySelectorAll('details').forEach((d, i) => {
+      if (i < wasOpen.length) d.open = wasOpen[i];
+    });
+    old.replaceWith(el);
+  } else {
+    transcriptEl.appendChild(el);
+  }
+}
+
+function flush(): void {
+  frame = 0;
+  const stick = nearBottom();
+  for (const id of dirty) renderOne(id);
+  dirty.clear();
+  emptyEl.hidden = order.length > 0;
+  if (stick) transcriptEl.scrollTop = transcriptEl.scrollHeight;
+}
+
+function schedule(id: string): void {
+  dirty.add(id);
+  if (!frame) frame = requestAnimationFrame(flush);
+}
+
+function applyPatches(patches: Patch[]): void {
+  for (const p of patches) {
+    if (p.op === 'upsert') {
+      if (!items.has(p.item.id)) order.push(p.item.id);
+      items.set(p.item.id, p.item);
+      schedule(p.item.id);
+    } else if (p.op === 'delta') {
+      const it = items.get(p.id);
+      if (it && it.kind === 'assistant') {
+        it.text += p.text;
+        schedule(p.id);
+      }
+    } else if (p.op === 'remove') {
+      items.delete(p.id);
+      const i = order.indexOf(p.id);
+      if (i >= 0) order.splice(i, 1);
+      schedule(p.id);
+    }
+  }
+}
+
+function snapshot(list: ChatItem[]): void {
+  items.clear();
+  order.length = 0;
+  transcriptEl.textContent = '';
+  for (const it of list) {
+    items.set(it.id, it);
+    order.push(it.id);
+    dirty.add(it.id);
+  }
+  flush();
+  transcriptEl.scrollTop = transcriptEl.scrollHeight;
+}
+
+function renderBanner(): void {
+  const parts: string[] = [];
+  if (connection.status === 'failed' || connection.status === 'stopped') {
+    parts.push(
+      `<div class="banner error"><div class="banner-text">${escapeHtml(connection.message ?? 'Mino is not running.')}</div>` +
+        `<div class="actions"><button type="button" class="btn" data-command="mino.restartServer">Restart Mino</button>` +
+        `<button type="button" class="btn secondary" data-command="mino.showLog">Show log</button></div></div>`,
+    );
+  } else if (connection.status === 'starting') {
+    parts.push(`<div class="banner info"><div class="banner-text">Starting Mino…</div></div>`);
+  }
+  if (state?.restoreProblem) {
+    parts.push(
+      `<div class="banner warning"><div class="banner-text">${escapeHtml(state.restoreProblem)}</div>` +
+        `<div class="banner-hint">Chat is paused until you pick a session.</div>` +
+        `<div class="actions"><button type="button" class="btn" data-command="mino.resumeSession">Resume…</button>` +
+        `<button type="button" class="btn secondary" data-command="mino.newSession">New session</button></div></div>`,
+    );
+  }
+  bannerEl.innerHTML = parts.join('');
+  bannerEl.hidden = parts.length === 0;
+}
+
+function renderStatus(): void {
+  const running = connection.status === 'running';
+  progressEl.hidden = !turnRunning;
+  stopBtn.hidden = !turnRunning;
+  sendBtn.hidden = turnRunning;
+  sendBtn.disabled = !running;
+  if (state && running) {
+    statusEl.textContent = `${state.mode} · ${state.sessionId ? state.sessionId.slice(0, 8) : 'no session'}`;
+    statusEl.title = `Session ${state.sessionId ?? '(none)'} · permission mode ${state.mode} · ${state.model}`;
+  } else {
+    statusEl.textContent = '';
+  }
+}
+
+function setHint(text: string): void {
+  hintEl.textContent = text;
+}
+
+function send(): void {
+  const text = input.value;
+  if (text.trim() === '') return;
+  if (connection.status !== 'running') {
+    setHint('Mino is not running.');
+    return;
+  }
+  if (turnRunning && !text.trimStart().startsWith('/')) {
+    setHint('Mino is still answering. Press Stop to interrupt it.');
+    return;
+  }
+  post({ type: 'submit', text });
+  input.value = '';
+  vscode.setState({ draft: '' });
+  autosize();
+  setHint('');
+}
+
+function autosize(): void {
+  input.style.height = 'auto';
+  input.style.height = `${Math.min(input.scrollHeight, 200)}px`;
+}
+
+input.addEventListener('keydown', (e) => {
+  // Enter sends (never answers an approval); Shift+Enter is a new line; IME composition is left alone.
+  if (e.key === 'Enter' && !e.shiftKey && !e.isComposing && !e.altKey && !e.ctrlKey && !e.metaKey) {
+    e.preventDefault();
+    send();
+  }
+});
+input.addEventListener('input', () => {
+  autosize();
+  vscode.setState({ draft: input.value });
+});
+sendBtn.addEventListener('click', send);
+stopBtn.addEventListener('click', () => post({ type: 'stop' }));
+
+document.addEventListener('click', (e) => {
+  const target = (e.target as HTMLElement | null)?.closest('button');
+  if (!target) return;
+  const action = target.dataset.action;
+  const key = target.dataset.key;
+  if ((action === 'approve' || action === 'deny') && key) {
+    // Only a person's click or key press on the button itself answers (never a scripted event).
+    if (!e.isTrusted) return;
+    post({ type: 'approval', key, approved: action === 'approve' });
+    target.closest('.actions')?.querySelectorAll('button').forEach((b) => ((b).disabled = true));
+    return;
+  }
+  const command = target.dataset.command;
+  if (command) post({ type: 'command', command: command as never });
+});
+
+window.addEventListener('message', (ev: MessageEvent<HostToWebview>) => {
+  const m = ev.data;
+  switch (m.type) {
+    case 'snapshot':
+      state = m.state;
+      connection = m.connection;
+      turnRunning = m.turnRunning;
+      snapshot(m.items);
+      renderBanner();
+      renderStatus();
+      break;
+    case 'patch':
+      applyPatches(m.patches);
+      break;
+    case 'state':
+      state = m.state;
+      renderBanner();
+      renderStatus();
+      break;
+    case 'connection':
+      connection = m.connection;
+      renderBanner();
+      renderStatus();
+      break;
+    case 'turn':
+      turnRunning = m.running;
+      if (!turnRunning) setHint('');
+      renderStatus();
+      break;
+    case 'focusApproval': {
+      flush();
+      const card = transcriptEl.querySelector<HTMLElement>(`.approval[data-key="${CSS.escape(m.key)}"]`);
+      if (card) {
+        card.scrollIntoView({ block: 'center' });
+        card.classList.remove('flash');
+        void card.offsetWidth;
+        card.classList.add('flash');
+      }
+      break;
+    }
+    case 'focusInput':
+      input.focus();
+      break;
+  }
+});
+
+const saved = vscode.getState();
+if (saved?.draft) {
+  input.value = saved.draft;
+  autosize();
+}
+renderBanner();
+renderStatus();
+post({ type: 'ready' });

@@ -1,0 +1,157 @@
+/**
+ * HTML for the chat webview, as strings. Pure (no DOM), so the unit tests check exactly what the
+ * webview inserts.
+ *
+ * Safety rules:
+ * - Model text is Markdown rendered by markdown-it with `html: false` (raw HTML is escaped, never
+ *   passed through), links limited to http(s) and mailto, and images never loaded (shown as text).
+ * - Everything else (approval fields, tool results, command output, notices) is plain text:
+ *   escaped with `escapeHtml` and shown verbatim, never interpreted as Markdown or HTML.
+ * - The webview's Content-Security-Policy allows no remote content and only the nonce'd script,
+ *   so even a renderer bug could not load or run anything.
+ */
+import MarkdownIt from 'markdown-it';
+import type { ChatItem, ApprovalView } from '../core/messages';
+import type { Field } from '../protocol';
+
+const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+
+export function escapeHtml(s: string): string {
+  return String(s).replace(/[&<>"']/g, (c) => ESCAPES[c] ?? c);
+}
+
+type Markdown = InstanceType<typeof MarkdownIt>;
+
+const SAFE_LINK = /^(https?:\/\/|mailto:)/i;
+
+function createMarkdown(): Markdown {
+  const md = new MarkdownIt({ html: false, linkify: false, typographer: false, breaks: false });
+  md.validateLink = (url: string) => SAFE_LINK.test(url.trim());
+  // Images are never loaded (no remote content): show the alt text and the address as text.
+  md.renderer.rules.image = (tokens, idx) => {
+    const t = tokens[idx];
+    const alt = String(t.children ? t.children.map((c) => c.content).join('') : t.content);
+    const src = String(t.attrGet('src') ?? '');
+    return `<span class="md-image" title="${escapeHtml(src)}">[image: ${escapeHtml(alt || src)}]</span>`;
+  };
+  const defaultLinkOpen =
+    md.renderer.rules.link_open ?? ((tokens, idx, options, _env, self) => self.renderToken(tokens, idx, options));
+  md.renderer.rules.link_open = (tokens, idx, options, env, self) => {
+    const t = tokens[idx];
+    t.attrSet('title', t.attrGet('href') ?? '');
+    t.attrSet('rel', 'noopener noreferrer');
+    return defaultLinkOpen(tokens, idx, options, env, self);
+  };
+  return md;
+}
+
+let mdInstance: Markdown | undefined;
+
+/** Markdown from the model, rendered safely (see the rules at the top). */
+export function renderMarkdown(text: string): string {
+  mdInstance ??= createMarkdown();
+  return mdInstance.render(String(text));
+}
+
+/** `Label: value` exactly as the server sent both (already escaped for display by the server). */
+export function renderFields(fields: Field[]): string {
+  if (!fields.length) return '';
+  const rows = fields
+    .map(
+      (f) =>
+        `<div class="field"><span class="field-label">${escapeHtml(f.label)}:</span> <span class="field-value">${escapeHtml(f.value)}</span></div>`,
+    )
+    .join('');
+  return `<div class="fields">${rows}</div>`;
+}
+
+const OUTCOME_TEXT: Record<ApprovalView['state'], string> = {
+  pending: 'Waiting for your answer',
+  approved: 'Approved',
+  denied: 'Denied',
+  cancelled: 'Cancelled',
+};
+
+export function renderApproval(toolName: string, a: ApprovalView, id: string, extraHtml = ''): string {
+  const pending = a.state === 'pending';
+  const parts = [
+    `<div class="card approval state-${escapeHtml(a.state)}" data-id="${escapeHtml(id)}" data-key="${escapeHtml(a.key)}">`,
+    `<div class="card-head"><span class="card-icon" aria-hidden="true">${pending ? '⏸' : '⚙'}</span>`,
+    `<span class="card-title">[Tool: ${escapeHtml(toolName)}]</span>`,
+    `<span class="pill pill-${escapeHtml(a.state)}">${OUTCOME_TEXT[a.state]}</span></div>`,
+    renderFields(a.fields),
+    a.warning ? `<div class="warning" role="note">${escapeHtml(a.warning)}</div>` : '',
+    `<div class="workdir"><span class="field-label">Working directory:</span> <span class="field-value">${escapeHtml(a.workdir)}</span></div>`,
+  ];
+  if (pending) {
+    parts.push(
+      `<div class="question">${escapeHtml(a.question)}</div>`,
+      `<div class="actions">`,
+      `<button type="button" class="btn approve" data-action="approve" data-key="${escapeHtml(a.key)}">Approve</button>`,
+      `<button type="button" class="btn secondary deny" data-action="deny" data-key="${escapeHtml(a.key)}">Deny</button>`,
+      `</div>`,
+    );
+  }
+  parts.push(extraHtml, '</div>');
+  return parts.join('');
+}
+
+const STATUS_CLASS: Record<string, string> = {
+  completed: 'ok',
+  denied: 'bad',
+  failed: 'bad',
+  invalid_arguments: 'bad',
+  unknown: 'warn',
+};
+
+function renderResult(status: string | undefined, result: string | undefined, open: boolean): string {
+  if (status === undefined && result === undefined) return '';
+  const cls = STATUS_CLASS[status ?? ''] ?? 'warn';
+  const head = `<span class="result-status ${cls}">[Tool result: ${escapeHtml(status ?? '…')}]</span>`;
+  if (!result) return `<div class="result">${head}</div>`;
+  const firstLine = result.split('\n', 1)[0];
+  const summary = firstLine.length > 120 ? firstLine.slice(0, 117) + '…' : firstLine;
+  return (
+    `<details class="result"${open ? ' open' : ''}><summary>${head} <span class="result-summary">${escapeHtml(summary)}</span></summary>` +
+    `<pre class="result-text">${escapeHtml(result)}</pre></details>`
+  );
+}
+
+export function renderTool(item: Extract<ChatItem, { kind: 'tool' }>): string {
+  if (item.approval) {
+    return renderApproval(item.tool, item.approval, item.id, renderResult(item.status, item.result, false));
+  }
+  const shown = item.decision === 'show' || item.decision === 'ask';
+  const fields = renderFields(item.fields);
+  const body = shown ? fields : fields ? `<details class="call-fields"><summary>Details</summary>${fields}</details>` : '';
+  return (
+    `<div class="card tool decision-${escapeHtml(item.decision ?? 'history')}" data-id="${escapeHtml(item.id)}">` +
+    `<div class="card-head"><span class="card-icon" aria-hidden="true">⚙</span><span class="card-title">[Tool: ${escapeHtml(item.tool)}]</span>` +
+    (item.decision === 'show' ? '<span class="pill pill-show">Ran without asking</span>' : '') +
+    `</div>${body}${renderResult(item.status, item.result, false)}</div>`
+  );
+}
+
+export function renderItem(item: ChatItem): string {
+  switch (item.kind) {
+    case 'user':
+      return `<div class="msg user" data-id="${escapeHtml(item.id)}"><div class="bubble plain">${escapeHtml(item.text)}</div></div>`;
+    case 'assistant':
+      return (
+        `<div class="msg assistant${item.streaming ? ' streaming' : ''}" data-id="${escapeHtml(item.id)}">` +
+        `<div class="markdown">${renderMarkdown(item.text)}</div></div>`
+      );
+    case 'tool':
+      return renderTool(item);
+    case 'notice':
+      return `<div class="notice ${escapeHtml(item.level)}" data-id="${escapeHtml(item.id)}">${escapeHtml(item.text)}</div>`;
+    case 'command':
+      return (
+        `<div class="command" data-id="${escapeHtml(item.id)}"><div class="command-line">${escapeHtml(item.line)}</div>` +
+        (item.output.length ? `<pre class="command-output">${escapeHtml(item.output.join('\n'))}</pre>` : '') +
+        `</div>`
+      );
+    default:
+      return '';
+  }
+}

@@ -1,0 +1,103 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { renderApproval, renderItem } from '../../src/webview/render';
+import type { ApprovalView } from '../../src/core/messages';
+
+/** What a browser shows for an HTML text fragment: decode the entities escapeHtml produces. */
+function decode(s: string): string {
+  return s.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&amp;/g, '&');
+}
+
+function textOf(html: string, cls: string): string[] {
+  const re = new RegExp(`<span class="${cls}">([^<]*)</span>`, 'g');
+  return [...html.matchAll(re)].map((m) => decode(m[1]));
+}
+
+// Values exactly as the server sends them: already escaped for display (SPEC §6), in quotes.
+const fields = [
+  { label: 'Memory', value: '"uses-pnpm"' },
+  { label: 'Directory', value: '"/home/you/.mino/memory"' },
+  { label: 'Mode', value: '"Create a new memory"' },
+  { label: 'Type', value: '"project"' },
+  { label: 'Summary', value: '"这个用户的项目都用 pnpm 安装依赖，从不用 npm 或 yarn。"' },
+  { label: 'Details', value: '"line one\\nline two\\u200b\\u202e <script>alert(1)</script> **bold** [x](javascript:alert(1)) &amp; \\t"' },
+  { label: 'Look-alike', value: '"pаypal"' }, // Cyrillic а stays a letter
+];
+const approval: ApprovalView = {
+  key: 'k123',
+  fields,
+  warning: 'Saved memories are shown to the model in every later session and project; approval applies only to this content.',
+  question: 'Approve this operation?',
+  workdir: '/work/ws <b>x</b>',
+  state: 'pending',
+};
+
+test('every field is shown verbatim, in order, escapes kept as sent', () => {
+  const html = renderApproval('memory_save', approval, 't-1');
+  assert.deepEqual(textOf(html, 'field-label'), [...fields.map((f) => `${f.label}:`), 'Working directory:']);
+  assert.deepEqual(textOf(html, 'field-value'), [...fields.map((f) => f.value), approval.workdir]);
+  // the backslash escapes are shown as typed characters, not turned into the characters they name
+  assert.ok(html.includes('line one\\nline two\\u200b\\u202e'), html);
+  assert.ok(!html.includes('\u200b') && !html.includes('\u202e'));
+  // an entity in a value is shown as the text "&amp;", not decoded
+  assert.ok(html.includes('&amp;amp;'), html);
+});
+
+test('no field becomes HTML or Markdown', () => {
+  const html = renderApproval('memory_save', approval, 't-1');
+  assert.ok(!/<script|<strong|<a\s|<b>/i.test(html), html);
+  assert.ok(html.includes('&lt;script&gt;alert(1)&lt;/script&gt; **bold** [x](javascript:alert(1))'));
+});
+
+test('the card shows tool, warning, question and workdir', () => {
+  const html = renderApproval('memory_save', approval, 't-1');
+  assert.ok(html.includes('[Tool: memory_save]'));
+  assert.ok(html.includes(`<div class="warning" role="note">${approval.warning}</div>`));
+  assert.ok(html.includes('<div class="question">Approve this operation?</div>'));
+  assert.ok(html.includes('/work/ws &lt;b&gt;x&lt;/b&gt;'));
+});
+
+test('pending cards have Approve and Deny buttons carrying the key; answered cards have none', () => {
+  const html = renderApproval('memory_save', approval, 't-1');
+  assert.match(html, /<button type="button" class="btn approve" data-action="approve" data-key="k123">Approve<\/button>/);
+  assert.match(html, /data-action="deny" data-key="k123">Deny</);
+  for (const state of ['approved', 'denied', 'cancelled'] as const) {
+    const done = renderApproval('memory_save', { ...approval, state }, 't-1');
+    assert.ok(!/<button/.test(done), done);
+    assert.match(done, new RegExp(`pill-${state}`));
+    assert.ok(done.includes('[Tool: memory_save]') && done.includes('&quot;uses-pnpm&quot;'));
+  }
+});
+
+test('no warning: no warning block', () => {
+  const html = renderApproval('bash', { ...approval, warning: null }, 't-2');
+  assert.ok(!html.includes('class="warning"'));
+});
+
+test('tool names and keys cannot break out of attributes or markup', () => {
+  const html = renderApproval('x"><script>1</script>', { ...approval, key: '"><img src=x>' }, 'id"><x');
+  assert.ok(!/<script|<img|<x/i.test(html), html);
+});
+
+test('a tool card with an approval shows the result below the card', () => {
+  const html = renderItem({
+    kind: 'tool',
+    id: 't-9',
+    turnId: 't',
+    callId: 'c',
+    tool: 'memory_save',
+    fields: [],
+    approval: { ...approval, state: 'approved' },
+    status: 'completed',
+    result: 'Saved memory uses-pnpm. Its summary appears in the memory index from the next turn.',
+  });
+  assert.ok(html.includes('[Tool result: completed]'));
+  assert.ok(html.includes('Saved memory uses-pnpm.'));
+});
+
+test('run-and-show calls show their fields without a question', () => {
+  const html = renderItem({ kind: 'tool', id: 't-3', turnId: 't', callId: 'c3', tool: 'write_file', fields: [{ label: 'Path', value: '"a.txt"' }], decision: 'show' });
+  assert.ok(html.includes('&quot;a.txt&quot;'));
+  assert.ok(!html.includes('Approve this operation?'));
+  assert.ok(!/<button/.test(html));
+});

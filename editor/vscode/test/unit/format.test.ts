@@ -1,0 +1,88 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { formatUtc, memoryIndexLine, sessionPickItems, shortId, statusText } from '../../src/core/format';
+import { Backoff, classifyExit, resolveCommand } from '../../src/core/launch';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import type { State } from '../../src/protocol';
+
+const A = 'a'.repeat(32);
+const B = 'b'.repeat(32);
+
+test('session QuickPick rows: short ID, local and UTC times, current marked', () => {
+  const rows = sessionPickItems(
+    [
+      { id: B, updatedAt: '2026-11-30T09:23:05Z', active: false },
+      { id: A, updatedAt: '2026-11-29T23:59:59Z', active: true },
+    ],
+    A,
+  );
+  assert.equal(rows[0].label, 'bbbbbbbb');
+  assert.equal(rows[0].current, false);
+  assert.ok(rows[0].detail.includes('2026-11-30 09:23:05 UTC'), rows[0].detail);
+  assert.ok(rows[0].detail.includes(B));
+  assert.match(rows[0].detail, /Last update \d{4}-\d\d-\d\d \d\d:\d\d:\d\d \(UTC[+-]\d\d:\d\d\)/);
+  assert.equal(rows[1].label, '$(check) aaaaaaaa');
+  assert.equal(rows[1].description, 'current session');
+  assert.equal(rows[1].current, true);
+});
+
+test('bad dates do not throw', () => {
+  const rows = sessionPickItems([{ id: A, updatedAt: 'garbage', active: false }], null);
+  assert.ok(rows[0].detail.includes('garbage'));
+});
+
+test('formatUtc and shortId', () => {
+  assert.equal(formatUtc(new Date('2026-01-02T03:04:05Z')), '2026-01-02 03:04:05 UTC');
+  assert.equal(shortId(A), 'aaaaaaaa');
+  assert.equal(shortId(null), '—');
+});
+
+test('status bar text: mode and short session ID', () => {
+  const s = { sessionId: A, mode: 'manual', busy: false } as State;
+  assert.equal(statusText(s, 'running'), 'Mino: manual · aaaaaaaa');
+  assert.equal(statusText({ ...s, sessionId: null }, 'running'), 'Mino: manual · no session');
+  assert.match(statusText(s, 'failed'), /stopped/);
+});
+
+test('memory index lines', () => {
+  assert.equal(memoryIndexLine({ name: 'uses-pnpm', type: 'project', summary: 'pnpm', details: true, path: '/x' }), '- [project] uses-pnpm: pnpm (+details)');
+  assert.equal(memoryIndexLine({ name: 'n', type: 'user', summary: 's', details: false, path: '/x' }), '- [user] n: s');
+});
+
+test('resolveCommand finds executables on PATH and by path, and explains when it cannot', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mino-cmd-'));
+  const exe = path.join(dir, 'mino');
+  fs.writeFileSync(exe, '#!/bin/sh\n');
+  fs.chmodSync(exe, 0o755);
+  const plain = path.join(dir, 'plain');
+  fs.writeFileSync(plain, 'x');
+  assert.deepEqual(resolveCommand('mino', `/nonexistent${path.delimiter}${dir}`, '/'), { ok: true, path: exe });
+  assert.deepEqual(resolveCommand(exe, '', '/'), { ok: true, path: exe });
+  assert.deepEqual(resolveCommand('./mino', '', dir), { ok: true, path: exe });
+  const missing = resolveCommand('mino-does-not-exist', dir, '/');
+  assert.equal(missing.ok, false);
+  assert.match(!missing.ok ? missing.message : '', /not found on PATH/);
+  assert.equal(resolveCommand(plain, '', '/').ok, false);
+  assert.equal(resolveCommand('  ', dir, '/').ok, false);
+  fs.rmSync(dir, { recursive: true });
+});
+
+test('classifyExit recognises the store lock and otherwise reports the exit', () => {
+  const locked = classifyExit({ code: 1, signal: null }, ['Error: the session store is in use by another Mino (pid 4242).'], [], 'Mino stopped.');
+  assert.equal(locked.kind, 'locked');
+  assert.match(locked.message, /pid 4242/);
+  const crashed = classifyExit({ code: 3, signal: null }, ['Traceback (most recent call last):', 'ValueError: boom'], [], 'Mino stopped unexpectedly.');
+  assert.equal(crashed.kind, 'exited');
+  assert.equal(crashed.message, 'Mino stopped unexpectedly (exit code 3). Last message: ValueError: boom');
+  const killed = classifyExit({ code: null, signal: 'SIGKILL' }, [], [], 'Mino stopped unexpectedly.');
+  assert.equal(killed.message, 'Mino stopped unexpectedly (signal SIGKILL).');
+});
+
+test('backoff grows and gives up, reset starts over', () => {
+  const b = new Backoff([1, 2, 4]);
+  assert.deepEqual([b.next(), b.next(), b.next(), b.next()], [1, 2, 4, undefined]);
+  b.reset();
+  assert.equal(b.next(), 1);
+});
