@@ -349,6 +349,6 @@ def test_a_crash_in_the_core_fails_that_case_in_one_line(
     cases = write_cases(tmp_path / "cases", recall=RECALL)
     code, lines, err = run([str(cases)], capsys)
     assert code == 1
-    assert lines[0].startswith("FAIL recall: internal error: RuntimeError: store broken (at test_evals.py:")
+    assert lines[0].startswith("FAIL recall: internal error: RuntimeError: store broken (at runner.py:")
     assert lines[-1] == "0 passed, 1 failed"
     assert "Traceback" not in err
