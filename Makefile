@@ -12,7 +12,7 @@ lint:
 	$(PY) -m ruff format --check mino_server tests bench
 
 test-python: lint
-	$(PY) -m pytest
+	$(PY) -m pytest -q
 
 test-editor:
 	MINO_COMMAND=$(CURDIR)/.venv/bin/mino bash editor/vscode/scripts/ci.sh
