@@ -104,6 +104,11 @@ export class Controller implements vscode.Disposable {
       this.setState(await client.state());
     } catch (e) {
       this.channel.error(`mino/state: ${errorMessage(e)}`);
+      if (isRpcError(e) && e.code === ErrorCodes.unavailable) {
+        this.server.markUnavailable(e.message);
+        this.sendSnapshot();
+        return;
+      }
     }
     await this.reloadHistory();
   }
@@ -277,7 +282,16 @@ export class Controller implements vscode.Disposable {
   }
 
   private describeError(e: unknown): string {
-    if (isRpcError(e) && e.code === ErrorCodes.busy) return `Mino is busy: ${e.message}`;
+    if (isRpcError(e)) {
+      if (e.code === ErrorCodes.busy) {
+        const detail = (e.data as { detail?: unknown } | undefined)?.detail;
+        return typeof detail === 'string' && detail ? detail : 'Mino is busy with a turn. Wait for it, or press Stop.';
+      }
+      if (e.code === ErrorCodes.unavailable) {
+        this.server.markUnavailable(e.message);
+        return e.message;
+      }
+    }
     return errorMessage(e);
   }
 

@@ -16,6 +16,11 @@ export interface InitializationOptions {
   mode?: PermissionMode;
 }
 
+export interface InitializeResult {
+  serverInfo: { name: string; version: string };
+  capabilities: { experimental: { mino: { protocolVersion: number; maxMessageBytes?: number } } };
+}
+
 export interface MemoryProblem {
   file: string;
   reason: string;
@@ -32,7 +37,10 @@ export interface State {
   memory: { dir: string; count: number; problems: MemoryProblem[] };
 }
 
-/** A displayed field of a tool call. `value` is already escaped for display by the server. */
+/**
+ * One line of an approval display, `Label: "value"`. `value` is already escaped for display by the
+ * server (SPEC §6): shown as is, in quotes, never interpreted.
+ */
 export interface Field {
   label: string;
   value: string;
@@ -42,11 +50,13 @@ export interface Field {
 // Client -> server requests
 
 export type TurnStatus = 'completed' | 'limit' | 'interrupted' | 'failed';
+export type ToolResultStatus = 'completed' | 'denied' | 'failed' | 'invalid_arguments' | 'unknown';
 
 export interface TurnParams {
   text: string;
 }
 export interface TurnResult {
+  /** "" when the turn never started (no session selected, or the chat stopped) */
   turnId: string;
   status: TurnStatus;
   text: string;
@@ -105,7 +115,7 @@ export interface MemoryListResult {
 
 export type HistoryRole = 'user' | 'assistant' | 'tool';
 export interface HistoryItem {
-  turnId: string;
+  turnId: string | null;
   role: HistoryRole;
   text: string;
   tool?: string;
@@ -161,6 +171,8 @@ export interface ToolCallEvent {
   callId: string;
   tool: string;
   fields: Field[];
+  /** shown after the fields (e.g. memory_save's warning) */
+  warning?: string | null;
   decision: ToolDecision;
 }
 export interface ToolResultEvent {
@@ -168,7 +180,7 @@ export interface ToolResultEvent {
   type: 'tool_result';
   callId: string;
   tool: string;
-  status: string;
+  status: ToolResultStatus;
   text: string;
 }
 export interface ApprovalResolvedEvent {
@@ -178,7 +190,8 @@ export interface ApprovalResolvedEvent {
   outcome: ApprovalOutcome;
 }
 export interface NoticeEvent {
-  turnId: string;
+  /** null for notices outside a turn */
+  turnId: string | null;
   type: 'notice';
   text: string;
 }
@@ -245,32 +258,73 @@ export interface ServerNotifications {
 }
 
 /**
- * The field names this extension relies on, per method (required ones only): the schema test
- * compares them with docs/protocol.schema.json. Keep in step with the interfaces above.
+ * The fields this extension sends and reads, per method; the schema test compares them with
+ * docs/protocol.schema.json. Client requests: `params` are sent, `result` is read. Server requests:
+ * `params` are read, `result` is sent. Notifications: `params` are read. Everything read must be
+ * required (always present) in the schema; everything sent must exist there, and every field the
+ * schema requires must be sent. Keep in step with the interfaces above.
  */
+const STATE_FIELDS = ['sessionId', 'restoreProblem', 'mode', 'workdir', 'model', 'busy', 'sandbox', 'memory'];
+export const CLIENT_REQUESTS = [
+  'mino/state',
+  'mino/turn',
+  'mino/command',
+  'mino/sessions/list',
+  'mino/sessions/new',
+  'mino/sessions/resume',
+  'mino/sessions/clear',
+  'mino/mode',
+  'mino/compact',
+  'mino/memory/list',
+  'mino/history',
+] as const;
 export const REQUIRED_FIELDS: Record<string, { params: string[]; result?: string[] }> = {
-  'mino/state': { params: [], result: ['sessionId', 'restoreProblem', 'mode', 'workdir', 'model', 'busy', 'sandbox', 'memory'] },
+  'mino/state': { params: [], result: STATE_FIELDS },
   'mino/turn': { params: ['text'], result: ['turnId', 'status', 'text'] },
   'mino/command': { params: ['line'], result: ['output', 'state'] },
   'mino/sessions/list': { params: [], result: ['sessions'] },
-  'mino/sessions/new': { params: [], result: ['sessionId', 'mode'] },
-  'mino/sessions/resume': { params: ['id'], result: ['sessionId', 'mode'] },
+  'mino/sessions/new': { params: [], result: STATE_FIELDS },
+  'mino/sessions/resume': { params: ['id'], result: STATE_FIELDS },
   'mino/sessions/clear': { params: ['id', 'typedId'], result: ['cleared', 'state'] },
-  'mino/mode': { params: ['mode'], result: ['sessionId', 'mode'] },
+  'mino/mode': { params: ['mode'], result: STATE_FIELDS },
   'mino/compact': { params: [], result: ['compacted', 'message'] },
   'mino/memory/list': { params: [], result: ['dir', 'memories', 'problems'] },
   'mino/history': { params: [], result: ['items'] },
   'mino/approve': { params: ['turnId', 'callId', 'tool', 'fields', 'warning', 'question', 'workdir'], result: ['approved'] },
   'mino/confirm': { params: ['kind', 'sessionId', 'message'], result: ['confirmed'] },
   'mino/event': { params: ['turnId', 'type'] },
-  'mino/stateChanged': { params: ['sessionId', 'restoreProblem', 'mode', 'workdir', 'busy'] },
+  'mino/stateChanged': { params: STATE_FIELDS },
+};
+
+/** Per event type, the fields the chat reads (all must be required in the schema). */
+export const EVENT_FIELDS: Record<MinoEventType, string[]> = {
+  text_delta: ['turnId', 'type', 'text'],
+  assistant_message: ['turnId', 'type', 'text'],
+  tool_call: ['turnId', 'type', 'callId', 'tool', 'fields', 'decision'],
+  tool_result: ['turnId', 'type', 'callId', 'tool', 'status', 'text'],
+  approval_resolved: ['turnId', 'type', 'callId', 'outcome'],
+  notice: ['turnId', 'type', 'text'],
+  turn_end: ['turnId', 'type', 'status'],
 };
 
 /** JSON-RPC error codes the server uses. */
 export const ErrorCodes = {
-  busy: -32001,
   invalidParams: -32602,
+  internal: -32603,
+  busy: -32001,
+  notInitialized: -32002,
+  /** the server cannot serve: store locked by another Mino (`data.kind: "storeLocked"`), bad config, start-up failed */
+  unavailable: -32003,
+  /** a valid request that cannot be done now; nothing changed */
+  refused: -32004,
+  /** saving the selection or clearing failed: the chat stops */
+  storageFailed: -32005,
   requestCancelled: -32800,
 } as const;
+
+export interface UnavailableData {
+  kind: 'storeLocked' | 'config' | 'startup';
+  pid?: number;
+}
 
 export const SESSION_ID_RE = /^[0-9a-f]{32}$/;

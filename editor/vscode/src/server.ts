@@ -152,9 +152,19 @@ export class MinoServer implements vscode.Disposable {
     lc.onNotification('window/showMessage', (p: { type: number; message: string }) => {
       const text = String(p?.message ?? '');
       this.messages.push(text);
-      if (p?.type === 1) void vscode.window.showErrorMessage(`Mino: ${text}`, 'Show log').then((c) => c && this.channel.show());
-      else if (p?.type === 2) void vscode.window.showWarningMessage(`Mino: ${text}`);
-      else void vscode.window.showInformationMessage(`Mino: ${text}`);
+      if (p?.type === 1) {
+        this.channel.error(text);
+        void vscode.window.showErrorMessage(text, 'Restart Mino', 'Show log').then((c) => {
+          if (c === 'Show log') this.channel.show();
+          else if (c === 'Restart Mino') void this.restart();
+        });
+      } else if (p?.type === 2) {
+        this.channel.warn(text);
+        void vscode.window.showWarningMessage(text, 'Show log').then((c) => c && this.channel.show());
+      } else {
+        this.channel.info(text);
+        void vscode.window.showInformationMessage(text);
+      }
     });
     this.wire(client);
     try {
@@ -210,6 +220,18 @@ export class MinoServer implements vscode.Disposable {
       if (c) this.channel.show();
     });
     this.restartTimer = setTimeout(() => void this.start(), delay);
+  }
+
+  /**
+   * The server runs but cannot serve (error -32003: the store is locked by another Mino, the
+   * configuration is bad, start-up failed). It has already said why with window/showMessage, so
+   * this only records it: the panel and the status bar show it, commands refuse with it, and
+   * nothing restarts by itself.
+   */
+  markUnavailable(message: string): void {
+    if (!this.lc) return;
+    this.channel.error(`Mino is unavailable: ${message}`);
+    this.setStatus({ status: 'failed', message });
   }
 
   private fail(kind: 'missing' | 'locked' | 'crashed', message: string): void {

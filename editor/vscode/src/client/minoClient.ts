@@ -47,6 +47,7 @@ export type ConfirmHandler = (params: ConfirmParams, token: CancellationTokenLik
 export interface RpcErrorLike {
   code: number;
   message: string;
+  data?: unknown;
 }
 
 export function isRpcError(e: unknown): e is RpcErrorLike {
@@ -75,7 +76,7 @@ export function isApproveParams(p: unknown): p is ApproveParams {
 }
 
 export function isMinoEvent(e: unknown): e is MinoEvent {
-  return isObject(e) && typeof e.type === 'string' && typeof e.turnId === 'string';
+  return isObject(e) && typeof e.type === 'string' && (typeof e.turnId === 'string' || e.turnId === null);
 }
 
 export class MinoClient {

@@ -25,6 +25,7 @@ export type ChatItem =
       callId: string;
       tool: string;
       fields: Field[];
+      warning?: string | null;
       decision?: ToolDecision;
       approval?: ApprovalView;
       status?: string;

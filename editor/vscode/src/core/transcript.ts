@@ -65,12 +65,12 @@ export class Transcript {
       const text = typeof h.text === 'string' ? h.text : '';
       if (h.role === 'user') out.push({ kind: 'user', id: this.nextId('h'), text });
       else if (h.role === 'assistant')
-        out.push({ kind: 'assistant', id: this.nextId('h'), turnId: h.turnId, text, streaming: false });
+        out.push({ kind: 'assistant', id: this.nextId('h'), turnId: h.turnId ?? '', text, streaming: false });
       else if (h.role === 'tool')
         out.push({
           kind: 'tool',
           id: this.nextId('h'),
-          turnId: h.turnId,
+          turnId: h.turnId ?? '',
           callId: '',
           tool: h.tool ?? 'tool',
           fields: [],
@@ -148,7 +148,10 @@ export class Transcript {
       case 'tool_call': {
         this.closeText(ev.turnId, patches);
         const item = this.toolItem(ev.turnId, ev.callId, ev.tool, patches);
-        this.put({ ...item, tool: ev.tool, fields: Array.isArray(ev.fields) ? ev.fields : [], decision: ev.decision }, patches);
+        this.put(
+          { ...item, tool: ev.tool, fields: Array.isArray(ev.fields) ? ev.fields : [], warning: ev.warning ?? null, decision: ev.decision },
+          patches,
+        );
         break;
       }
       case 'tool_result': {
@@ -162,7 +165,7 @@ export class Transcript {
         break;
       }
       case 'notice': {
-        this.closeText(ev.turnId, patches);
+        if (ev.turnId) this.closeText(ev.turnId, patches);
         this.put({ kind: 'notice', id: this.nextId('n'), level: 'info', text: ev.text }, patches);
         break;
       }

@@ -53,13 +53,13 @@ export function renderMarkdown(text: string): string {
   return mdInstance.render(String(text));
 }
 
-/** `Label: value` exactly as the server sent both (already escaped for display by the server). */
+/** `Label: "value"`, label and value exactly as the server sent them (values are already escaped for display). */
 export function renderFields(fields: Field[]): string {
   if (!fields.length) return '';
   const rows = fields
     .map(
       (f) =>
-        `<div class="field"><span class="field-label">${escapeHtml(f.label)}:</span> <span class="field-value">${escapeHtml(f.value)}</span></div>`,
+        `<div class="field"><span class="field-label">${escapeHtml(f.label)}:</span> <span class="field-value">"${escapeHtml(f.value)}"</span></div>`,
     )
     .join('');
   return `<div class="fields">${rows}</div>`;
@@ -122,7 +122,8 @@ export function renderTool(item: Extract<ChatItem, { kind: 'tool' }>): string {
     return renderApproval(item.tool, item.approval, item.id, renderResult(item.status, item.result, false));
   }
   const shown = item.decision === 'show' || item.decision === 'ask';
-  const fields = renderFields(item.fields);
+  const fields =
+    renderFields(item.fields) + (item.warning ? `<div class="warning" role="note">${escapeHtml(item.warning)}</div>` : '');
   const body = shown ? fields : fields ? `<details class="call-fields"><summary>Details</summary>${fields}</details>` : '';
   return (
     `<div class="card tool decision-${escapeHtml(item.decision ?? 'history')}" data-id="${escapeHtml(item.id)}">` +

@@ -13,15 +13,15 @@ function textOf(html: string, cls: string): string[] {
   return [...html.matchAll(re)].map((m) => decode(m[1]));
 }
 
-// Values exactly as the server sends them: already escaped for display (SPEC §6), in quotes.
+// Values exactly as the server sends them: already escaped for display (SPEC §6); the card adds the quotes.
 const fields = [
-  { label: 'Memory', value: '"uses-pnpm"' },
-  { label: 'Directory', value: '"/home/you/.mino/memory"' },
-  { label: 'Mode', value: '"Create a new memory"' },
-  { label: 'Type', value: '"project"' },
-  { label: 'Summary', value: '"这个用户的项目都用 pnpm 安装依赖，从不用 npm 或 yarn。"' },
-  { label: 'Details', value: '"line one\\nline two\\u200b\\u202e <script>alert(1)</script> **bold** [x](javascript:alert(1)) &amp; \\t"' },
-  { label: 'Look-alike', value: '"pаypal"' }, // Cyrillic а stays a letter
+  { label: 'Memory', value: 'uses-pnpm' },
+  { label: 'Directory', value: '/home/you/.mino/memory' },
+  { label: 'Mode', value: 'Create a new memory' },
+  { label: 'Type', value: 'project' },
+  { label: 'Summary', value: '这个用户的项目都用 pnpm 安装依赖，从不用 npm 或 yarn。' },
+  { label: 'Details', value: 'line one\\nline two\\u200b\\u202e \\"q\\" \\\\ <script>alert(1)</script> **bold** [x](javascript:alert(1)) &amp; \\t' },
+  { label: 'Look-alike', value: 'pаypal' }, // Cyrillic а stays a letter
 ];
 const approval: ApprovalView = {
   key: 'k123',
@@ -35,9 +35,9 @@ const approval: ApprovalView = {
 test('every field is shown verbatim, in order, escapes kept as sent', () => {
   const html = renderApproval('memory_save', approval, 't-1');
   assert.deepEqual(textOf(html, 'field-label'), [...fields.map((f) => `${f.label}:`), 'Working directory:']);
-  assert.deepEqual(textOf(html, 'field-value'), [...fields.map((f) => f.value), approval.workdir]);
+  assert.deepEqual(textOf(html, 'field-value'), [...fields.map((f) => `"${f.value}"`), approval.workdir]);
   // the backslash escapes are shown as typed characters, not turned into the characters they name
-  assert.ok(html.includes('line one\\nline two\\u200b\\u202e'), html);
+  assert.ok(html.includes('line one\\nline two\\u200b\\u202e \\&quot;q\\&quot; \\\\ '), html);
   assert.ok(!html.includes('\u200b') && !html.includes('\u202e'));
   // an entity in a value is shown as the text "&amp;", not decoded
   assert.ok(html.includes('&amp;amp;'), html);
@@ -65,7 +65,7 @@ test('pending cards have Approve and Deny buttons carrying the key; answered car
     const done = renderApproval('memory_save', { ...approval, state }, 't-1');
     assert.ok(!/<button/.test(done), done);
     assert.match(done, new RegExp(`pill-${state}`));
-    assert.ok(done.includes('[Tool: memory_save]') && done.includes('&quot;uses-pnpm&quot;'));
+    assert.ok(done.includes('[Tool: memory_save]') && done.includes('"uses-pnpm"'));
   }
 });
 
@@ -96,8 +96,8 @@ test('a tool card with an approval shows the result below the card', () => {
 });
 
 test('run-and-show calls show their fields without a question', () => {
-  const html = renderItem({ kind: 'tool', id: 't-3', turnId: 't', callId: 'c3', tool: 'write_file', fields: [{ label: 'Path', value: '"a.txt"' }], decision: 'show' });
-  assert.ok(html.includes('&quot;a.txt&quot;'));
+  const html = renderItem({ kind: 'tool', id: 't-3', turnId: 't', callId: 'c3', tool: 'write_file', fields: [{ label: 'Path', value: 'a.txt' }], decision: 'show' });
+  assert.ok(html.includes('"a.txt"'));
   assert.ok(!html.includes('Approve this operation?'));
   assert.ok(!/<button/.test(html));
 });
