@@ -1,0 +1,679 @@
+"""`mino --stdio`: the editor server (docs/PROTOCOL.md), on pygls, around the synchronous Agent.
+
+Threads:
+- main: reads frames from stdin (transport.py) and hands them to pygls's JsonRPCProtocol (rpc.py),
+  which validates and busy-checks each request in arrival order, then runs it on pygls's pool;
+- mino-load: imports pygls (~200 ms, nearly all lsprotocol.types) while the main thread answers
+  `initialize` itself, so the editor gets its answer in about the time Python takes to start;
+- mino-startup: builds the Agent, takes the store lock and restores the session (it may have to ask
+  `mino/confirm`, whose answer the main thread must be free to read);
+- pool workers: turns, commands and the other requests. A turn streams `mino/event` from its worker.
+
+stdout belongs to the protocol: fd 1 is pointed at stderr for everything else in the process,
+child processes included, and fd 0 at /dev/null so nothing can read the client's messages.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import re
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+from urllib.parse import unquote, urlsplit
+
+from .. import __version__
+from ..cancel import CancelToken
+from . import protocol as P
+from .transport import FrameError, FrameWriter, decode, read_frames
+
+log = logging.getLogger("mino.server")
+
+LOCK_RETRY_S = 1.0  # a reloaded window's new server may start before the old one has let go
+SHUTDOWN_WAIT_S = 5.0  # how long shutdown/exit wait for an interrupted turn to write its end
+ERROR, WARNING, INFO, LOG = 1, 2, 3, 4
+
+TURN_RUNNING = "A turn is running; wait for it to end or interrupt it first."
+COMPACT_RUNNING = "A compaction is running; wait for it to end or cancel it first."
+SESSION_CHANGING = "A session change is in progress; wait for it to finish."
+SESSION_COMMANDS = {"/new": SESSION_CHANGING, "/resume": SESSION_CHANGING, "/clear": SESSION_CHANGING}
+
+
+def _never(params: Any) -> str | None:
+    return None
+
+
+def _command_word(params: Any) -> str:
+    words = params.line.split()
+    return words[0] if words else ""
+
+
+def _command_exclusive(params: Any) -> str | None:
+    word = _command_word(params)
+    return COMPACT_RUNNING if word == "/compact" else SESSION_COMMANDS.get(word)
+
+
+@dataclass(frozen=True)
+class Route:
+    params: Any
+    handler: str  # the MinoServer method that does it
+    exclusive: Callable[[Any], str | None] = _never  # what is running, when it must run alone
+    shows_busy: Callable[[Any], bool] = lambda params: False
+    cancellable: bool = False
+
+
+ROUTES: dict[str, Route] = {
+    "mino/state": Route(P.Empty, "do_state"),
+    "mino/turn": Route(P.TurnParams, "do_turn", lambda p: TURN_RUNNING, lambda p: True, cancellable=True),
+    "mino/command": Route(
+        P.CommandParams,
+        "do_command",
+        _command_exclusive,
+        lambda p: _command_word(p) == "/compact",
+        cancellable=True,
+    ),
+    "mino/sessions/list": Route(P.Empty, "do_sessions_list"),
+    "mino/sessions/new": Route(P.Empty, "do_sessions_new", lambda p: SESSION_CHANGING),
+    "mino/sessions/resume": Route(P.ResumeParams, "do_sessions_resume", lambda p: SESSION_CHANGING),
+    "mino/sessions/clear": Route(P.ClearParams, "do_sessions_clear", lambda p: SESSION_CHANGING),
+    "mino/mode": Route(P.ModeParams, "do_mode"),
+    "mino/compact": Route(P.Empty, "do_compact", lambda p: COMPACT_RUNNING, lambda p: True, cancellable=True),
+    "mino/memory/list": Route(P.Empty, "do_memory_list"),
+    "mino/history": Route(P.Empty, "do_history"),
+}
+assert set(ROUTES) == {m.name for m in P.CLIENT_REQUESTS}, "protocol.py and ROUTES disagree"
+
+
+@dataclass
+class _Operation:
+    method: str
+    detail: str
+    shows_busy: bool
+
+
+class _Terminated(Exception):
+    """SIGTERM: leave like on exit (interrupt the turn, release the lock)."""
+
+
+def one_line(text: object) -> str:
+    return " ".join(str(text).split())
+
+
+def uri_to_path(uri: str, where: str) -> Path:
+    parts = urlsplit(uri)
+    if parts.scheme != "file" or parts.netloc not in ("", "localhost"):
+        raise P.ProtocolError(
+            P.INVALID_PARAMS, f"{where} must be a file:// URI of a local folder; got {uri!r}"
+        )
+    return Path(unquote(parts.path))
+
+
+class MinoServer:
+    def __init__(self, mode: str | None, writer: FrameWriter) -> None:
+        self.mode_flag = mode
+        self.mode: str | None = mode
+        self.writer = writer
+        self.workdir = Path.cwd()
+        self.phase = "new"  # new → running (after initialize) → shutdown
+        self.shutdown_received = False
+        self.exit_requested = False
+        self.rpc: Any = None  # rpc.MinoProtocol, once pygls is imported
+        self.json_rpc_server: Any = None
+        self._loaded = threading.Event()
+        self._load_error: BaseException | None = None
+        self.agent: Any = None
+        self.unavailable: P.ProtocolError | None = None
+        self.started = threading.Event()
+        self._startup_lock = threading.Lock()
+        self._startup_thread: threading.Thread | None = None
+        self._op: _Operation | None = None
+        self._op_cond = threading.Condition()
+        self._cancels: dict[Any, CancelToken] = {}
+        self.stopping = CancelToken()
+        self._state_lock = threading.Lock()
+        self._last_state: tuple[Any, ...] | None = None
+        self._close_lock = threading.Lock()
+        self._closed = False
+        self._ids = itertools.count(1)
+        from .ui import ServerUI
+
+        self.ui = ServerUI(self)
+
+    # ---- loading pygls -----------------------------------------------------------------------
+    def start_loading(self) -> None:
+        threading.Thread(target=self._load, name="mino-load", daemon=True).start()
+
+    def _load(self) -> None:
+        try:
+            from . import rpc
+
+            self.rpc = rpc.build(self)
+        except BaseException as exc:  # reported by the main thread, which needs pygls next
+            self._load_error = exc
+        finally:
+            self._loaded.set()
+        try:  # warm what `initialized` needs while the client is still reading the answer
+            from .. import agent, commands, config  # noqa: F401
+        except Exception:
+            pass
+
+    def _wait_loaded(self) -> None:
+        self._loaded.wait()
+        if self._load_error is not None:
+            raise SystemExit(f"mino --stdio: cannot load pygls: {self._load_error!r}")
+
+    # ---- the read loop -----------------------------------------------------------------------
+    def run(self, stream: BinaryIO) -> int:
+        try:
+            for item in read_frames(stream):
+                message = item if isinstance(item, FrameError) else decode(item)
+                if isinstance(message, FrameError):
+                    self.send_error(None, message.code, message.message)
+                else:
+                    self.dispatch(message)
+                if self.exit_requested:
+                    break
+        except _Terminated:
+            log.warning("terminated by a signal")
+        return self.finish()
+
+    def dispatch(self, message: dict[str, Any]) -> None:
+        problem = _shape_problem(message)
+        if problem is not None:
+            msg_id = message.get("id")
+            self.send_error(msg_id if _valid_id(msg_id) else None, P.INVALID_REQUEST, problem)
+            return
+        if not self._loaded.is_set() and message.get("method") == "initialize" and "id" in message:
+            # The fast path: answer before pygls has finished importing (same handler as below).
+            try:
+                call = self.prepare_request(message["id"], "initialize", message.get("params"))
+                assert call is not None
+                self.writer.send({"jsonrpc": "2.0", "id": message["id"], "result": call()})
+            except P.ProtocolError as exc:
+                self.send_error(message["id"], exc.code, exc.message, exc.data)
+            except Exception as exc:
+                log.exception("initialize failed")
+                self.send_error(
+                    message["id"], P.INTERNAL_ERROR, f"Internal error in the Mino server: {exc!r}"
+                )
+            return
+        self._wait_loaded()
+        from .rpc import structure
+
+        self.rpc.handle_message(structure(message))
+
+    def send_error(self, msg_id: Any, code: int, message: str, data: Any = None) -> None:
+        error: dict[str, Any] = {"code": code, "message": one_line(message)}
+        if data is not None:
+            error["data"] = data
+        self.writer.send({"jsonrpc": "2.0", "id": msg_id, "error": error})
+
+    # ---- requests (called by rpc.MinoProtocol on the main thread, in arrival order) ----------
+    def prepare_request(self, msg_id: Any, method: str, raw: Any) -> Callable[[], Any] | None:
+        """Check a request now; return the function that answers it (None: unknown method)."""
+        if method == "initialize":
+            if self.phase != "new":
+                raise P.ProtocolError(P.INVALID_REQUEST, "initialize was already received; send it once.")
+            params = self._parse(P.InitializeParams, raw)
+            return lambda: self.initialize(params)
+        if method == "shutdown":
+            self._check_phase()
+            self.phase = "shutdown"  # from now on, requests are refused in order
+            self.shutdown_received = True
+            return self._thread(self.do_shutdown)
+        route = ROUTES.get(method)
+        if route is None:
+            return None
+        self._check_phase()
+        params = self._parse(route.params, raw)
+        self._check_params(method, params)
+        self.ensure_startup()
+        op = None
+        detail = route.exclusive(params)
+        if detail is not None:
+            op = _Operation(method, detail, route.shows_busy(params))
+            self._reserve(op)
+        token = CancelToken() if route.cancellable else None
+        if token is not None:
+            self._cancels[msg_id] = token
+        handler = getattr(self, route.handler)
+
+        def answer() -> Any:
+            try:
+                self.started.wait()
+                if self.unavailable is not None:
+                    raise self.unavailable
+                return self._guard(lambda: handler(params, token))
+            finally:
+                if token is not None:
+                    self._cancels.pop(msg_id, None)
+                if op is not None:
+                    self._release(op)  # before the answer goes out: the next turn must not see busy
+
+        return self._thread(answer)
+
+    def _thread(self, func: Callable[[], Any]) -> Callable[[], Any]:
+        from .rpc import mark_thread
+
+        return mark_thread(func)
+
+    def _check_phase(self) -> None:
+        if self.phase == "new":
+            raise P.ProtocolError(P.NOT_INITIALIZED, "The server is not initialized: send initialize first.")
+        if self.phase == "shutdown":
+            raise P.ProtocolError(
+                P.INVALID_REQUEST, "The server is shutting down: no more requests after shutdown."
+            )
+
+    @staticmethod
+    def _parse(cls: Any, raw: Any) -> Any:
+        try:
+            return P.parse(cls, {} if raw is None else raw)
+        except P.ValidationError as exc:
+            raise P.ProtocolError(P.INVALID_PARAMS, f"Invalid params: {exc}") from None
+
+    @staticmethod
+    def _check_params(method: str, params: Any) -> None:
+        # Slash commands never reach the model, and only slash commands reach the command table.
+        if method == "mino/turn" and params.text.lstrip().startswith("/"):
+            raise P.ProtocolError(
+                P.INVALID_PARAMS,
+                "Invalid params: params.text is a slash command; send it with mino/command, not mino/turn.",
+            )
+        if method == "mino/command" and not params.line.lstrip().startswith("/"):
+            raise P.ProtocolError(
+                P.INVALID_PARAMS,
+                "Invalid params: params.line must start with / (a slash command such as /help); "
+                "send other text with mino/turn.",
+            )
+
+    def _reserve(self, op: _Operation) -> None:
+        with self._op_cond:
+            if self._op is not None:
+                running = self._op
+                raise P.ProtocolError(P.BUSY, "busy", {"detail": running.detail, "running": running.method})
+            self._op = op
+
+    def _release(self, op: _Operation) -> None:
+        with self._op_cond:
+            if self._op is op:
+                self._op = None
+            self._op_cond.notify_all()
+        self.state_changed()
+
+    def _guard(self, work: Callable[[], Any]) -> Any:
+        from ..agent import CommandError
+        from ..sessions.store import StorageError
+
+        try:
+            return work()
+        except CommandError as exc:
+            raise P.ProtocolError(P.REFUSED, str(exc)) from None
+        except StorageError as exc:
+            if self.agent is not None:
+                self.agent.stopped = str(exc)
+            self.show_message(ERROR, str(exc))
+            raise P.ProtocolError(P.STORAGE_FAILED, str(exc)) from None
+
+    # ---- notifications -----------------------------------------------------------------------
+    def on_notification(self, method: str, params: Any) -> None:
+        if method == "initialized":
+            if self.phase == "running":
+                self.ensure_startup()
+        elif method == "exit":
+            self.exit_requested = True
+        elif method == "$/cancelRequest":
+            msg_id = params.get("id") if isinstance(params, dict) else None
+            token = self._cancels.get(msg_id)
+            if token is not None:
+                token.cancel()
+        else:
+            log.debug("ignored notification %s", method)
+
+    # ---- lifecycle ---------------------------------------------------------------------------
+    def initialize(self, params: P.InitializeParams) -> dict[str, Any]:
+        if params.workspaceFolders:
+            workdir = uri_to_path(params.workspaceFolders[0].uri, "params.workspaceFolders[0].uri")
+        elif params.rootUri:
+            workdir = uri_to_path(params.rootUri, "params.rootUri")
+        else:
+            workdir = Path.cwd()
+        if not workdir.is_dir():
+            raise P.ProtocolError(
+                P.INVALID_PARAMS, f"The workspace folder {workdir} does not exist or is not a folder."
+            )
+        options = params.initializationOptions
+        if options is not None and options.mode is not None:
+            self.mode = options.mode
+        self.workdir = workdir
+        self.phase = "running"
+        result = P.InitializeResult(
+            serverInfo=P.ServerInfo(name="mino", version=__version__),
+            capabilities=P.ServerCapabilities(
+                experimental=P.ExperimentalCapabilities(
+                    mino=P.MinoCapabilities(
+                        protocolVersion=P.PROTOCOL_VERSION, maxMessageBytes=P.MAX_MESSAGE_BYTES
+                    )
+                )
+            ),
+        )
+        return P.dump(result)  # type: ignore[no-any-return]
+
+    def ensure_startup(self) -> None:
+        with self._startup_lock:
+            if self._startup_thread is None:
+                self._startup_thread = threading.Thread(
+                    target=self._startup, name="mino-startup", daemon=True
+                )
+                self._startup_thread.start()
+
+    def _startup(self) -> None:
+        try:
+            self._open_agent()
+            self.state_changed()  # before any waiting request is answered
+        except Exception as exc:
+            log.exception("start-up failed")
+            self._set_unavailable("startup", f"Mino could not start: {one_line(exc)}")
+        finally:
+            self.started.set()
+        if self.agent is not None:
+            try:  # the first turn should not pay for httpx and the tools
+                from .. import model_client  # noqa: F401
+                from ..tools import registry  # noqa: F401
+            except Exception:
+                pass
+
+    def _open_agent(self) -> None:
+        from ..agent import CANNOT_RESTORE, RESTORE_HINT, Agent, RecoveryRefused
+        from ..config import ConfigError, load_config
+        from ..sessions.store import StorageError, StoreLocked
+
+        try:
+            config = load_config(mode=self.mode)
+        except ConfigError as exc:
+            self._set_unavailable("config", f"Mino cannot start: {exc}")
+            return
+        agent = Agent(config, self.workdir, self.ui)
+        deadline = time.monotonic() + LOCK_RETRY_S
+        lines: list[str] = []
+        while True:
+            try:
+                lines = agent.open()
+                break
+            except StoreLocked as exc:
+                if time.monotonic() >= deadline or self.stopping.cancelled:
+                    found = re.search(r"\(pid (\d+)\)", str(exc))
+                    extra = {"pid": int(found.group(1))} if found else {}
+                    self._set_unavailable("storeLocked", str(exc), **extra)
+                    return
+                self.stopping.wait(0.1)
+            except RecoveryRefused as exc:
+                agent.restore_problem = str(exc)
+                break
+            except StorageError as exc:
+                agent.restore_problem = agent.stopped = str(exc)
+                self.show_message(ERROR, str(exc))
+                break
+        self.agent = agent
+        standard = ("Session: ", "Permission mode: ", "Sandbox: ", CANNOT_RESTORE, RESTORE_HINT)
+        for line in lines:
+            self.log_message(line, INFO)
+            if not line.startswith(standard):
+                self.show_message(WARNING, line)  # e.g. a torn last line was cut off (a copy kept)
+        if agent.restore_problem and not lines:
+            self.log_message(CANNOT_RESTORE + agent.restore_problem, WARNING)
+
+    def _set_unavailable(self, kind: str, message: str, **data: Any) -> None:
+        self.unavailable = P.ProtocolError(P.UNAVAILABLE, message, {"kind": kind, **data})
+        self.show_message(ERROR, message)
+
+    def do_shutdown(self) -> None:
+        self._stop_work(SHUTDOWN_WAIT_S)
+
+    def _stop_work(self, timeout: float) -> None:
+        """Interrupt what runs, wait for it (bounded), close the agent: the lock is released."""
+        self.stopping.cancel()  # wakes every wait for a client answer
+        for token in list(self._cancels.values()):
+            token.cancel()
+        deadline = time.monotonic() + timeout
+        with self._op_cond:
+            while self._op is not None and (left := deadline - time.monotonic()) > 0:
+                self._op_cond.wait(left)
+            running = self._op
+        if self._startup_thread is not None:
+            self._startup_thread.join(max(0.0, deadline - time.monotonic()))
+        with self._close_lock:
+            if self._closed or self.agent is None:
+                return
+            if running is not None or (self._startup_thread is not None and self._startup_thread.is_alive()):
+                log.warning("%s did not end in %.0f s; leaving without closing the log", running, timeout)
+                return
+            self._closed = True
+            try:
+                self.agent.close()
+            except Exception:
+                log.exception("closing the agent failed")
+
+    def finish(self) -> int:
+        self._stop_work(SHUTDOWN_WAIT_S)
+        return 0 if self.shutdown_received else 1
+
+    # ---- client requests -----------------------------------------------------------------------
+    def state(self) -> P.State:
+        data = self.agent.state()
+        with self._op_cond:
+            data["busy"] = bool(data.get("busy")) or (self._op is not None and self._op.shows_busy)
+        return P.parse(P.State, data)  # type: ignore[no-any-return]
+
+    def state_changed(self, force: bool = False) -> None:
+        """`mino/stateChanged` when session, restore problem, mode or busy differ from the last one sent."""
+        if self.agent is None or self.rpc is None:
+            return
+        try:
+            with self._state_lock:
+                state = P.dump(self.state())
+                key = (state["sessionId"], state["restoreProblem"], state["mode"], state["busy"])
+                if key == self._last_state and not force:
+                    return
+                self._last_state = key
+                self.notify("mino/stateChanged", state)
+        except Exception:
+            log.exception("mino/stateChanged not sent")
+
+    def do_state(self, params: P.Empty, cancel: None) -> P.State:
+        return self.state()
+
+    def do_turn(self, params: P.TurnParams, cancel: CancelToken) -> P.TurnResult:
+        self.state_changed()  # busy
+        outcome = self.agent.run_turn(params.text, cancel)
+        return P.TurnResult(
+            turnId=outcome.turn_id, status=outcome.status, text=outcome.text, error=outcome.error
+        )
+
+    def do_command(self, params: P.CommandParams, cancel: CancelToken) -> P.CommandResult:
+        from ..commands import run_command
+
+        if _command_word(params) == "/compact":
+            self.state_changed()  # busy
+        output: list[str] = []
+        run_command(self.agent, params.line, output.append, lambda prompt: None, cancel)
+        self.state_changed()
+        return P.CommandResult(output=output, state=self.state())
+
+    def do_sessions_list(self, params: P.Empty, cancel: None) -> P.SessionList:
+        active = self.agent.session_id
+        return P.SessionList(
+            sessions=[
+                P.SessionInfo(
+                    id=s.id,
+                    updatedAt=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(s.mtime)),
+                    active=s.id == active,
+                )
+                for s in self.agent.store.list()
+            ]
+        )
+
+    def do_sessions_new(self, params: P.Empty, cancel: None) -> P.State:
+        self.agent.new_session()
+        self.state_changed()
+        return self.state()
+
+    def do_sessions_resume(self, params: P.ResumeParams, cancel: None) -> P.State:
+        for notice in self.agent.resume(params.id):
+            self.show_message(WARNING, notice)
+        self.state_changed()
+        return self.state()
+
+    def do_sessions_clear(self, params: P.ClearParams, cancel: None) -> P.ClearResult:
+        from ..agent import CommandError
+
+        active = self.agent.session_id
+        if active is None:
+            raise CommandError("No session is selected, so there is nothing to clear.")
+        if params.id != active:
+            raise CommandError(
+                f"Only the active session can be cleared; the active session is {active}, not {params.id}."
+            )
+        cleared = self.agent.clear(params.typedId)
+        if cleared:
+            self.state_changed(force=True)  # same ID, but the chat panel must drop its history
+        return P.ClearResult(cleared=cleared, state=self.state())
+
+    def do_mode(self, params: P.ModeParams, cancel: None) -> P.State:
+        self.agent.set_mode(params.mode)
+        self.state_changed()
+        return self.state()
+
+    def do_compact(self, params: P.Empty, cancel: CancelToken) -> P.CompactResult:
+        self.state_changed()  # busy
+        compacted, message = self.agent.compact(cancel)
+        return P.CompactResult(compacted=compacted, message=message)
+
+    def do_memory_list(self, params: P.Empty, cancel: None) -> P.MemoryList:
+        entries, problems = self.agent.memory_snapshot()
+        return P.MemoryList(
+            dir=str(self.agent.config.memory_dir),
+            memories=[
+                P.MemoryInfo(
+                    name=e.name, type=e.type, summary=e.summary, details=e.has_details, path=str(e.path)
+                )
+                for e in entries
+            ],
+            problems=[P.MemoryProblem(file=f, reason=r) for f, r in problems],
+        )
+
+    def do_history(self, params: P.Empty, cancel: None) -> P.History:
+        return P.History(items=[P.HistoryItem(**item) for item in self.agent.history()])
+
+    # ---- talking to the client ---------------------------------------------------------------
+    def notify(self, method: str, params: Any) -> None:
+        if self.rpc is not None:
+            self.rpc.notify(method, params)
+
+    def show_message(self, kind: int, text: str) -> None:
+        sys.stderr.write(f"mino --stdio: {text}\n")
+        self.notify("window/showMessage", {"type": kind, "message": text})
+
+    def log_message(self, text: str, kind: int = LOG) -> None:
+        sys.stderr.write(f"mino --stdio: {text}\n")
+        self.notify("window/logMessage", {"type": kind, "message": text})
+
+    def ask(self, method: str, params: dict[str, Any], cancel: CancelToken | None) -> Any:
+        """Send a request to the client and wait for its result; None on error, cancel or exit."""
+        if self.rpc is None or self.stopping.cancelled:
+            return None
+        msg_id = f"mino-{next(self._ids)}"
+        future = self.rpc.send_request(method, params, msg_id=msg_id)
+        done = threading.Event()
+        future.add_done_callback(lambda _f: done.set())
+        undo = [self.stopping.on_cancel(done.set)]
+        if cancel is not None:
+            undo.append(cancel.on_cancel(done.set))
+        try:
+            done.wait()
+        finally:
+            for unregister in undo:
+                unregister()
+        if not future.done():
+            # Nobody needs the answer any more: forget the request and let the client dismiss it.
+            self.rpc._request_futures.pop(msg_id, None)
+            future.cancel()
+            self.notify("$/cancelRequest", {"id": msg_id})
+            return None
+        try:
+            return future.result()
+        except Exception as exc:
+            log.info("%s answered with an error (treated as no): %s", method, one_line(exc))
+            return None
+
+
+def _valid_id(value: Any) -> bool:
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def _shape_problem(message: dict[str, Any]) -> str | None:
+    if message.get("jsonrpc") != "2.0":
+        return 'Invalid request: "jsonrpc" must be "2.0".'
+    if "method" in message:
+        if not isinstance(message["method"], str):
+            return 'Invalid request: "method" must be a string.'
+        if "id" in message and not _valid_id(message["id"]):
+            return 'Invalid request: "id" must be a number or a string.'
+        params = message.get("params")
+        if params is not None and not isinstance(params, dict | list):
+            return 'Invalid request: "params" must be an object or an array.'
+        return None
+    if "id" in message and ("result" in message or "error" in message):
+        error = message.get("error")
+        if "error" in message and not (
+            isinstance(error, dict)
+            and isinstance(error.get("code"), int)
+            and isinstance(error.get("message"), str)
+        ):
+            return 'Invalid response: "error" must be an object with a numeric "code" and a string "message".'
+        return None
+    return 'Invalid request: a message needs a "method", or an "id" with a "result" or an "error".'
+
+
+def _claim_stdio() -> tuple[BinaryIO, BinaryIO]:
+    """The protocol's own copies of fds 0 and 1; the process's fds 0/1 become /dev/null/stderr."""
+    proto_in = os.dup(0)
+    proto_out = os.dup(1)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    os.dup2(2, 1)
+    return open(proto_in, "rb", buffering=1 << 16), open(proto_out, "wb", buffering=0)
+
+
+def _configure_logging() -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("mino --stdio: %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.addHandler(handler)
+    root.setLevel(logging.DEBUG if os.environ.get("MINO_SERVER_DEBUG") else logging.WARNING)
+
+
+def serve(mode: str | None = None) -> int:
+    """Run the server on stdin/stdout until exit or EOF. Ends the process (see the end)."""
+    _configure_logging()
+    stdin, stdout = _claim_stdio()
+    server = MinoServer(mode, FrameWriter(stdout))
+    server.start_loading()
+
+    def on_term(signum: int, frame: Any) -> None:
+        raise _Terminated()
+
+    signal.signal(signal.SIGTERM, on_term)
+    code = server.run(stdin)
+    sys.stderr.flush()
+    # A tool stuck past the shutdown wait must not keep the process alive (pool threads are joined
+    # at interpreter exit); everything that matters (log, lock) is closed or fsynced by now.
+    os._exit(code)

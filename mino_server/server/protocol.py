@@ -1,0 +1,733 @@
+"""The Mino editor protocol, defined once: method names, params, results, notifications, State.
+
+Everything the server reads from the client is validated against these classes (`parse`), and
+everything it writes is produced from them (`dump`). `docs/PROTOCOL.md` and
+`docs/protocol.schema.json` are generated from them:
+
+    python -m mino_server.server.protocol --write    # regenerate both files
+    python -m mino_server.server.protocol --check    # exit 1 when they are out of date
+
+JSON field names are the attribute names (camelCase, as on the wire). A field marked `optional`
+may be absent (it is omitted when None); every other field is always present, `null` included.
+Receivers ignore fields they do not know, so adding optional fields never breaks a peer.
+
+This module is imported on the start-up path, so it uses the standard library only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any, Literal, Union
+
+PROTOCOL_VERSION = 1
+MAX_MESSAGE_BYTES = 16 * 1024 * 1024  # a message body larger than this is skipped with an error
+MAX_HEADER_LINE_BYTES = 8 * 1024
+
+# ---- error codes -------------------------------------------------------------------------------
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+BUSY = -32001
+NOT_INITIALIZED = -32002
+UNAVAILABLE = -32003
+REFUSED = -32004
+STORAGE_FAILED = -32005
+REQUEST_CANCELLED = -32800
+
+ERROR_CODES: list[tuple[int, str, str]] = [
+    (
+        PARSE_ERROR,
+        "parse error",
+        "The message is not valid JSON, or its header has no usable `Content-Length`. Answered with "
+        "`id: null`; the server reads on.",
+    ),
+    (
+        INVALID_REQUEST,
+        "invalid request",
+        "Not a JSON-RPC 2.0 request object (batches are not supported), a body over the size limit "
+        "(skipped unread), a second `initialize`, or a request after `shutdown`.",
+    ),
+    (METHOD_NOT_FOUND, "method not found", "No such method in this protocol version."),
+    (
+        INVALID_PARAMS,
+        "invalid params",
+        "The params do not match the method's type; the message names the field and what is wrong.",
+    ),
+    (
+        INTERNAL_ERROR,
+        "internal error",
+        "A bug in the server: one line here, the traceback on the server's stderr only.",
+    ),
+    (
+        BUSY,
+        "busy",
+        'Message `"busy"`. A turn, a compaction or a session change is running; `data.detail` says which '
+        "and what to do, `data.running` names the method.",
+    ),
+    (NOT_INITIALIZED, "not initialized", "A request before `initialize`."),
+    (
+        UNAVAILABLE,
+        "unavailable",
+        "The server started but cannot serve: the session store is in use by another Mino process "
+        '(`data: {kind: "storeLocked", pid}`), the configuration is bad (`data.kind: "config"`), or '
+        'start-up failed (`data.kind: "startup"`). Every request gets this error; the message is the '
+        "line to show. Restart the server once the cause is fixed.",
+    ),
+    (
+        REFUSED,
+        "refused",
+        "A valid request that cannot be done now (no such session, no session selected, the "
+        "recovery question was answered no, …). Nothing changed; the message says why.",
+    ),
+    (
+        STORAGE_FAILED,
+        "storage failed",
+        "Saving the selection or clearing failed. The chat stops: later turns fail with the same message.",
+    ),
+    (
+        REQUEST_CANCELLED,
+        "request cancelled",
+        "LSP's code, for a request cancelled before it started. A cancelled `mino/turn` is not an "
+        'error: it answers with `status: "interrupted"`.',
+    ),
+]
+
+
+class ProtocolError(Exception):
+    """An error answer: code, a one-line message a person can act on, optional data."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+
+# ---- vocabularies ------------------------------------------------------------------------------
+Mode = Literal["manual", "accept-edits", "bypass"]
+TurnStatus = Literal["completed", "limit", "interrupted", "failed"]
+ToolStatus = Literal["completed", "denied", "failed", "invalid_arguments", "unknown"]
+Decision = Literal["run", "ask", "show"]
+Outcome = Literal["approved", "denied", "cancelled"]
+Role = Literal["user", "assistant", "tool"]
+MemoryType = Literal["user", "feedback", "project", "reference"]
+
+SESSION_ID_PATTERN = r"^[0-9a-f]{32}$"
+SESSION_ID_HINT = (
+    "must be a complete session ID: 32 lowercase hexadecimal characters (mino/sessions/list gives them)"
+)
+
+
+def optional(doc: str = "") -> Any:
+    """A field that may be absent on the wire (omitted when None)."""
+    return field(default=None, metadata={"optional": True, "doc": doc})
+
+
+def doc(text: str, **meta: Any) -> Any:
+    """A required field with a comment for the generated documentation (and optional checks)."""
+    return field(metadata={"doc": text, **meta})
+
+
+# ---- shared shapes -----------------------------------------------------------------------------
+@dataclass(kw_only=True)
+class Empty:
+    """No parameters: `{}` (or params left out)."""
+
+
+@dataclass(kw_only=True)
+class MemoryProblem:
+    """A memory file that was not loaded, and why."""
+
+    file: str
+    reason: str
+
+
+@dataclass(kw_only=True)
+class MemoryStatus:
+    dir: str = doc("MINO_HOME/memory")
+    count: int = doc("memories in the index")
+    problems: list[MemoryProblem]
+
+
+@dataclass(kw_only=True)
+class State:
+    """What the server is working on; sent as `mino/stateChanged` after every change of session, mode or busy."""
+
+    sessionId: str | None = doc("the active session; null in the command-only state")
+    restoreProblem: str | None = doc(
+        'why no session is active, as one line starting "Cannot restore the active session: "; '
+        "fixed by mino/sessions/resume or mino/sessions/new"
+    )
+    mode: Mode
+    workdir: str = doc("where tools act; fixed at initialize")
+    model: str
+    busy: bool = doc("a turn or a compaction is running")
+    sandbox: str | None = doc('"bwrap" or "sandbox-exec"; null when commands run unsandboxed')
+    memory: MemoryStatus
+
+
+@dataclass(kw_only=True)
+class ApprovalField:
+    """One line of an approval display: `Label: "value"`."""
+
+    label: str
+    value: str = doc("already escaped for display (SPEC §6): show it as is, in quotes")
+
+
+# ---- lifecycle ---------------------------------------------------------------------------------
+@dataclass(kw_only=True)
+class WorkspaceFolder:
+    uri: str = doc("a file:// URI")
+    name: str = doc("shown nowhere; any string")
+
+
+@dataclass(kw_only=True)
+class InitializationOptions:
+    mode: Mode | None = optional("the start-up permission mode; overrides config.yaml and --mode")
+
+
+@dataclass(kw_only=True)
+class InitializeParams:
+    """The LSP `initialize` params; only these fields are read, the rest are ignored."""
+
+    processId: int | None = optional()
+    rootUri: str | None = optional("used when there is no workspace folder")
+    workspaceFolders: list[WorkspaceFolder] | None = optional("the first one is the working directory")
+    initializationOptions: InitializationOptions | None = optional()
+
+
+@dataclass(kw_only=True)
+class ServerInfo:
+    name: str = doc('"mino"')
+    version: str
+
+
+@dataclass(kw_only=True)
+class MinoCapabilities:
+    protocolVersion: int = doc("1")
+    maxMessageBytes: int = doc(f"{MAX_MESSAGE_BYTES}: larger message bodies are skipped with an error")
+
+
+@dataclass(kw_only=True)
+class ExperimentalCapabilities:
+    mino: MinoCapabilities
+
+
+@dataclass(kw_only=True)
+class ServerCapabilities:
+    experimental: ExperimentalCapabilities
+
+
+@dataclass(kw_only=True)
+class InitializeResult:
+    serverInfo: ServerInfo
+    capabilities: ServerCapabilities
+
+
+@dataclass(kw_only=True)
+class CancelParams:
+    id: int | str = doc("the id of the request to cancel")
+
+
+# ---- client → server requests ------------------------------------------------------------------
+@dataclass(kw_only=True)
+class TurnParams:
+    text: str = doc(
+        "what the user typed; not empty, not a slash command (those go to mino/command)", nonblank=True
+    )
+
+
+@dataclass(kw_only=True)
+class TurnResult:
+    turnId: str = doc('"" when the turn never started (no session selected, or the chat stopped)')
+    status: TurnStatus
+    text: str = doc("the assistant's messages of this turn, joined by blank lines")
+    error: str | None = optional("why the turn did not complete (absent when completed)")
+
+
+@dataclass(kw_only=True)
+class CommandParams:
+    line: str = doc("a slash-command line as typed in the chat box, e.g. `/mode bypass`", slash=True)
+
+
+@dataclass(kw_only=True)
+class CommandResult:
+    output: list[str] = doc("the lines the CLI prints for the same command")
+    state: State
+
+
+@dataclass(kw_only=True)
+class SessionInfo:
+    id: str
+    updatedAt: str = doc('last change, UTC, "YYYY-MM-DDTHH:MM:SSZ"')
+    active: bool
+
+
+@dataclass(kw_only=True)
+class SessionList:
+    sessions: list[SessionInfo] = doc("newest first")
+
+
+@dataclass(kw_only=True)
+class ResumeParams:
+    id: str = doc("a complete session ID", pattern=SESSION_ID_PATTERN, hint=SESSION_ID_HINT)
+
+
+@dataclass(kw_only=True)
+class ClearParams:
+    id: str = doc("the active session's ID", pattern=SESSION_ID_PATTERN, hint=SESSION_ID_HINT)
+    typedId: str = doc("what the person typed; the session is cleared only when it, trimmed, equals id")
+
+
+@dataclass(kw_only=True)
+class ClearResult:
+    cleared: bool
+    state: State
+
+
+@dataclass(kw_only=True)
+class ModeParams:
+    mode: Mode
+
+
+@dataclass(kw_only=True)
+class CompactResult:
+    compacted: bool
+    message: str = doc('the line the CLI prints, e.g. "Nothing to compact."')
+
+
+@dataclass(kw_only=True)
+class MemoryInfo:
+    name: str
+    type: MemoryType
+    summary: str
+    details: bool = doc("the file has details after its front matter")
+    path: str = doc("absolute path of the memory file")
+
+
+@dataclass(kw_only=True)
+class MemoryList:
+    dir: str
+    memories: list[MemoryInfo] = doc("sorted by name; the ones in the index")
+    problems: list[MemoryProblem] = doc("files that were not loaded")
+
+
+@dataclass(kw_only=True)
+class HistoryItem:
+    turnId: str | None
+    role: Role
+    text: str
+    tool: str | None = optional("role tool: the tool's name")
+    status: ToolStatus | None = optional("role tool: the result status")
+
+
+@dataclass(kw_only=True)
+class History:
+    items: list[HistoryItem] = doc("in order, oldest first")
+
+
+# ---- server → client ---------------------------------------------------------------------------
+@dataclass(kw_only=True)
+class ApproveParams:
+    turnId: str
+    callId: str
+    tool: str
+    fields: list[ApprovalField]
+    warning: str | None
+    question: str = doc('"Approve this operation?"')
+    workdir: str
+
+
+@dataclass(kw_only=True)
+class ApproveResult:
+    approved: bool
+
+
+@dataclass(kw_only=True)
+class ConfirmParams:
+    kind: Literal["recovery"]
+    sessionId: str
+    message: str = doc("several lines: the calls whose result was never recorded, and the question")
+
+
+@dataclass(kw_only=True)
+class ConfirmResult:
+    confirmed: bool
+
+
+@dataclass(kw_only=True)
+class TextDelta:
+    """Streamed text, as it arrives."""
+
+    type: Literal["text_delta"]
+    turnId: str
+    text: str
+
+
+@dataclass(kw_only=True)
+class AssistantMessage:
+    """A whole assistant message (after its deltas)."""
+
+    type: Literal["assistant_message"]
+    turnId: str
+    text: str
+
+
+@dataclass(kw_only=True)
+class ToolCall:
+    """A tool call, displayed exactly as its approval would be."""
+
+    type: Literal["tool_call"]
+    turnId: str
+    callId: str
+    tool: str
+    fields: list[ApprovalField]
+    warning: str | None = doc("shown after the fields (e.g. memory_save's warning)")
+    decision: Decision = doc(
+        "run: read-only, shown quietly; ask: a mino/approve follows; show: runs without asking"
+    )
+
+
+@dataclass(kw_only=True)
+class ToolResultEvent:
+    """A tool call's result."""
+
+    type: Literal["tool_result"]
+    turnId: str
+    callId: str
+    tool: str
+    status: ToolStatus
+    text: str
+
+
+@dataclass(kw_only=True)
+class ApprovalResolved:
+    """A pending approval ended (answer, cancel or turn end): dismiss it everywhere."""
+
+    type: Literal["approval_resolved"]
+    turnId: str
+    callId: str
+    outcome: Outcome
+
+
+@dataclass(kw_only=True)
+class Notice:
+    """A line to show in the chat (limits reached, compaction, skipped skills)."""
+
+    type: Literal["notice"]
+    turnId: str | None = doc("null for notices outside a turn")
+    text: str
+
+
+@dataclass(kw_only=True)
+class TurnEnd:
+    """The last event of a turn."""
+
+    type: Literal["turn_end"]
+    turnId: str
+    status: TurnStatus
+
+
+Event = Union[TextDelta, AssistantMessage, ToolCall, ToolResultEvent, ApprovalResolved, Notice, TurnEnd]  # noqa: UP007
+
+
+@dataclass(kw_only=True)
+class ShowMessageParams:
+    """LSP `window/showMessage` / `window/logMessage`."""
+
+    type: int = doc("1 error, 2 warning, 3 info, 4 log")
+    message: str
+
+
+# ---- the method table --------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Method:
+    name: str
+    sender: Literal["client", "server"]
+    params: Any  # a dataclass, the Event union, or None (no params)
+    result: Any  # a dataclass, None (result null), or NOTIFICATION
+    summary: str
+
+
+NOTIFICATION = "notification"
+
+LIFECYCLE: list[Method] = [
+    Method(
+        "initialize",
+        "client",
+        InitializeParams,
+        InitializeResult,
+        "The working directory is the first workspace folder (else `rootUri`, else the server's cwd); "
+        "it must be an existing folder.",
+    ),
+    Method(
+        "initialized",
+        "client",
+        Empty,
+        NOTIFICATION,
+        "Opens the session store (takes `sessions.lock`) and restores the active session by the "
+        "start-up table; then `mino/stateChanged`. A `mino/*` request that arrives first starts this "
+        "too, and waits for it.",
+    ),
+    Method(
+        "shutdown",
+        "client",
+        None,
+        None,
+        "Interrupts a turn in flight (its log is left consistent), waits for it, closes the store and "
+        "releases the lock.",
+    ),
+    Method(
+        "exit",
+        "client",
+        None,
+        NOTIFICATION,
+        "The process exits: code 0 after shutdown, else 1. EOF on stdin is an exit.",
+    ),
+    Method(
+        "$/cancelRequest",
+        "client",
+        CancelParams,
+        NOTIFICATION,
+        "Interrupts a running `mino/turn` or `mino/compact`; ignored for other requests.",
+    ),
+]
+
+CLIENT_REQUESTS: list[Method] = [
+    Method("mino/state", "client", Empty, State, "The current State."),
+    Method(
+        "mino/turn",
+        "client",
+        TurnParams,
+        TurnResult,
+        "Runs one turn; `mino/event` notifications stream while it runs. One at a time.",
+    ),
+    Method(
+        "mino/command",
+        "client",
+        CommandParams,
+        CommandResult,
+        "The same command table and the same lines the CLI prints. `/clear` cannot be typed here "
+        "(it needs the ID typed in its own box: use mino/sessions/clear).",
+    ),
+    Method("mino/sessions/list", "client", Empty, SessionList, "Newest first, UTC."),
+    Method("mino/sessions/new", "client", Empty, State, "Creates a session and selects it."),
+    Method(
+        "mino/sessions/resume",
+        "client",
+        ResumeParams,
+        State,
+        "Complete 32-hex ID only; may send `mino/confirm` first (a no: error -32004, selection unchanged).",
+    ),
+    Method(
+        "mino/sessions/clear",
+        "client",
+        ClearParams,
+        ClearResult,
+        "Clears the active session's saved history; `cleared` only when `typedId`, trimmed, equals `id` exactly.",
+    ),
+    Method("mino/mode", "client", ModeParams, State, "Sets the permission mode (allowed during a turn)."),
+    Method("mino/compact", "client", Empty, CompactResult, "Summarises older history; cancellable."),
+    Method("mino/memory/list", "client", Empty, MemoryList, "The memory files, as loaded now."),
+    Method("mino/history", "client", Empty, History, "What the chat panel shows for the active session."),
+]
+
+SERVER_MESSAGES: list[Method] = [
+    Method(
+        "mino/approve",
+        "server",
+        ApproveParams,
+        ApproveResult,
+        "Ask the person. An error response, or a client without this method, has denied. When the "
+        "turn is interrupted the server sends `$/cancelRequest` for it and treats it as denied.",
+    ),
+    Method(
+        "mino/confirm",
+        "server",
+        ConfirmParams,
+        ConfirmResult,
+        "Recovery question before a session with an unrecorded result becomes active (start-up, resume).",
+    ),
+    Method("mino/event", "server", Event, NOTIFICATION, "A turn event; `type` says which."),
+    Method(
+        "mino/stateChanged", "server", State, NOTIFICATION, "After every change of session, mode or busy."
+    ),
+    Method(
+        "window/showMessage",
+        "server",
+        ShowMessageParams,
+        NOTIFICATION,
+        "Memory files that were not loaded, recovery notices, why the server is unavailable.",
+    ),
+    Method(
+        "window/logMessage",
+        "server",
+        ShowMessageParams,
+        NOTIFICATION,
+        "The start-up lines the CLI prints (session, permission mode, sandbox) and server warnings.",
+    ),
+]
+
+ALL_METHODS: list[Method] = LIFECYCLE + CLIENT_REQUESTS + SERVER_MESSAGES
+BY_NAME: dict[str, Method] = {m.name: m for m in ALL_METHODS}
+
+
+# ---- validation and serialisation --------------------------------------------------------------
+class ValidationError(ValueError):
+    """Params that do not match their class; the message names the field and the problem."""
+
+
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def hints(cls: type) -> dict[str, Any]:
+    cached = _HINTS.get(cls)
+    if cached is None:
+        cached = _HINTS[cls] = typing.get_type_hints(cls)
+    return cached
+
+
+def _describe(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return f"the number {value}"
+    if isinstance(value, str):
+        shown = value if len(value) <= 40 else value[:40] + "…"
+        return f"the string {shown!r}"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"
+
+
+def _union_args(tp: Any) -> tuple[Any, ...] | None:
+    if typing.get_origin(tp) in (Union, types.UnionType):
+        return typing.get_args(tp)
+    return None
+
+
+def parse(cls: Any, value: Any, where: str = "params", *, strict: bool = False) -> Any:
+    """Check `value` (decoded JSON) against `cls` and build it. Raises ValidationError.
+
+    `strict` also rejects fields the class does not define (used by tests on what the server sends)."""
+    return _value(cls, value, where, {}, strict)
+
+
+def _value(tp: Any, value: Any, where: str, meta: Any, strict: bool) -> Any:
+    if tp is Any:
+        return value
+    args = _union_args(tp)
+    if args is not None:
+        if value is None and type(None) in args:
+            return None
+        options = [a for a in args if a is not type(None)]
+        if len(options) == 1:
+            return _value(options[0], value, where, meta, strict)
+        return _union(options, value, where, meta, strict)
+    origin = typing.get_origin(tp)
+    if origin is Literal:
+        allowed = typing.get_args(tp)
+        if value not in allowed or isinstance(value, bool):
+            choices = ", ".join(f'"{a}"' for a in allowed)
+            raise ValidationError(f"{where} must be one of {choices}; got {_describe(value)}")
+        return value
+    if origin is list:
+        if not isinstance(value, list):
+            raise ValidationError(f"{where} must be an array; got {_describe(value)}")
+        (item,) = typing.get_args(tp)
+        return [_value(item, v, f"{where}[{i}]", {}, strict) for i, v in enumerate(value)]
+    if dataclasses.is_dataclass(tp):
+        return _object(tp, value, where, strict)
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ValidationError(f"{where} must be true or false; got {_describe(value)}")
+        return value
+    if tp is int:
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise ValidationError(f"{where} must be a whole number; got {_describe(value)}")
+        return value
+    if tp is str:
+        if not isinstance(value, str):
+            raise ValidationError(f"{where} must be a string; got {_describe(value)}")
+        pattern = meta.get("pattern")
+        if pattern and not re.match(pattern, value):
+            raise ValidationError(f"{where} {meta.get('hint', 'has the wrong form')}; got {_describe(value)}")
+        if meta.get("nonblank") and not value.strip():
+            raise ValidationError(f"{where} must not be empty")
+        return value
+    raise TypeError(f"protocol.py cannot check values of type {tp!r}")  # a bug in this module
+
+
+def _union(options: list[Any], value: Any, where: str, meta: Any, strict: bool) -> Any:
+    # Unions of objects are told apart by their `type` literal (the events); others by trying each.
+    if all(dataclasses.is_dataclass(o) for o in options) and isinstance(value, dict):
+        kinds = {typing.get_args(hints(o)["type"])[0]: o for o in options if "type" in hints(o)}
+        if len(kinds) == len(options):
+            chosen = kinds.get(value.get("type"))
+            if chosen is None:
+                names = ", ".join(f'"{k}"' for k in kinds)
+                raise ValidationError(
+                    f"{where}.type must be one of {names}; got {_describe(value.get('type'))}"
+                )
+            return _object(chosen, value, where, strict)
+    problems = []
+    for option in options:
+        try:
+            return _value(option, value, where, meta, strict)
+        except ValidationError as exc:
+            problems.append(str(exc))
+    raise ValidationError(" or ".join(problems))
+
+
+def _object(cls: Any, value: Any, where: str, strict: bool) -> Any:
+    if not isinstance(value, dict):
+        raise ValidationError(f"{where} must be an object; got {_describe(value)}")
+    types_ = hints(cls)
+    kwargs: dict[str, Any] = {}
+    fields = dataclasses.fields(cls)
+    for f in fields:
+        if f.name not in value:
+            if f.metadata.get("optional"):
+                continue
+            raise ValidationError(f"{where} is missing the field '{f.name}'")
+        kwargs[f.name] = _value(types_[f.name], value[f.name], f"{where}.{f.name}", f.metadata, strict)
+    if strict:
+        extra = sorted(set(value) - {f.name for f in fields})
+        if extra:
+            raise ValidationError(f"{where} has fields the protocol does not define: {', '.join(extra)}")
+    return cls(**kwargs)
+
+
+def dump(value: Any) -> Any:
+    """A protocol object as JSON-ready data; optional fields that are None are left out."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(value):
+            item = getattr(value, f.name)
+            if item is None and f.metadata.get("optional"):
+                continue
+            out[f.name] = dump(item)
+        return out
+    if isinstance(value, list | tuple):
+        return [dump(v) for v in value]
+    if isinstance(value, dict):
+        return {k: dump(v) for k, v in value.items()}
+    return value
+
+
+def main(argv: list[str] | None = None) -> int:
+    from .docgen import main as docgen_main
+
+    return docgen_main(argv)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,139 @@
+"""LSP base-protocol framing on raw pipes: a reader that survives bad input and a locked writer.
+
+pygls's own read loop has no size cap and answers nothing to a body that is not JSON, so the server
+reads frames here and hands well-formed messages to pygls's JsonRPCProtocol. Standard library only:
+this runs before pygls has finished importing.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, BinaryIO
+
+from . import protocol as P
+
+
+@dataclass
+class FrameError:
+    """A frame that could not be read as a message; answered with `id: null`."""
+
+    code: int
+    message: str
+
+
+def read_frames(stream: BinaryIO) -> Iterator[bytes | FrameError]:
+    """Message bodies (or FrameErrors) until EOF. Never raises on bad input."""
+    limit = P.MAX_HEADER_LINE_BYTES
+    while True:
+        length: int | None = None
+        problem: str | None = None
+        seen_header = False
+        while True:
+            line = stream.readline(limit + 1)
+            if not line:
+                return
+            if not line.endswith(b"\n") and len(line) > limit:
+                while line and not line.endswith(b"\n"):  # drop the rest of the over-long line
+                    line = stream.readline(limit + 1)
+                if not line:
+                    return
+                problem = problem or f"a header line is longer than {limit} bytes"
+                seen_header = True
+                continue
+            if not line.strip():
+                if not seen_header:
+                    continue  # a stray blank line between messages
+                break
+            seen_header = True
+            name, colon, value = line.partition(b":")
+            if not colon:
+                problem = problem or f"a header line has no colon: {_show(line)}"
+            elif name.strip().lower() == b"content-length":
+                text = value.strip()
+                if text.isdigit():
+                    length = int(text)
+                else:
+                    problem = problem or f"Content-Length is not a whole number: {_show(text)}"
+        if length is None:
+            yield FrameError(
+                P.PARSE_ERROR,
+                f"Parse error: {problem or 'the header has no Content-Length'}; message ignored.",
+            )
+            continue
+        if length > P.MAX_MESSAGE_BYTES:
+            if not _skip(stream, length):
+                return
+            yield FrameError(
+                P.INVALID_REQUEST,
+                f"Message too large: {length} bytes; the limit is {P.MAX_MESSAGE_BYTES} bytes (16 MiB). "
+                "It was skipped unread.",
+            )
+            continue
+        body = stream.read(length) if length else b""
+        if len(body) < length:
+            return  # EOF inside a body
+        yield body
+
+
+def _skip(stream: BinaryIO, length: int) -> bool:
+    while length > 0:
+        chunk = stream.read(min(length, 1 << 20))
+        if not chunk:
+            return False
+        length -= len(chunk)
+    return True
+
+
+def _show(raw: bytes, limit: int = 60) -> str:
+    text = raw.decode("utf-8", "replace").strip()
+    return repr(text if len(text) <= limit else text[:limit] + "…")
+
+
+def decode(body: bytes) -> dict[str, Any] | FrameError:
+    """The JSON object of a body, or the error to answer. Shape checks happen in the server."""
+    try:
+        message = json.loads(body)
+    except (ValueError, UnicodeDecodeError) as exc:
+        reason = " ".join(str(exc).split())
+        return FrameError(P.PARSE_ERROR, f"Parse error: the message is not valid JSON ({reason}).")
+    if isinstance(message, list):
+        return FrameError(P.INVALID_REQUEST, "Invalid request: batches (JSON arrays) are not supported.")
+    if not isinstance(message, dict):
+        return FrameError(P.INVALID_REQUEST, "Invalid request: a message must be a JSON object.")
+    return message
+
+
+class FrameWriter:
+    """Writes whole frames under a lock (turn workers, the reader and pygls all send).
+
+    A client that has gone away (EPIPE) is not an error: writes are dropped and `closed` is set,
+    and the reader's EOF ends the server."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self._stream = stream
+        self._lock = threading.Lock()
+        self.closed = False
+
+    def send(self, message: dict[str, Any]) -> None:
+        # ASCII-only JSON: lone surrogates from odd file names cannot make the stream invalid UTF-8.
+        body = json.dumps(message, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+        frame = b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+        with self._lock:
+            if self.closed:
+                return
+            try:
+                self._stream.write(frame)
+                self._stream.flush()
+            except (BrokenPipeError, ConnectionResetError, ValueError, OSError):
+                self.closed = True
+
+    def close(self) -> None:
+        with self._lock:
+            self.closed = True
+            try:
+                self._stream.close()
+            except OSError:
+                pass

@@ -1,0 +1,50 @@
+"""The core's UI interface (mino_server/ui.py) spoken over JSON-RPC to the editor."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..cancel import CancelToken
+from ..ui import APPROVAL_QUESTION, ApprovalRequest
+from . import protocol as P
+
+if TYPE_CHECKING:
+    from .app import MinoServer
+
+WARNING = 2
+
+
+class ServerUI:
+    def __init__(self, server: MinoServer) -> None:
+        self.server = server
+
+    def event(self, event: dict[str, Any]) -> None:
+        self.server.notify("mino/event", event)
+
+    def approve(self, request: ApprovalRequest, cancel: CancelToken) -> bool:
+        params = P.ApproveParams(
+            turnId=request.turn_id,
+            callId=request.call_id,
+            tool=request.tool,
+            fields=[P.ApprovalField(label=label, value=value) for label, value in request.fields],
+            warning=request.warning,
+            question=APPROVAL_QUESTION,
+            workdir=request.workdir,
+        )
+        answer = self.server.ask("mino/approve", P.dump(params), cancel)
+        # Only an explicit yes approves: an error, a cancel or a malformed answer has denied.
+        return isinstance(answer, dict) and answer.get("approved") is True
+
+    def confirm(self, kind: str, session_id: str, message: str) -> bool:
+        params = P.ConfirmParams(kind="recovery", sessionId=session_id, message=message)
+        if kind != "recovery":
+            self.server.log_message(f"unexpected confirmation kind {kind!r}; asked as recovery")
+        answer = self.server.ask("mino/confirm", P.dump(params), None)
+        return isinstance(answer, dict) and answer.get("confirmed") is True
+
+    def memory_problems(self, directory: str, problems: list[tuple[str, str]]) -> None:
+        from ..memory import format_problems
+
+        lines = format_problems(directory, problems)
+        if lines:
+            self.server.show_message(WARNING, "\n".join(lines))
