@@ -1,0 +1,905 @@
+#!/usr/bin/env python3
+"""What Mino itself costs on top of the model: start-up, tool round trip, exit, memory, per-turn
+overhead, streaming and resume, side by side with a stdlib floor agent (bench/floor_agent.py).
+
+    python bench/run.py            # ≥ 20 runs per measure, writes the table into bench/README.md
+    python bench/run.py --quick    # a few runs, small fixtures: only checks that everything runs
+
+Every time is taken with time.perf_counter in this process: the mock (ScriptedModel, in a thread
+here) stamps when a request was read and when each SSE write left, and this process stamps spawns,
+exits and what the client received. Every benchmark runs in its own temporary MINO_HOME and workdir.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import queue
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+BENCH = Path(__file__).resolve().parent
+REPO = BENCH.parent
+README = BENCH / "README.md"
+BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
+QUESTION = b"Say hello.\n"
+BASH_ECHO = {"name": "bash", "arguments": {"command": "echo hi"}}
+
+# Peers and the floor as measured on a machine of this kind (the issue), for the table.
+PEERS: dict[str, tuple[str, str]] = {
+    "cli_cold": ("103", "222–259"),
+    "tool_off": ("67", "47–50"),
+    "exit": ("31", "32–48"),
+    "rss_cli": ("143", "196"),
+}
+
+
+# ---- the mock: ScriptedModel with send-side time stamps -------------------------------------------
+
+
+def _timed_model_class() -> type:
+    """ScriptedModel that also stamps every response write (last SSE byte, each text delta).
+
+    Built lazily so `--help` needs no import of the package; it reaches into the mock's handler
+    (private names) because the mock itself only stamps requests.
+    """
+    from mino_server import scripted_model as sm
+
+    class _StampedWriter:
+        def __init__(self, inner: Any, model: Any) -> None:
+            self._inner = inner
+            self._model = model
+
+        def write(self, data: bytes) -> int:
+            start = time.perf_counter()
+            n = self._inner.write(data)
+            self._model._stamp(start, time.perf_counter(), bytes(data))
+            return n
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self._inner, name)
+
+    class _TimedHandler(sm._Handler):  # type: ignore[name-defined,misc]
+        def setup(self) -> None:
+            super().setup()
+            self.wfile = _StampedWriter(self.wfile, self.server.model)
+
+    class TimedModel(sm.ScriptedModel):  # type: ignore[misc,valid-type]
+        def __init__(self, replies: list[dict] | None = None) -> None:
+            super().__init__(replies)
+            self.delta_sent: list[float] = []  # start of the write of each text-delta frame
+            self.response_ends: list[float] = []  # end of the write holding a stream's last byte
+
+        def _stamp(self, start: float, end: float, data: bytes) -> None:
+            with self._lock:
+                self.delta_sent += [start] * data.count(b"event: response.output_text.delta\n")
+                if data.endswith(b"0\r\n\r\n"):  # the chunked body's terminator: the last SSE byte
+                    self.response_ends.append(end)
+
+        def _serve_connection(self, conn: Any, address: Any) -> None:  # the base's, with the timed handler
+            try:
+                _TimedHandler(conn, address, sm._Owner(self))
+            except OSError:
+                pass
+            except Exception as exc:
+                with self._lock:
+                    self.errors.append(f"scripted model crashed: {type(exc).__name__}: {exc}")
+            finally:
+                with self._lock:
+                    self._conns.discard(conn)
+                conn.close()
+
+    return TimedModel
+
+
+# ---- results --------------------------------------------------------------------------------------
+
+
+@dataclass
+class Series:
+    values: list[float] = field(default_factory=list)
+    note: str = ""
+
+    def add(self, value: float) -> None:
+        self.values.append(value)
+
+    def cell(self, digits: int = 1) -> tuple[str, str]:
+        if not self.values:
+            return (self.note or "—", "")
+        return (f"{statistics.median(self.values):.{digits}f}", f"{max(self.values):.{digits}f}")
+
+
+@dataclass
+class Row:
+    key: str
+    what: str
+    unit: str
+    target: str
+    mino: Series
+    floor: Series | None = None
+    digits: int = 1
+
+    def met(self) -> bool | None:
+        if not self.mino.values or not self.target.startswith("≤"):
+            return None
+        return statistics.median(self.mino.values) <= float(self.target[1:].split()[0])
+
+
+@dataclass
+class Context:
+    runs: int
+    quick: bool
+    mino: list[str]
+    python: str
+    tmp: Path
+    rows: dict[str, Row] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def row(self, key: str, what: str, unit: str, target: str, floor: bool = False, digits: int = 1) -> Row:
+        if key not in self.rows:
+            self.rows[key] = Row(key, what, unit, target, Series(), Series() if floor else None, digits)
+        return self.rows[key]
+
+    def scratch(self, name: str) -> tuple[Path, Path]:
+        """A fresh MINO_HOME and workdir for one benchmark."""
+        base = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=self.tmp))
+        (base / "work").mkdir()
+        return base / "home", base / "work"
+
+
+# ---- processes ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Exited:
+    spawned: float
+    exited: float
+    returncode: int
+    stdout: bytes
+    stderr: bytes
+    stdout_times: list[tuple[float, bytes]]
+
+
+def env_for(home: Path, base_url: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MINO_", "OPENAI_"))}
+    env.update(
+        {"MINO_HOME": str(home), "MINO_BASE_URL": base_url, "MINO_API_KEY": "bench", "HOME": str(home.parent)}
+    )
+    return env
+
+
+def run_process(argv: list[str], env: dict[str, str], cwd: Path, stdin: bytes, timeout: float = 60) -> Exited:
+    """Spawn, feed stdin, collect output with arrival stamps; the exit is stamped when wait4() returns."""
+    spawned = time.perf_counter()
+    proc = subprocess.Popen(
+        argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=cwd
+    )
+    chunks: list[tuple[float, bytes]] = []
+    err: list[bytes] = []
+
+    def pump_out() -> None:
+        assert proc.stdout is not None
+        while data := os.read(proc.stdout.fileno(), 65536):
+            chunks.append((time.perf_counter(), data))
+
+    def pump_err() -> None:
+        assert proc.stderr is not None
+        err.append(proc.stderr.read())
+
+    readers = [threading.Thread(target=pump_out, daemon=True), threading.Thread(target=pump_err, daemon=True)]
+    for reader in readers:
+        reader.start()
+    assert proc.stdin is not None
+    proc.stdin.write(stdin)
+    proc.stdin.close()
+    watchdog = threading.Timer(timeout, proc.kill)
+    watchdog.start()
+    try:
+        _, status, _ = os.wait4(proc.pid, 0)
+        exited = time.perf_counter()
+    finally:
+        watchdog.cancel()
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    for reader in readers:
+        reader.join(5)
+    for pipe in (proc.stdout, proc.stderr):
+        assert pipe is not None
+        pipe.close()
+    out = b"".join(c for _, c in chunks)
+    return Exited(spawned, exited, proc.returncode, out, b"".join(err), chunks)
+
+
+# Peak RSS: wait4() of a child forked by this (large) process would report this process's RSS, since
+# exec records the old address space's high-water mark. A small launcher forks and waits instead.
+LAUNCHER = """\
+import os, sys
+pid = os.fork()
+if pid == 0:
+    os.execvp(sys.argv[1], sys.argv[1:])
+_, status, usage = os.wait4(pid, 0)
+os.write(2, b"\\nbench-maxrss-kb=%d\\n" % usage.ru_maxrss)
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
+def peak_rss_mb(python: str, argv: list[str], env: dict[str, str], cwd: Path, stdin: bytes) -> float:
+    """Peak RSS of one run of `argv`, through the launcher (whose own ~8 MB is the lower bound)."""
+    done = subprocess.run(
+        [python, "-S", "-c", LAUNCHER, *argv], input=stdin, capture_output=True, env=env, cwd=cwd, timeout=120
+    )
+    marker = done.stderr.rsplit(b"bench-maxrss-kb=", 1)
+    if done.returncode != 0 or len(marker) != 2:
+        raise RuntimeError(f"RSS run of {argv[-1]} failed: {done.returncode} {done.stderr[-300:]!r}")
+    return int(marker[1]) / 1024
+
+
+def check(ok: bool, what: str, run: Exited | None = None, model: Any = None) -> None:
+    if ok and not (model is not None and model.errors):
+        return
+    detail = []
+    if model is not None and model.errors:
+        detail.append(f"mock: {model.errors[:2]}")
+    if run is not None:
+        detail.append(f"exit {run.returncode}; stdout {run.stdout[-300:]!r}; stderr {run.stderr[-300:]!r}")
+    raise RuntimeError(f"{what} ({'; '.join(detail)})")
+
+
+def write_config(home: Path, **settings: str) -> None:
+    home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    # JSON strings: YAML 1.1 would read a bare `off` as false.
+    (home / "config.yaml").write_text("".join(f"{k}: {json.dumps(v)}\n" for k, v in settings.items()))
+
+
+# ---- fixtures: memories and sessions --------------------------------------------------------------
+
+WORDS = (
+    "the file test config parser session turn model tool output error line value check run build "
+    "import module function class return fixed failing passes cache folder path read write edit "
+    "commit branch merge review comment déjà vu naïve 配置 测试 日志"
+).split()
+
+
+def _text(rng: random.Random, low: int, high: int) -> str:
+    target = rng.randint(low, high)
+    words: list[str] = []
+    size = 0
+    while size < target:
+        word = rng.choice(WORDS)
+        words.append(word)
+        size += len(word) + 1
+    return " ".join(words)
+
+
+def write_memories(directory: Path, count: int) -> int:
+    """`count` memories whose index is just under 16 KiB; returns its size in bytes."""
+    from mino_server.memory import MAX_INDEX_BYTES, index_bytes, load_memories, render_memory
+
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    rng = random.Random(13)
+    types = ("user", "feedback", "project", "reference")
+    line_budget = (MAX_INDEX_BYTES - 400) // count  # bytes per index line, label included
+    for i in range(count):
+        name = f"fact-{i:03d}-{rng.choice(('editor', 'tests', 'style', 'deploy', 'review'))}"
+        details = _text(rng, 200, 1200) if i % 3 == 0 else ""
+        fixed = len(f"- [{types[i % 4]}] {name}: ") + (len(" (+details)") if details else 0) + 1
+        room = line_budget - fixed
+        text = _text(rng, room, room).encode()[:room].decode(errors="ignore").rstrip() or "a fact"
+        data = render_memory(name, types[i % 4], text, details)
+        (directory / f"{name}.md").write_text(data, encoding="utf-8")
+    entries, problems = load_memories(directory)
+    if len(entries) != count or problems:
+        raise RuntimeError(f"memory fixture: {len(entries)} loaded, problems {problems[:3]}")
+    return index_bytes(entries)
+
+
+def _turn_records(rng: random.Random, t: int) -> list[dict[str, Any]]:
+    turn_id = f"{t:016x}"
+    records: list[dict[str, Any]] = [
+        {"type": "user_message", "turn_id": turn_id, "text": _text(rng, 20, 300)}
+    ]
+    for c in range(rng.choice((0, 0, 1, 1, 2, 3))):
+        call_id = f"call_{t}_{c}"
+        if rng.random() < 0.5:
+            name, args = "bash", {"command": f"pytest -q tests/test_{rng.choice(WORDS)}.py"}
+        else:
+            name, args = "read_file", {"path": f"src/{rng.choice(WORDS)}.py"}
+        output = _text(rng, 100, 2500) + "\n[exit code: 0]"
+        records.append({"type": "tool_call", "turn_id": turn_id, "call_id": call_id, "name": name})
+        records[-1]["arguments"] = json.dumps(args)
+        records.append(
+            {
+                "type": "tool_result",
+                "turn_id": turn_id,
+                "call_id": call_id,
+                "status": "completed",
+                "output": output,
+            }
+        )
+    records.append({"type": "assistant_message", "turn_id": turn_id, "text": _text(rng, 80, 1200)})
+    records.append({"type": "turn_end", "turn_id": turn_id, "status": "completed"})
+    return records
+
+
+def session_records(count: int, replay_turns: int = 20, every: int = 40) -> list[dict[str, Any]]:
+    """A realistic, consistent session of about `count` records (whole turns only).
+
+    Compacted every `every` turns, the latest compaction placed so that `replay_turns` turns are
+    replayed, as a long session that stays within the context window would be.
+    """
+    rng = random.Random(count)
+    turns: list[list[dict[str, Any]]] = []
+    size = 1  # the session_skills record
+    while True:
+        turn = _turn_records(rng, len(turns))
+        if size + len(turn) + len(turns) // every + 1 > count:
+            break
+        turns.append(turn)
+        size += len(turn)
+    records: list[dict[str, Any]] = [{"type": "session_skills", "skills": []}]
+    seq_of_turn_end: list[int] = []
+    start = datetime.datetime(2025, 1, 1, tzinfo=datetime.UTC)
+    for i, turn in enumerate(turns):
+        for rec in turn:
+            records.append(rec)
+        seq_of_turn_end.append(len(records))
+        left = len(turns) - 1 - i
+        if left >= replay_turns and (left - replay_turns) % every == 0 and i >= 2:
+            records.append({"type": "compaction", "summary": _text(rng, 1500, 2500), "through_seq": 0})
+            records[-1]["through_seq"] = seq_of_turn_end[i - 2]  # the two latest turns stay verbatim
+    out = []
+    for seq, rec in enumerate(records, 1):
+        at = (start + datetime.timedelta(seconds=seq)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+        head: dict[str, Any] = {"seq": seq, "type": rec["type"]}
+        if "turn_id" in rec:
+            head["turn_id"] = rec["turn_id"]
+        head["at"] = at
+        out.append({**head, **{k: v for k, v in rec.items() if k not in ("type", "turn_id")}})
+    return out
+
+
+def session_replay(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    through = max((r["through_seq"] for r in records if r["type"] == "compaction"), default=0)
+    return [r for r in records if r["seq"] > through and r["type"] != "turn_end"]
+
+
+def write_session(home: Path, records: list[dict[str, Any]], active: bool = True) -> str:
+    sessions = home / "sessions"
+    sessions.mkdir(parents=True, exist_ok=True, mode=0o700)
+    sid = random.Random(len(records)).getrandbits(128).to_bytes(16, "big").hex()
+    with open(sessions / f"{sid}.jsonl", "w", encoding="utf-8") as f:
+        for rec in records:
+            f.write(json.dumps(rec, ensure_ascii=False, separators=(",", ":")) + "\n")
+    if active:
+        (sessions / "active-session.json").write_text(json.dumps({"session_id": sid}) + "\n")
+    return sid
+
+
+# ---- in-process agent ------------------------------------------------------------------------------
+
+
+class StampUI:
+    """A UI that answers nothing and stamps what the core reports."""
+
+    def __init__(self) -> None:
+        self.deltas: list[float] = []
+        self.problems: list[Any] = []
+
+    def event(self, event: dict[str, Any]) -> None:
+        if event["type"] == "text_delta":
+            self.deltas.append(time.perf_counter())
+
+    def approve(self, request: Any, cancel: Any) -> bool:
+        return False
+
+    def confirm(self, kind: str, session_id: str, message: str) -> bool:
+        return False
+
+    def ask_text(self, prompt: str) -> str | None:
+        return None
+
+    def memory_problems(self, directory: str, problems: list[tuple[str, str]]) -> None:
+        self.problems.append(problems)
+
+
+def open_agent(home: Path, work: Path, base_url: str) -> Any:
+    from mino_server.agent import Agent
+    from mino_server.config import load_config
+
+    env = env_for(home, base_url)
+    agent = Agent(load_config(env=env), work, StampUI())
+    agent.open()
+    return agent
+
+
+# ---- the editor server client --------------------------------------------------------------------
+
+
+def server_available() -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("mino_server.server.app") is not None
+    except ImportError:
+        return False
+
+
+class ServerClient:
+    """JSON-RPC over the LSP base protocol on the server's stdin/stdout; every message is stamped."""
+
+    def __init__(self, argv: list[str], env: dict[str, str], cwd: Path) -> None:
+        self.spawned = time.perf_counter()
+        self.proc = subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=cwd
+        )
+        self.messages: queue.Queue[tuple[float, dict[str, Any]]] = queue.Queue()
+        self.events: list[tuple[float, dict[str, Any]]] = []
+        self._next = 0
+        self._write_lock = threading.Lock()
+        self.stderr: list[bytes] = []
+        threading.Thread(target=self._read, daemon=True).start()
+        threading.Thread(target=self._drain_err, daemon=True).start()
+
+    def _drain_err(self) -> None:
+        assert self.proc.stderr is not None
+        while data := self.proc.stderr.read1(65536):
+            self.stderr.append(data)
+
+    def _read(self) -> None:
+        out = self.proc.stdout
+        assert out is not None
+        while True:
+            length = None
+            while True:
+                line = out.readline()
+                if not line:
+                    return
+                if line in (b"\r\n", b"\n"):
+                    break
+                name, _, value = line.decode("ascii").partition(":")
+                if name.strip().lower() == "content-length":
+                    length = int(value)
+            if length is None:
+                continue
+            body = out.read(length)
+            at = time.perf_counter()
+            msg = json.loads(body)
+            if msg.get("method") == "mino/event":
+                self.events.append((at, msg["params"]))
+            elif "method" in msg and "id" in msg:  # a request from the server: answer no to everything
+                answers = {"mino/approve": {"approved": False}, "mino/confirm": {"confirmed": False}}
+                self.send({"jsonrpc": "2.0", "id": msg["id"], "result": answers.get(msg["method"])})
+            else:
+                self.messages.put((at, msg))
+
+    def send(self, msg: dict[str, Any]) -> float:
+        data = json.dumps(msg).encode()
+        assert self.proc.stdin is not None
+        with self._write_lock:
+            at = time.perf_counter()
+            self.proc.stdin.write(b"Content-Length: %d\r\n\r\n%s" % (len(data), data))
+            self.proc.stdin.flush()
+        return at
+
+    def request(self, method: str, params: Any) -> tuple[float, float, Any]:
+        """(sent, answered, result); raises on an error answer."""
+        self._next += 1
+        ident = self._next
+        sent = self.send({"jsonrpc": "2.0", "id": ident, "method": method, "params": params})
+        while True:
+            at, msg = self.messages.get(timeout=60)
+            if msg.get("id") == ident:
+                if "error" in msg:
+                    raise RuntimeError(f"{method}: {msg['error']}")
+                return sent, at, msg.get("result")
+
+    def notify(self, method: str, params: Any) -> None:
+        self.send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    def initialize(self, work: Path) -> float:
+        """initialize → result; returns the time the result arrived."""
+        uri = work.as_uri()
+        params = {
+            "processId": os.getpid(),
+            "rootUri": uri,
+            "capabilities": {},
+            "workspaceFolders": [{"uri": uri, "name": work.name}],
+            "initializationOptions": {"mode": "bypass"},
+        }
+        _, at, _ = self.request("initialize", params)
+        self.notify("initialized", {})
+        return at
+
+    def peak_rss_mb(self) -> float:
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+        return float("nan")
+
+    def close(self) -> None:
+        try:
+            self.request("shutdown", None)
+            self.notify("exit", None)
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
+            self.proc.wait(10)
+        except Exception:
+            self.proc.kill()
+            self.proc.wait()
+
+
+# ---- the benchmarks --------------------------------------------------------------------------------
+
+
+def bench_cli(ctx: Context, model_cls: type) -> None:
+    """Cold start → first request, last SSE byte → exit and peak RSS; mino and the floors interleaved."""
+    cold = ctx.row("cli_cold", "Cold start, CLI: spawn → first request at the mock", "ms", "≤ 100", True)
+    exit_ = ctx.row("exit", "Exit after the last reply: last SSE byte → process exit", "ms", "≤ 15", True)
+    rss = ctx.row("rss_cli", "Peak RSS, one-turn CLI run", "MB", "≤ 50", True)
+    bare = ctx.row("httpx", "Bare `python -c 'import httpx; httpx.post(...)'`: spawn → request", "ms", "—")
+    home, work = ctx.scratch("cli")
+    floor = [ctx.python, str(BENCH / "floor_agent.py")]
+    with model_cls() as model:
+        url = model.base_url + "/responses"
+        httpx_post = [ctx.python, "-c", f"import httpx; httpx.post({url!r}, json={{'input': 'hi'}})"]
+        for i in range(ctx.runs + 1):  # the first round warms the page cache and .pyc files
+            for name, argv in (("mino", ctx.mino), ("floor", floor), ("httpx", httpx_post)):
+                shutil.rmtree(home, ignore_errors=True)
+                model.add({"text": "Hello! How can I help you today?"})
+                n = len(model.requests)
+                run = run_process(argv, env_for(home, model.base_url), work, QUESTION)
+                check(
+                    run.returncode == 0 and len(model.requests) == n + 1, f"{name} one-turn run", run, model
+                )
+                if name != "httpx":
+                    check(b"How can I help you today?" in run.stdout, f"{name} printed the answer", run)
+                if i == 0:
+                    continue
+                start_ms = (model.request_times[n] - run.spawned) * 1000
+                exit_ms = (run.exited - model.response_ends[n]) * 1000
+                if name == "httpx":
+                    bare.mino.add(start_ms)
+                elif name == "mino":
+                    cold.mino.add(start_ms)
+                    exit_.mino.add(exit_ms)
+                else:
+                    assert cold.floor is not None and exit_.floor is not None
+                    cold.floor.add(start_ms)
+                    exit_.floor.add(exit_ms)
+        for _ in range(ctx.runs):  # separate runs: the launcher adds its own start-up time
+            for name, argv in (("mino", ctx.mino), ("floor", floor)):
+                shutil.rmtree(home, ignore_errors=True)
+                model.add({"text": "Hello! How can I help you today?"})
+                mb = peak_rss_mb(ctx.python, argv, env_for(home, model.base_url), work, QUESTION)
+                (rss.mino if name == "mino" else rss.floor).add(mb)  # type: ignore[union-attr]
+
+
+def bench_tool(ctx: Context, model_cls: type) -> None:
+    """The mock answers with `bash echo hi` → the follow-up request carrying its output arrives."""
+    off = ctx.row("tool_off", "Tool round trip, `sandbox: off` (bash `echo hi`)", "ms", "≤ 10", True)
+    bwrap = ctx.row("tool_bwrap", "Tool round trip in bwrap", "ms", "≤ 20")
+    floor = [ctx.python, str(BENCH / "floor_agent.py")]
+    have_bwrap = shutil.which("bwrap") is not None
+    if not have_bwrap:
+        bwrap.mino.note = "no bwrap"
+    variants: list[tuple[str, list[str], str, Row]] = [
+        ("off", [*ctx.mino, "--mode", "bypass"], "off", off),
+        ("floor", floor, "off", off),
+    ]
+    if have_bwrap:
+        variants.append(("bwrap", [*ctx.mino, "--mode", "bypass"], "auto", bwrap))
+    home, work = ctx.scratch("tool")
+    with model_cls() as model:
+        for i in range(ctx.runs + 1):
+            for name, argv, sandbox, row in variants:
+                shutil.rmtree(home, ignore_errors=True)
+                write_config(home, sandbox=sandbox)
+                model.add({"calls": [BASH_ECHO]}, {"text": "It printed hi.", "require": "hi\n"})
+                n = len(model.requests)
+                run = run_process(argv, env_for(home, model.base_url), work, QUESTION)
+                check(run.returncode == 0 and len(model.requests) == n + 2, f"{name} tool run", run, model)
+                if name == "bwrap":
+                    check(b"Sandbox: bwrap" in run.stdout, "the bwrap run used bwrap", run)
+                if i == 0:
+                    continue
+                ms = (model.request_times[n + 1] - model.response_ends[n]) * 1000
+                (row.floor if name == "floor" else row.mino).add(ms)  # type: ignore[union-attr]
+
+
+def bench_server(ctx: Context, model_cls: type) -> None:
+    """`mino --stdio`: spawn → initialize result, and the idle server's peak RSS."""
+    cold = ctx.row("server_cold", "Cold start, server: spawn → `initialize` result", "ms", "≤ 200")
+    rss = ctx.row("rss_server", "Peak RSS, idle server", "MB", "≤ 60")
+    if not server_available():
+        cold.mino.note = rss.mino.note = "not available (no mino_server/server/app.py yet)"
+        return
+    home, work = ctx.scratch("server")
+    with model_cls() as model:
+        for i in range(ctx.runs + 1):
+            shutil.rmtree(home, ignore_errors=True)
+            client = ServerClient([*ctx.mino, "--stdio"], env_for(home, model.base_url), work)
+            try:
+                answered = client.initialize(work)
+                client.request("mino/state", {})  # the store is open and a session selected
+                if i:
+                    cold.mino.add((answered - client.spawned) * 1000)
+                    rss.mino.add(client.peak_rss_mb())
+            finally:
+                client.close()
+
+
+def _load_home(ctx: Context, name: str, records: int) -> tuple[Path, Path, int]:
+    home, work = ctx.scratch(name)
+    write_config(home, sandbox="off")
+    size = write_memories(home / "memory", 200)
+    write_session(home, session_records(records))
+    return home, work, size
+
+
+def bench_turn(ctx: Context, model_cls: type) -> None:
+    """Per-turn overhead with 200 memories and a long session, in-process and through the server."""
+    size = 2_000 if ctx.quick else 10_000
+    label = f"200 memories, {size:,}-record session"
+    rin = ctx.row("turn_in", f"Per turn, in-process ({label}): run_turn → first request", "ms", "≤ 5")
+    rout = ctx.row("turn_out", "Per turn, in-process: last SSE byte → run_turn returns", "ms", "≤ 5")
+    sin = ctx.row("server_turn_in", "Per turn, server: `mino/turn` sent → first request", "ms", "≤ 5")
+    sout = ctx.row(
+        "server_turn_out", "Per turn, server: last SSE byte → turn result at the client", "ms", "≤ 5"
+    )
+    stream = ctx.row(
+        "stream", "Streaming, in-process: delta written by the mock → UI event", "ms", "≤ 2", digits=2
+    )
+    sstream = ctx.row(
+        "server_stream",
+        "Streaming, server: delta written → `mino/event` at the client",
+        "ms",
+        "≤ 2",
+        digits=2,
+    )
+    from mino_server.cancel import CancelToken
+
+    home, work, index = _load_home(ctx, "turn", size)
+    with model_cls() as model:
+        agent = open_agent(home, work, model.base_url)
+        try:
+            for i in range(ctx.runs + 1):  # turn 1 pays one-time costs (imports, connection, skills scan)
+                model.add({"text": "Noted; the tests pass now."})
+                n = len(model.requests)
+                started = time.perf_counter()
+                outcome = agent.run_turn(f"Turn {i}: run the tests again.", CancelToken())
+                returned = time.perf_counter()
+                check(outcome.status == "completed", f"in-process turn: {outcome.error}", model=model)
+                if i:
+                    rin.mino.add((model.request_times[n] - started) * 1000)
+                    rout.mino.add((returned - model.response_ends[n]) * 1000)
+            text = "Streaming answer: " + " ".join(f"word{k}" for k in range(30))
+            for _ in range(ctx.runs):  # ~10 delta frames per turn, each in its own write
+                ui = agent.ui
+                ui.deltas.clear()
+                model.delta_sent.clear()
+                model.add({"text": text, "delay": 0.003})
+                outcome = agent.run_turn("Stream something.", CancelToken())
+                check(
+                    outcome.status == "completed" and len(ui.deltas) == len(model.delta_sent), "stream turn"
+                )
+                for sent, got in zip(model.delta_sent, ui.deltas, strict=True):
+                    stream.mino.add((got - sent) * 1000)
+            body = len(json.dumps(model.requests[-1]).encode())
+            ctx.notes.append(
+                f"Per-turn load: memory index {index:,} bytes, session of {size:,} records; the request "
+                f"body is {body // 1024} KiB ({len(model.requests[-1]['input'])} input items)."
+            )
+        finally:
+            agent.close()
+    if not server_available():
+        for row in (sin, sout, sstream):
+            row.mino.note = "server not available"
+        return
+    with model_cls() as model:
+        client = ServerClient([*ctx.mino, "--stdio"], env_for(home, model.base_url), work)
+        try:
+            client.initialize(work)
+            for i in range(ctx.runs + 1):
+                model.add({"text": "Noted; the tests pass now."})
+                n = len(model.requests)
+                sent, answered, result = client.request("mino/turn", {"text": f"Turn {i}: again."})
+                check(result.get("status") == "completed", f"server turn: {result}", model=model)
+                if i:
+                    sin.mino.add((model.request_times[n] - sent) * 1000)
+                    sout.mino.add((answered - model.response_ends[n]) * 1000)
+            for _ in range(ctx.runs):
+                client.events.clear()
+                model.delta_sent.clear()
+                model.add({"text": text, "delay": 0.003})
+                client.request("mino/turn", {"text": "Stream something."})
+                got = [at for at, e in client.events if e.get("type") == "text_delta"]
+                check(len(got) == len(model.delta_sent), "server stream turn")
+                for s, g in zip(model.delta_sent, got, strict=True):
+                    sstream.mino.add((g - s) * 1000)
+        finally:
+            client.close()
+
+
+def bench_resume(ctx: Context, model_cls: type) -> None:
+    """/resume (in-process) and a CLI start on the session (spawn → first request) against its size."""
+    from mino_server.sessions.store import SessionStore
+
+    sizes = (500, 1_000, 2_000) if ctx.quick else (1_000, 10_000, 100_000)
+    for size in sizes:
+        home, work = ctx.scratch(f"resume{size}")
+        write_config(home, sandbox="off")
+        records = session_records(size)
+        sid = write_session(home, records, active=False)
+        small = SessionStore(home / "sessions").create()
+        label = f"{size // 1000}k" if size >= 1000 else str(size)
+        target = "≤ 1500" if size >= 100_000 else "linear"
+        row = ctx.row(f"resume_{size}", f"`/resume` of a {label}-record session (in-process)", "ms", target)
+        cli = ctx.row(
+            f"resume_cli_{size}", f"CLI start on a {label}-record session → first request", "ms", target
+        )
+        with model_cls() as model:
+            for i in range(ctx.runs + 1):
+                (home / "sessions" / "active-session.json").write_text(json.dumps({"session_id": small}))
+                agent = open_agent(home, work, model.base_url)
+                try:
+                    started = time.perf_counter()
+                    agent.resume(sid)
+                    if i:
+                        row.mino.add((time.perf_counter() - started) * 1000)
+                finally:
+                    agent.close()
+                model.add({"text": "Welcome back."})
+                n = len(model.requests)
+                run = run_process(ctx.mino, env_for(home, model.base_url), work, QUESTION)
+                check(
+                    run.returncode == 0 and len(model.requests) == n + 1,
+                    "CLI on a resumed session",
+                    run,
+                    model,
+                )
+                if i:
+                    cli.mino.add((model.request_times[n] - run.spawned) * 1000)
+                # The CLI appended this turn: cut the file back so every run loads the same session.
+                write_session(home, records, active=False)
+            if size == sizes[-1]:
+                rss = ctx.row(
+                    "rss_resume", f"Peak RSS, CLI one turn on a {label}-record session", "MB", "report"
+                )
+                for _ in range(3):
+                    model.add({"text": "Welcome back."})
+                    rss.mino.add(
+                        peak_rss_mb(ctx.python, ctx.mino, env_for(home, model.base_url), work, QUESTION)
+                    )
+                    write_session(home, records, active=False)
+        mb = (home / "sessions" / f"{sid}.jsonl").stat().st_size / 1e6
+        replayed = len(session_replay(records))
+        ctx.notes.append(
+            f"Resume fixture {label}: {len(records):,} records, {mb:.1f} MB of JSONL, {replayed} replayed after the latest compaction."
+        )
+
+
+BENCHMARKS: list[tuple[str, Callable[[Context, type], None]]] = [
+    ("cli", bench_cli),
+    ("tool", bench_tool),
+    ("server", bench_server),
+    ("turn", bench_turn),
+    ("resume", bench_resume),
+]
+
+
+# ---- the table --------------------------------------------------------------------------------------
+
+
+def machine() -> str:
+    cpu = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{os.cpu_count()} CPUs (nproc {len(os.sched_getaffinity(0))}), {cpu}, Python {platform.python_version()}, {platform.system()} {platform.release()}"
+
+
+def table(ctx: Context) -> str:
+    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    lines = [
+        f"Measured {now} on {machine()}; {ctx.runs} runs per measure (after one warm-up), median and max.",
+        "",
+        "| measure | unit | target | Mino median | Mino max | floor median | floor max | Codex CLI 0.171 | Claude Code 2.1.332 |",
+        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for row in ctx.rows.values():
+        med, top = row.mino.cell(row.digits)
+        fmed, ftop = row.floor.cell(row.digits) if row.floor is not None else ("", "")
+        codex, claude = PEERS.get(row.key, ("", ""))
+        flag = {True: " ✓", False: " ✗", None: ""}[row.met()]
+        lines.append(
+            f"| {row.what} | {row.unit} | {row.target} | {med}{flag} | {top} | {fmed} | {ftop} | {codex} | {claude} |"
+        )
+    lines.append("")
+    lines += [f"- {note}" for note in ctx.notes]
+    lines += [f"- ERROR: {error}" for error in ctx.errors]
+    return "\n".join(lines) + "\n"
+
+
+def write_results(path: Path, text: str) -> None:
+    block = f"{BEGIN}\n{text}{END}"
+    old = path.read_text(encoding="utf-8") if path.exists() else ""
+    if BEGIN in old and END in old:
+        head, rest = old.split(BEGIN, 1)
+        new = head + block + rest.split(END, 1)[1]
+    else:
+        new = (old.rstrip() + "\n\n## Results\n\n" if old else "") + block + "\n"
+    path.write_text(new, encoding="utf-8")
+
+
+def _ensure_venv() -> None:
+    """Run under the project's venv (the in-process benchmarks need httpx and the package)."""
+    try:
+        import httpx  # noqa: F401
+
+        import mino_server  # noqa: F401
+    except ImportError:
+        venv = REPO / ".venv" / "bin" / "python"
+        if venv.exists() and Path(sys.executable) != venv:
+            os.execv(venv, [str(venv), *sys.argv])
+        raise
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="a few runs on small fixtures (CI smoke test)")
+    parser.add_argument("--runs", type=int, help="runs per measure (default 20, 3 with --quick)")
+    parser.add_argument(
+        "--out", type=Path, help="write the table here (default: bench/README.md, not with --quick)"
+    )
+    parser.add_argument(
+        "--only", action="append", help="run only these benchmarks (cli, tool, server, turn, resume)"
+    )
+    args = parser.parse_args(argv)
+    _ensure_venv()
+    sys.path.insert(0, str(REPO))
+    bindir = Path(sys.executable).parent
+    mino = bindir / "mino" if (bindir / "mino").exists() else REPO / ".venv" / "bin" / "mino"
+    runs = args.runs or (3 if args.quick else 20)
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="mino-bench-") as tmp:
+        ctx = Context(runs, args.quick, [str(mino)], sys.executable, Path(tmp))
+        model_cls = _timed_model_class()
+        for name, bench in BENCHMARKS:
+            if args.only and name not in args.only:
+                continue
+            t = time.perf_counter()
+            try:
+                bench(ctx, model_cls)
+            except Exception as exc:
+                ctx.errors.append(f"{name}: {type(exc).__name__}: {exc}")
+                traceback.print_exc()
+            print(f"[{name}: {time.perf_counter() - t:.1f} s]", file=sys.stderr, flush=True)
+    text = table(ctx)
+    print(text)
+    print(f"[total {time.perf_counter() - started:.1f} s]", file=sys.stderr)
+    out = args.out or (None if args.quick else README)
+    if out is not None:
+        write_results(out, text)
+    return 1 if ctx.errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
