@@ -22,6 +22,8 @@ export interface StdioOptions {
   mode?: PermissionMode;
   /** Called with every stderr chunk (the server logs there). */
   onStderr?: (text: string) => void;
+  /** Registers handlers before `initialize` (a `mino/confirm` may come during start-up). */
+  wire?: (client: MinoClient) => void;
 }
 
 export interface InitializeResult {
@@ -72,6 +74,7 @@ export async function startStdio(opts: StdioOptions): Promise<StdioSession> {
 
   const connection = createMessageConnection(new StreamMessageReader(child.stdout), new StreamMessageWriter(child.stdin));
   const client = new MinoClient(connection as unknown as RpcEndpoint);
+  opts.wire?.(client);
   connection.listen();
 
   let initializeResult: InitializeResult;
