@@ -54,11 +54,11 @@ export class ScriptedModel {
       env: { ...process.env, PYTHONPATH: REPO_ROOT },
     });
     let err = '';
-    proc.stderr!.setEncoding('utf8').on('data', (d: string) => (err += d));
+    proc.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
     const url = await new Promise<string>((resolve, reject) => {
       let out = '';
       const timer = setTimeout(() => reject(new Error(`scripted model did not start: ${err}`)), 15000);
-      proc.stdout!.setEncoding('utf8').on('data', (d: string) => {
+      proc.stdout.setEncoding('utf8').on('data', (d: string) => {
         out += d;
         const line = out.split('\n')[0];
         if (out.includes('\n')) {
@@ -97,7 +97,8 @@ export interface Mino {
   /** what the next mino/approve gets; default: deny */
   approve: (p: ApproveParams, token: { isCancellationRequested: boolean; onCancellationRequested(l: () => unknown): { dispose(): unknown } }) => Promise<boolean>;
   model: ScriptedModel;
-  close(): Promise<void>;
+  /** Closes Mino and the model; returns what the model printed on stderr (its recorded errors). */
+  close(): Promise<string>;
 }
 
 export interface MinoOptions {
@@ -149,8 +150,9 @@ export async function startMino(opts: MinoOptions): Promise<Mino> {
   m.session = session;
   m.close = async () => {
     await session.close();
-    await model.stop();
+    const errors = await model.stop();
     fs.rmSync(root, { recursive: true, force: true });
+    return errors;
   };
   return m as Mino;
 }

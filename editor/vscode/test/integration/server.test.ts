@@ -18,13 +18,11 @@ const T = { timeout: 60_000, skip };
 
 async function withMino(replies: Reply[], fn: (m: Mino) => Promise<void>, extra: Partial<Parameters<typeof startMino>[0]> = {}) {
   const m = await startMino({ mino: MINO!, replies, ...extra });
-  let modelErrors = '';
+  let modelErrors: string;
   try {
     await fn(m);
   } finally {
-    await m.session.close();
-    modelErrors = await m.model.stop();
-    await m.close().catch(() => undefined);
+    modelErrors = await m.close();
   }
   assert.ok(!/error:/.test(modelErrors), `the scripted model recorded errors:\n${modelErrors}`);
 }
