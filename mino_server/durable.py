@@ -53,9 +53,22 @@ def atomic_write(path: Path, data: bytes, mode: int = FILE_MODE) -> None:
 
 
 def append_line(fd: int, data: bytes) -> None:
-    """Append one whole record to an O_APPEND descriptor and fsync it."""
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
-    os.fsync(fd)
+    """Append one whole record to an O_APPEND descriptor and fsync it.
+
+    When the write or the fsync fails (a full disk can take part of a record first), the file is cut
+    back to where it was: it keeps the old records, never part of a new one.
+    """
+    start = os.lseek(fd, 0, os.SEEK_END)
+    try:
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        os.fsync(fd)
+    except BaseException:
+        try:
+            os.ftruncate(fd, start)
+            os.fsync(fd)
+        except OSError:
+            pass  # the next load cuts the torn tail and keeps a copy (chapter 04)
+        raise
