@@ -188,10 +188,14 @@ class ModelClient:
             if self._client is None:
                 import httpx
 
+                loopback = _is_loopback(self.base_url)
                 self._client = httpx.Client(
                     timeout=httpx.Timeout(self.timeout_s),
                     # A proxy from the environment must not capture a local model server.
-                    trust_env=not _is_loopback(self.base_url),
+                    trust_env=not loopback,
+                    # Plain http to loopback (no proxy either) never does TLS: skip loading the CA
+                    # bundle, which costs ~25 ms, a quarter of a cold start.
+                    verify=not (loopback and self.base_url.startswith("http://")),
                 )
             return self._client
 
