@@ -133,23 +133,24 @@ class SessionStore:
     # ---- sessions ------------------------------------------------------------------------
     def create(self) -> str:
         """A new empty session file (fsynced, with its folder)."""
-        ensure_private_dir(self.dir)
-        while True:
-            sid = secrets.token_hex(16)
-            try:
-                fd = os.open(self.path(sid), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-            except FileExistsError:
-                continue
-            except OSError as exc:
-                raise StorageError(
-                    f"Could not create a session file: {exc.strerror}. The chat stops here."
-                ) from None
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            fsync_dir(self.dir)
-            return sid
+        try:
+            ensure_private_dir(self.dir)
+            while True:
+                sid = secrets.token_hex(16)
+                try:
+                    fd = os.open(self.path(sid), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+                except FileExistsError:
+                    continue
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+                fsync_dir(self.dir)
+                return sid
+        except OSError as exc:  # any step, not only the open: a failing disk is one clear line
+            raise StorageError(
+                f"Could not create a session file: {exc.strerror or exc}. The chat stops here."
+            ) from None
 
     def open_log(self, session_id: str) -> SessionLog:
         if not ID_RE.match(session_id):
