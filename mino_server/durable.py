@@ -14,6 +14,10 @@ FILE_MODE = 0o600
 DIR_MODE = 0o700
 
 
+class NotDurable(OSError):
+    """The rename happened (the new bytes are in place) but the folder's fsync failed afterwards."""
+
+
 def fsync_dir(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     try:
@@ -49,7 +53,10 @@ def atomic_write(path: Path, data: bytes, mode: int = FILE_MODE) -> None:
         except OSError:
             pass
         raise
-    fsync_dir(folder)
+    try:
+        fsync_dir(folder)
+    except OSError as exc:  # too late to keep the old bytes: say so, callers must not claim "nothing written"
+        raise NotDurable(exc.errno, exc.strerror) from exc
 
 
 def append_line(fd: int, data: bytes) -> None:

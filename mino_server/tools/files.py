@@ -175,6 +175,11 @@ def _new_file_mode() -> int:
 def _write(path: Path, rel: str, data: bytes, mode: int) -> None:
     try:
         durable.atomic_write(path, data, mode)
+    except durable.NotDurable as e:
+        raise ToolFailure(
+            f"Wrote {rel}, but could not sync its folder to disk ({e.strerror or e}); "
+            "the change may not survive a power cut."
+        ) from None
     except OSError as e:
         raise ToolFailure(f"Cannot write {rel}: {e.strerror or e}; nothing was written.") from None
 
