@@ -92,7 +92,13 @@ class SessionLog:
             records, cut_at = _parse(data, path.name)
             log = cls(path, records, fd)
             if cut_at is not None:
-                log._cut_torn_tail(data, cut_at)
+                try:
+                    log._cut_torn_tail(data, cut_at)
+                except OSError as exc:  # e.g. no room for the recovery copy: refuse, one line, no traceback
+                    raise LogError(
+                        f"{path.name} ends in an incomplete record that could not be repaired: "
+                        f"{exc.strerror or exc}"
+                    ) from None
             return log
         except BaseException:
             os.close(fd)
