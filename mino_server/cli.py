@@ -33,7 +33,7 @@ class TerminalUI:
         self.interactive = interactive
         self.out = out
         self.err = err
-        self.questions: queue.Queue[_Question] = queue.Queue()
+        self.questions: queue.Queue[_Question | None] = queue.Queue()  # None: a turn ended
         self._lock = threading.RLock()
         self._in_text = False
         self._header = False
@@ -260,19 +260,26 @@ def _read_line(ui: TerminalUI) -> str | None:
 def _run_turn(agent: Any, ui: TerminalUI, text: str) -> Any:
     cancel = CancelToken()
     box: dict[str, Any] = {}
+    finished = threading.Event()
 
     def work() -> None:
-        box["outcome"] = agent.run_turn(text, cancel)
+        try:
+            box["outcome"] = agent.run_turn(text, cancel)
+        finally:
+            finished.set()
+            ui.questions.put(None)  # wakes the main thread at once (no poll interval at the end of a turn)
 
     worker = threading.Thread(target=work, name="mino-turn", daemon=True)
     ui.begin_turn()
     worker.start()
-    while worker.is_alive():
+    while not finished.is_set():
         try:
             try:
                 question = ui.questions.get(timeout=0.05)
             except queue.Empty:
                 continue
+            if question is None:
+                continue  # a turn ended (this one, or a late wake-up of an earlier one): the loop decides
             if cancel.cancelled:
                 question.done.set()
                 continue
