@@ -47,6 +47,7 @@ def _parse(argv: list[str]) -> dict[str, object]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    as_program = argv is None  # the `mino` executable, not a caller that wants the code back
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] in (["--help"], ["-h"]):
         sys.stdout.write(USAGE)
@@ -72,9 +73,27 @@ def main(argv: list[str] | None = None) -> int:
     from .cli import run_cli
 
     try:
-        return run_cli(opts["model"], opts["base_url"], opts["mode"])  # type: ignore[arg-type]
+        code = run_cli(opts["model"], opts["base_url"], opts["mode"])  # type: ignore[arg-type]
     except KeyboardInterrupt:
-        return 130
+        code = 130
+    if as_program:
+        _exit_now(code)
+    return code
+
+
+def _exit_now(code: int) -> None:
+    """End the CLI without the interpreter's teardown: freeing every module costs 10-15 ms (httpx
+    alone ~7) after the last reply, and the OS frees it all anyway. Nothing is lost: session records
+    are fsynced as they are written, the store lock is released with the process, and the terminal
+    output is flushed here."""
+    import os
+
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
 
 
 if __name__ == "__main__":
