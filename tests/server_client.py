@@ -86,6 +86,7 @@ class Client:
         self.messages: list[dict[str, Any]] = []  # every message received, in order
         self.server_requests: list[dict[str, Any]] = []
         self._pending: dict[Any, Pending] = {}
+        self.sent_methods: dict[Any, str] = {}  # request id → method, to check results by type
         self._cond = threading.Condition()
         self._write_lock = threading.Lock()
         self._ids = iter(range(1, 1 << 30))
@@ -170,6 +171,7 @@ class Client:
     def start(self, method: str, params: Any = None) -> Pending:
         msg_id = next(self._ids)
         pending = self._pending[msg_id] = Pending(msg_id)
+        self.sent_methods[msg_id] = method
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": msg_id, "method": method}
         if params is not None:
             message["params"] = params
@@ -283,3 +285,30 @@ def bench(runs: int) -> None:
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--bench"]:
         bench(int(sys.argv[2]) if len(sys.argv) > 2 else 10)
+
+
+def contract_problems(client: Client) -> list[str]:
+    """What the server sent that does not match protocol.py exactly (strict: no unknown fields)."""
+    from mino_server.server import protocol as P
+
+    problems = list(client.violations)
+    for message in list(client.messages):
+        try:
+            if "method" in message:
+                spec = P.BY_NAME.get(message["method"])
+                if spec is None:
+                    problems.append(f"undocumented method from the server: {message['method']}")
+                elif spec.params is not None:
+                    P.parse(spec.params, message.get("params"), message["method"], strict=True)
+            elif "error" in message:
+                error = message["error"]
+                text = error.get("message", "")
+                if not isinstance(error.get("code"), int) or "\n" in text or "Traceback" in json.dumps(error):
+                    problems.append(f"error is not one line without a traceback: {error}")
+            else:
+                spec = P.BY_NAME.get(client.sent_methods.get(message.get("id"), ""))
+                if spec is not None and spec.result not in (None, P.NOTIFICATION):
+                    P.parse(spec.result, message["result"], f"{spec.name} result", strict=True)
+        except P.ValidationError as exc:
+            problems.append(str(exc))
+    return problems

@@ -474,8 +474,8 @@ class MinoServer:
 
     def state_changed(self, force: bool = False) -> None:
         """`mino/stateChanged` when session, restore problem, mode or busy differ from the last one sent."""
-        if self.agent is None or self.rpc is None:
-            return
+        if self.agent is None or self.rpc is None or self.stopping.cancelled:
+            return  # after shutdown the agent is being closed; nobody needs the state any more
         try:
             with self._state_lock:
                 state = P.dump(self.state())

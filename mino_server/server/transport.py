@@ -75,6 +75,9 @@ def read_frames(stream: BinaryIO) -> Iterator[bytes | FrameError]:
         body = stream.read(length) if length else b""
         if len(body) < length:
             return  # EOF inside a body
+        if problem:  # a damaged header: do not guess what the body meant
+            yield FrameError(P.PARSE_ERROR, f"Parse error: {problem}; the message was skipped.")
+            continue
         yield body
 
 
