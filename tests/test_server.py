@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from server_client import NO_ANSWER, Client, contract_problems
 
 from mino_server.commands import HELP
 from mino_server.scripted_model import ScriptedModel
-from mino_server.sessions.store import SessionStore
 from mino_server.server import docgen
-from server_client import NO_ANSWER, Client, contract_problems
+from mino_server.sessions.store import SessionStore
 
 SAVE_TEA = {
     "calls": [
