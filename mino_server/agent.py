@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import secrets
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -100,17 +102,22 @@ class Agent:
         """Take the store lock and select a session by table 05-1. Returns the lines to show.
 
         Raises StoreLocked (another process) and RecoveryRefused (the CLI exits on it)."""
-        from .tools import sandbox
-
+        # The sandbox probe runs a process (5-15 ms of waiting): it runs while the store is opened.
+        probe = _Background(self._detect_sandbox, "mino-sandbox-probe")
         self.store.lock()
-        self._sandbox, self.sandbox_line = sandbox.detect(self.config.sandbox)
         lines = self._startup_selection()
+        self._sandbox, self.sandbox_line = probe.result()
         if self.log is not None:
             lines += [f"Session: {self.log.id}", mode_line(self.mode)]
         else:
             lines += [CANNOT_RESTORE + (self.restore_problem or ""), RESTORE_HINT, mode_line(self.mode)]
         lines.append(self.sandbox_line)
         return lines
+
+    def _detect_sandbox(self) -> tuple[Any, str]:
+        from .tools import sandbox
+
+        return sandbox.detect(self.config.sandbox)
 
     def _startup_selection(self) -> list[str]:
         from .sessions.store import SelectionError
@@ -622,6 +629,29 @@ class Agent:
                 "problems": [{"file": f, "reason": r} for f, r in problems],
             },
         }
+
+
+class _Background:
+    """Run `work` in a thread now; `result()` waits for it and returns its value or raises its error."""
+
+    def __init__(self, work: Callable[[], Any], name: str) -> None:
+        self._work = work
+        self._value: Any = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._value = self._work()
+        except BaseException as exc:  # handed to the caller of result()
+            self._error = exc
+
+    def result(self) -> Any:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._value
 
 
 def front_item(index: str | None, summary: str | None) -> dict[str, Any] | None:
