@@ -104,6 +104,7 @@ class Agent:
         Raises StoreLocked (another process) and RecoveryRefused (the CLI exits on it)."""
         # The sandbox probe runs a process (5-15 ms of waiting): it runs while the store is opened.
         probe = _Background(self._detect_sandbox, "mino-sandbox-probe")
+        self._client_for_turn().warm_up()
         self.store.lock()
         lines = self._startup_selection()
         self._sandbox, self.sandbox_line = probe.result()
@@ -392,6 +393,7 @@ class Agent:
             turn_items: list[dict[str, Any]] = [user_item(text)]
             client = self._client_for_turn()
             requests = calls = 0
+            used_ids = {r["call_id"] for r in log.records if r["type"] == "tool_call"}
             while True:
                 if requests >= MAX_REQUESTS:
                     status = "limit"
@@ -429,6 +431,8 @@ class Agent:
                         error = f"This turn reached its limit of {MAX_TOOL_CALLS} tool calls."
                         break
                     calls += 1
+                    call.call_id = _unique_call_id(call.call_id, used_ids)
+                    used_ids.add(call.call_id)
                     log.append(
                         "tool_call", turn_id, call_id=call.call_id, name=call.name, arguments=call.arguments
                     )
@@ -662,6 +666,21 @@ def front_item(index: str | None, summary: str | None) -> dict[str, Any] | None:
     if summary:
         parts.append(f"{SUMMARY_LABEL}\n{summary}")
     return assistant_item("\n\n".join(parts)) if parts else None
+
+
+def _unique_call_id(call_id: str, used: set[str]) -> str:
+    """The model's call_id, unless it is empty or already in this session's log.
+
+    Some compatible servers number calls per response (call_0 every time) or send none. Results and
+    recovery pair calls by call_id, so a repeat would let a call borrow another call's result, or be
+    taken as answered after a crash; such a call gets a suffixed ID, used in the log and on the wire.
+    """
+    if call_id and call_id not in used:
+        return call_id
+    base, n = call_id or "call", 2
+    while f"{base}_{n}" in used:
+        n += 1
+    return f"{base}_{n}"
 
 
 def _short(text: str, limit: int = 200) -> str:
