@@ -184,7 +184,8 @@ request against, and `docs/protocol.schema.json` holds the same types as JSON Sc
   error {unavailable} with that line (e.g. "The session store … is in use by another Mino process
   (pid 4242). …") and `data {{kind, pid?}}`.
 - `shutdown` / `exit` as in LSP; the lock is released; a turn in flight is interrupted and its log
-  left consistent (`shutdown` answers once the turn has ended, or after 5 s). EOF on stdin is an
+  left consistent (`shutdown` answers once the interrupted turn has written its end, or after 5 s; the
+  turn's own result says `"interrupted"`). EOF on stdin is an
   exit. Exit code 0 after `shutdown`, else 1.
 
 {lifecycle_table}
