@@ -52,9 +52,12 @@ class SessionStore:
     def lock(self) -> None:
         import fcntl
 
-        ensure_private_dir(self.dir)
         path = self.dir / LOCK
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        try:
+            ensure_private_dir(self.dir)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        except OSError as exc:  # a full or read-only disk: one clear line at start-up, not a traceback
+            raise StorageError(f"Cannot open the session store {self.dir}: {exc.strerror or exc}.") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -64,8 +67,11 @@ class SessionStore:
                 f"The session store {self.dir} is in use by another Mino process (pid {holder}). "
                 "Close it first; only one Mino can use the store at a time."
             ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        except OSError:
+            pass  # the pid is only a note for the "in use" message; the flock is what counts
         self._lock_fd = fd
 
     def unlock(self) -> None:
