@@ -1,0 +1,126 @@
+"""Disk faults in a real `mino` (through faulthook): what a person sees is one line, never a traceback.
+
+The in-process matrix (test_faults.py) proves the files stay whole; this proves the front end: every
+storage failure reaches the terminal as one clear line, and the process stops where the seed says.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pexpect
+import pytest
+from tally import TALLY
+
+from mino_server.scripted_model import ScriptedModel
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent.parent
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the hook reads /proc/self/fd")
+
+
+def hooked_env(env: dict[str, str], fault: str | None) -> dict[str, str]:
+    env = dict(env)
+    env["PYTHONPATH"] = os.pathsep.join([str(HERE), str(REPO)])
+    if fault:
+        env["MINO_TEST_FAULT"] = fault
+    return env
+
+
+def run(env: dict[str, str], cwd: Path, stdin: str, fault: str | None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "faulthook", "--mode", "bypass"],
+        input=stdin,
+        env=hooked_env(env, fault),
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+
+
+# (home before the run, fault, stdin, exit code, the one stderr line starts with, and holds)
+CASES = [
+    ("fresh", "write:ENOSPC", "hi\n", 1, "mino: Could not save the session selection", "No space left"),
+    ("fresh", "replace:EIO", "hi\n", 1, "mino: Could not save the session selection", "Input/output error"),
+    ("fresh", "fsync:EIO", "hi\n", 1, "mino: Could not create a session file", "Input/output error"),
+    ("fresh", "fsync_dir:EIO", "hi\n", 1, "mino: Could not create a session file", "Input/output error"),
+    ("empty-home", "mkdir:ENOSPC", "hi\n", 1, "mino: ", "No space left"),
+    ("no-home", "mkdir:ENOSPC", "hi\n", 2, "mino: ", "No space left"),
+    ("used", "write:ENOSPC", "hi\n", 1, "Error: Could not write to the session log", "No space left"),
+    ("used", "fsync:EIO", "hi\n", 1, "Error: Could not write to the session log", "Input/output error"),
+    ("used", "replace:EIO", "/new\nhi\n", 1, "Could not save the session selection", "Input/output error"),
+    ("used", "fsync_dir:EIO", "/new\nhi\n", 1, "Could not create a session file", "Input/output error"),
+]
+
+
+@pytest.mark.parametrize(
+    "home_state,fault,stdin,code,starts,holds", CASES, ids=[f"{c[0]}-{c[1]}" for c in CASES]
+)
+def test_storage_fault_in_a_real_mino_is_one_line(
+    model: ScriptedModel,
+    mino_env: dict[str, str],
+    workdir: Path,
+    mino_home: Path,
+    home_state: str,
+    fault: str,
+    stdin: str,
+    code: int,
+    starts: str,
+    holds: str,
+) -> None:
+    if home_state == "empty-home":
+        mino_home.mkdir(mode=0o700)
+    elif home_state == "used":
+        model.add({"text": "first run"})
+        first = run(mino_env, workdir, "hello\n", None)
+        assert first.returncode == 0, first.stderr
+    model.add({"text": "must not be reached"})
+    proc = run(mino_env, workdir, stdin, fault)
+    TALLY.faults += 1
+    assert proc.returncode == code, (proc.stdout, proc.stderr)
+    out = proc.stdout + proc.stderr
+    assert "Traceback" not in out, out
+    lines = [x for x in out.splitlines() if starts in x]
+    assert len(lines) == 1 and holds in lines[0], out
+    assert "must not be reached" not in proc.stdout  # the chat stopped before asking the model
+    if fault.startswith("mkdir"):
+        return
+    # With the disk healthy again, Mino starts, every session loads and the chat works.
+    model.add({"text": "healthy again"})
+    again = run(mino_env, workdir, "hi again\n", None)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "Assistant> healthy again" in again.stdout or "Assistant> must not be reached" in again.stdout
+
+
+def test_clear_fault_through_the_pty_is_one_line_and_stops(
+    model: ScriptedModel, mino_env: dict[str, str], workdir: Path, mino_home: Path
+) -> None:
+    model.add({"text": "pine"})
+    first = run(mino_env, workdir, "Remember pine.\n", None)
+    assert first.returncode == 0, first.stderr
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "faulthook"],
+        env=hooked_env(mino_env, "replace:EIO"),
+        cwd=str(workdir),
+        encoding="utf-8",
+        timeout=15,
+    )
+    child.expect(r"Session: ([0-9a-f]{32})")
+    sid = child.match.group(1)
+    child.expect_exact("You> ")
+    child.sendline("/clear")
+    child.expect_exact("Type the complete session ID to clear it: ")
+    child.sendline(sid)
+    child.expect_exact(f"Could not clear session {sid}: Input/output error.")
+    child.expect(pexpect.EOF)
+    child.close()
+    TALLY.faults += 1
+    assert child.exitstatus == 1
+    assert "Traceback" not in (child.before or "")
+    assert (mino_home / "sessions" / f"{sid}.jsonl").stat().st_size > 0  # not cleared
