@@ -1,0 +1,85 @@
+"""The caches behind the per-turn numbers in bench/ never change what Mino sees."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from mino_server import memory
+
+
+def _write(directory: Path, name: str, summary: str) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{name}.md"
+    path.write_text(memory.render_memory(name, "user", summary), encoding="utf-8")
+    return path
+
+
+def _summaries(directory: Path) -> list[str]:
+    entries, _ = memory.load_memories(directory)
+    return [e.summary for e in entries]
+
+
+@pytest.fixture
+def settled(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Files written now count as settled (as if the scan ran a minute later)."""
+    real = time.time_ns
+    monkeypatch.setattr(memory.time, "time_ns", lambda: real() + 60_000_000_000)
+
+
+def test_unchanged_memory_files_are_not_parsed_again(
+    tmp_path: Path, settled: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for i in range(3):
+        _write(tmp_path, f"fact-{i}", f"summary {i}")
+    assert _summaries(tmp_path) == ["summary 0", "summary 1", "summary 2"]
+    reads: list[Path] = []
+    real = memory.read_memory_file
+    monkeypatch.setattr(memory, "read_memory_file", lambda p: reads.append(p) or real(p))
+    assert _summaries(tmp_path) == ["summary 0", "summary 1", "summary 2"]
+    assert reads == []
+
+
+def test_same_size_edit_with_another_mtime_is_seen(tmp_path: Path, settled: None) -> None:
+    path = _write(tmp_path, "fact", "summary A")
+    os.utime(path, ns=(1_000_000_000, 1_000_000_000))
+    assert _summaries(tmp_path) == ["summary A"]
+    path.write_text(memory.render_memory("fact", "user", "summary B"), encoding="utf-8")
+    os.utime(path, ns=(2_000_000_000, 2_000_000_000))
+    assert _summaries(tmp_path) == ["summary B"]
+
+
+def test_replaced_file_is_seen(tmp_path: Path, settled: None) -> None:
+    path = _write(tmp_path, "fact", "summary A")
+    st = os.stat(path)
+    assert _summaries(tmp_path) == ["summary A"]
+    memory.save_memory(tmp_path, "fact", "user", "summary B", None, memory.memory_file_state(path))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))  # even with the old times: a new inode
+    assert _summaries(tmp_path) == ["summary B"]
+
+
+def test_fresh_files_are_always_read_again(tmp_path: Path) -> None:
+    # Two writes within one timestamp tick may leave every stat field equal: the clock decides.
+    path = _write(tmp_path, "fact", "summary A")
+    assert _summaries(tmp_path) == ["summary A"]
+    path.write_text(memory.render_memory("fact", "user", "summary B"), encoding="utf-8")
+    assert _summaries(tmp_path) == ["summary B"]
+
+
+def test_broken_and_removed_files(tmp_path: Path, settled: None) -> None:
+    good = _write(tmp_path, "good", "fine")
+    bad = tmp_path / "bad.md"
+    bad.write_text("no front matter", encoding="utf-8")
+    assert memory.load_memories(tmp_path)[1] == [("bad.md", memory.BAD_FRONT_MATTER)]
+    assert memory.load_memories(tmp_path)[1] == [("bad.md", memory.BAD_FRONT_MATTER)]
+    good.unlink()
+    assert memory.load_memories(tmp_path) == ([], [("bad.md", memory.BAD_FRONT_MATTER)])
+    os.link(bad, tmp_path / "other.txt")  # a second hard link: refused, even if parsed before
+    _write(tmp_path, "good", "fine")
+    link = tmp_path / "twin.md"
+    os.link(tmp_path / "good.md", link)
+    entries, problems = memory.load_memories(tmp_path)
+    assert entries == [] and [f for f, _ in problems] == ["bad.md", "good.md", "twin.md"]
