@@ -282,6 +282,13 @@ def _record_problem(rec: Any, expected_seq: int) -> str | None:
     t = rec.get("type")
     if t not in RECORD_TYPES:
         return f"unknown record type {t!r}"
+    # Recovery puts turn_id and call_ids in sets: a list there would crash start-up, so it is damage.
+    if "turn_id" in rec and not isinstance(rec["turn_id"], str):
+        return "turn_id must be a string"
+    if t == "recovery_ack" and not (
+        isinstance(rec.get("call_ids"), list) and all(isinstance(c, str) for c in rec["call_ids"])
+    ):
+        return "recovery_ack needs a list of call_id strings"
     if t in ("user_message", "assistant_message") and not isinstance(rec.get("text"), str):
         return f"{t} without text"
     if t == "tool_call" and not (
