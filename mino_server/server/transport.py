@@ -64,13 +64,14 @@ def read_frames(stream: BinaryIO) -> Iterator[bytes | FrameError]:
             )
             continue
         if length > P.MAX_MESSAGE_BYTES:
-            if not _skip(stream, length):
-                return
+            # Answer first (a client with a wrong length learns why nothing happens), then skip.
             yield FrameError(
                 P.INVALID_REQUEST,
                 f"Message too large: {length} bytes; the limit is {P.MAX_MESSAGE_BYTES} bytes (16 MiB). "
-                "It was skipped unread.",
+                "It is skipped unread.",
             )
+            if not _skip(stream, length):
+                return
             continue
         body = stream.read(length) if length else b""
         if len(body) < length:
