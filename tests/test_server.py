@@ -390,6 +390,27 @@ def test_memory_problems_are_shown_and_nothing_to_compact(
     assert client.request("mino/compact") == {"compacted": False, "message": "Nothing to compact."}
 
 
+def test_store_that_cannot_be_opened_is_reported(spawn: Spawn, home: Path) -> None:
+    (home / "sessions").write_text("not a folder")
+    client = spawn()
+    err = client.error("mino/state")
+    assert err.code == -32003 and err.data == {"kind": "storage"} and "session store" in err.message
+
+
+def test_storage_failure_stops_the_chat(spawn: Spawn, model: ScriptedModel, home: Path) -> None:
+    two_sessions_without_selection(home)
+    (home / "sessions" / "active-session.json").mkdir()  # the selection can be read as damaged, never saved
+    client = spawn()
+    assert "active-session.json" in client.request("mino/state")["restoreProblem"]
+    err = client.error("mino/sessions/new")
+    assert err.code == -32005 and "Could not save the session selection" in err.message
+    again = client.error("mino/turn", {"text": "hello"})
+    assert again.code == -32005 and again.message == err.message
+    assert client.error("mino/command", {"line": "/help"}).code == -32005
+    assert client.request("mino/sessions/list")["sessions"]  # reads still answer
+    assert model.requests == []
+
+
 # ---- commands and params ----------------------------------------------------------------------
 def test_commands(spawn: Spawn) -> None:
     client = spawn()

@@ -37,6 +37,7 @@ from .transport import FrameError, FrameWriter, decode, read_frames
 log = logging.getLogger("mino.server")
 
 LOCK_RETRY_S = 1.0  # a reloaded window's new server may start before the old one has let go
+LOCK_POLL_S = 0.25
 SHUTDOWN_WAIT_S = 5.0  # how long shutdown/exit wait for an interrupted turn to write its end
 ERROR, WARNING, INFO, LOG = 1, 2, 3, 4
 
@@ -67,10 +68,11 @@ class Route:
     exclusive: Callable[[Any], str | None] = _never  # what is running, when it must run alone
     shows_busy: Callable[[Any], bool] = lambda params: False
     cancellable: bool = False
+    read_only: bool = False  # still answered after a storage failure stopped the chat
 
 
 ROUTES: dict[str, Route] = {
-    "mino/state": Route(P.Empty, "do_state"),
+    "mino/state": Route(P.Empty, "do_state", read_only=True),
     "mino/turn": Route(P.TurnParams, "do_turn", lambda p: TURN_RUNNING, lambda p: True, cancellable=True),
     "mino/command": Route(
         P.CommandParams,
@@ -79,14 +81,14 @@ ROUTES: dict[str, Route] = {
         lambda p: _command_word(p) == "/compact",
         cancellable=True,
     ),
-    "mino/sessions/list": Route(P.Empty, "do_sessions_list"),
+    "mino/sessions/list": Route(P.Empty, "do_sessions_list", read_only=True),
     "mino/sessions/new": Route(P.Empty, "do_sessions_new", lambda p: SESSION_CHANGING),
     "mino/sessions/resume": Route(P.ResumeParams, "do_sessions_resume", lambda p: SESSION_CHANGING),
     "mino/sessions/clear": Route(P.ClearParams, "do_sessions_clear", lambda p: SESSION_CHANGING),
     "mino/mode": Route(P.ModeParams, "do_mode"),
     "mino/compact": Route(P.Empty, "do_compact", lambda p: COMPACT_RUNNING, lambda p: True, cancellable=True),
-    "mino/memory/list": Route(P.Empty, "do_memory_list"),
-    "mino/history": Route(P.Empty, "do_history"),
+    "mino/memory/list": Route(P.Empty, "do_memory_list", read_only=True),
+    "mino/history": Route(P.Empty, "do_history", read_only=True),
 }
 assert set(ROUTES) == {m.name for m in P.CLIENT_REQUESTS}, "protocol.py and ROUTES disagree"
 
@@ -251,6 +253,9 @@ class MinoServer:
                 self.started.wait()
                 if self.unavailable is not None:
                     raise self.unavailable
+                if self.agent.stopped and not route.read_only:
+                    # A storage failure stopped the chat (the CLI exits there): say so to everything.
+                    raise P.ProtocolError(P.STORAGE_FAILED, self.agent.stopped)
                 return self._guard(lambda: handler(params, token))
             finally:
                 if token is not None:
@@ -410,18 +415,19 @@ class MinoServer:
                 break
             except StoreLocked as exc:
                 if time.monotonic() >= deadline or self.stopping.cancelled:
+                    agent.close()
                     found = re.search(r"\(pid (\d+)\)", str(exc))
                     extra = {"pid": int(found.group(1))} if found else {}
                     self._set_unavailable("storeLocked", str(exc), **extra)
                     return
-                self.stopping.wait(0.1)
+                self.stopping.wait(LOCK_POLL_S)
             except RecoveryRefused as exc:
                 agent.restore_problem = str(exc)
                 break
-            except StorageError as exc:
-                agent.restore_problem = agent.stopped = str(exc)
-                self.show_message(ERROR, str(exc))
-                break
+            except StorageError as exc:  # the store cannot be opened or written: the CLI exits here
+                agent.close()
+                self._set_unavailable("storage", str(exc))
+                return
         self.agent = agent
         standard = ("Session: ", "Permission mode: ", "Sandbox: ", CANNOT_RESTORE, RESTORE_HINT)
         for line in lines:

@@ -179,7 +179,8 @@ request against, and `docs/protocol.schema.json` holds the same types as JSON Sc
   sends the start-up lines as `window/logMessage` and the first `mino/stateChanged`. Requests that
   arrive earlier wait for it.
 - If the store is in use by another Mino process (the lock is retried for one second, so a window
-  reload does not race the old server), or `config.yaml` is bad, the server stays up but is
+  reload does not race the old server), `config.yaml` is bad, or the store cannot be opened
+  (a full or read-only disk), the server stays up but is
   **unavailable**: it says so once with `window/showMessage` (error), and every request answers
   error {unavailable} with that line (e.g. "The session store … is in use by another Mino process
   (pid 4242). …") and `data {{kind, pid?}}`.

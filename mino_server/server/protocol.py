@@ -75,9 +75,10 @@ ERROR_CODES: list[tuple[int, str, str]] = [
         UNAVAILABLE,
         "unavailable",
         "The server started but cannot serve: the session store is in use by another Mino process "
-        '(`data: {kind: "storeLocked", pid}`), the configuration is bad (`data.kind: "config"`), or '
-        'start-up failed (`data.kind: "startup"`). Every request gets this error; the message is the '
-        "line to show. Restart the server once the cause is fixed.",
+        '(`data: {kind: "storeLocked", pid}`), the configuration is bad (`data.kind: "config"`), the '
+        'store cannot be opened or written (`data.kind: "storage"`), or start-up failed '
+        '(`data.kind: "startup"`). Every request gets this error; the message is the line to show. '
+        "Restart the server once the cause is fixed.",
     ),
     (
         REFUSED,
@@ -88,7 +89,9 @@ ERROR_CODES: list[tuple[int, str, str]] = [
     (
         STORAGE_FAILED,
         "storage failed",
-        "Saving the selection or clearing failed. The chat stops: later turns fail with the same message.",
+        "Saving the selection, clearing or appending to the log failed, and the chat stopped (the CLI "
+        "exits there): every later request except mino/state, mino/history, mino/sessions/list and "
+        "mino/memory/list gets this error with the same message.",
     ),
     (
         REQUEST_CANCELLED,
