@@ -393,7 +393,7 @@ class Agent:
             turn_items: list[dict[str, Any]] = [user_item(text)]
             client = self._client_for_turn()
             requests = calls = 0
-            used_ids = {r["call_id"] for r in log.records if r["type"] == "tool_call"}
+            used_ids = log.call_ids()
             while True:
                 if requests >= MAX_REQUESTS:
                     status = "limit"

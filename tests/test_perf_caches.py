@@ -83,3 +83,40 @@ def test_broken_and_removed_files(tmp_path: Path, settled: None) -> None:
     os.link(tmp_path / "good.md", link)
     entries, problems = memory.load_memories(tmp_path)
     assert entries == [] and [f for f, _ in problems] == ["bad.md", "good.md", "twin.md"]
+
+
+def test_session_log_keeps_replay_and_call_ids_as_a_full_scan_would(tmp_path: Path) -> None:
+    from mino_server.sessions.log import REPLAYABLE, SessionLog
+
+    path = tmp_path / f"{'a' * 32}.jsonl"
+    path.touch()
+    log = SessionLog.open(path)
+
+    def scanned(log: SessionLog) -> list[dict]:
+        compactions = [r for r in log.records if r["type"] == "compaction"]
+        through = compactions[-1]["through_seq"] if compactions else 0
+        return [r for r in log.records if r["seq"] > through and r["type"] in REPLAYABLE]
+
+    log.append("session_skills", skills=[])
+    before = log.replay_records()
+    for t in range(6):
+        log.append("user_message", f"t{t}", text="q")
+        log.append("tool_call", f"t{t}", call_id=f"c{t}", name="bash", arguments="{}")
+        log.append("tool_result", f"t{t}", call_id=f"c{t}", status="completed", output="x")
+        log.append("assistant_message", f"t{t}", text="a")
+        log.append("turn_end", f"t{t}", status="completed")
+        if t == 2:
+            log.append("compaction", summary="s1", through_seq=12)
+        if t == 4:
+            log.append("compaction", summary="s2", through_seq=7)  # an earlier point than the last one
+        assert log.replay_records() == scanned(log)
+    assert before == []  # a snapshot, not a view
+    reopened = SessionLog.open(path)
+    assert reopened.replay_records() == scanned(reopened) == log.replay_records()
+    assert reopened.call_ids() == log.call_ids() == {f"c{t}" for t in range(6)}
+    assert (
+        reopened.latest_compaction() == log.latest_compaction() and log.latest_compaction()["summary"] == "s2"
+    )
+    assert reopened.session_skills() == log.session_skills() == log.records[0]
+    log.close()
+    reopened.close()

@@ -32,6 +32,7 @@ RECORD_TYPES = frozenset(
         "recovery_ack",
     }
 )
+REPLAYABLE = frozenset({"user_message", "assistant_message", "tool_call", "tool_result"})
 UNKNOWN_RESULT_TEXT = "The result of this call was never recorded: the command may or may not have run."
 
 
@@ -76,6 +77,19 @@ class SessionLog:
         self.records = records
         self._fd = fd
         self.notices: list[str] = []
+        # Kept up to date by append(), so a turn costs the same on a 100-record and a 100k-record log.
+        self._compaction: dict[str, Any] | None = None
+        self._skills: dict[str, Any] | None = None
+        self._call_ids: set[str] = set()
+        for r in records:
+            t = r["type"]
+            if t == "tool_call":
+                self._call_ids.add(r["call_id"])
+            elif t == "compaction":
+                self._compaction = r
+            elif t == "session_skills":
+                self._skills = r
+        self._replay = self._select_replay()
 
     # ---- loading -------------------------------------------------------------------------
     @classmethod
@@ -139,6 +153,15 @@ class SessionLog:
         line = json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
         append_line(self._fd, line.encode("utf-8"))
         self.records.append(record)
+        if type_ in REPLAYABLE:
+            self._replay.append(record)  # its seq is past every compaction's through_seq
+            if type_ == "tool_call":
+                self._call_ids.add(record["call_id"])
+        elif type_ == "compaction":
+            self._compaction = record
+            self._replay = self._select_replay()
+        elif type_ == "session_skills":
+            self._skills = record
         return record
 
     # ---- recovery (chapter 04) -----------------------------------------------------------
@@ -176,27 +199,22 @@ class SessionLog:
 
     # ---- replay --------------------------------------------------------------------------
     def latest_compaction(self) -> dict[str, Any] | None:
-        for r in reversed(self.records):
-            if r["type"] == "compaction":
-                return r
-        return None
+        return self._compaction
 
     def session_skills(self) -> dict[str, Any] | None:
-        for r in reversed(self.records):
-            if r["type"] == "session_skills":
-                return r
-        return None
+        return self._skills
+
+    def call_ids(self) -> set[str]:
+        """Every call_id of a `tool_call` record (a copy)."""
+        return set(self._call_ids)
 
     def replay_records(self) -> list[dict[str, Any]]:
         """Messages and call/result records after the latest compaction (the rest is bookkeeping)."""
-        comp = self.latest_compaction()
-        through = comp["through_seq"] if comp else 0
-        return [
-            r
-            for r in self.records
-            if r["seq"] > through
-            and r["type"] in ("user_message", "assistant_message", "tool_call", "tool_result")
-        ]
+        return list(self._replay)
+
+    def _select_replay(self) -> list[dict[str, Any]]:
+        through = self._compaction["through_seq"] if self._compaction else 0
+        return [r for r in self.records if r["seq"] > through and r["type"] in REPLAYABLE]
 
 
 def replay_items(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
