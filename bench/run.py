@@ -168,6 +168,7 @@ class Context:
 @dataclass
 class Exited:
     spawned: float
+    typed: float  # when stdin was written
     exited: float
     returncode: int
     stdout: bytes
@@ -183,8 +184,11 @@ def env_for(home: Path, base_url: str) -> dict[str, str]:
     return env
 
 
-def run_process(argv: list[str], env: dict[str, str], cwd: Path, stdin: bytes, timeout: float = 60) -> Exited:
-    """Spawn, feed stdin, collect output with arrival stamps; the exit is stamped when wait4() returns."""
+def run_process(
+    argv: list[str], env: dict[str, str], cwd: Path, stdin: bytes, timeout: float = 60, typing_s: float = 0.0
+) -> Exited:
+    """Spawn, feed stdin (after `typing_s`, as a person would), collect output with arrival stamps;
+    the exit is stamped when wait4() returns."""
     spawned = time.perf_counter()
     proc = subprocess.Popen(
         argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=cwd
@@ -205,6 +209,9 @@ def run_process(argv: list[str], env: dict[str, str], cwd: Path, stdin: bytes, t
     for reader in readers:
         reader.start()
     assert proc.stdin is not None
+    if typing_s:
+        time.sleep(typing_s)
+    typed = time.perf_counter()
     proc.stdin.write(stdin)
     proc.stdin.close()
     watchdog = threading.Timer(timeout, proc.kill)
@@ -221,7 +228,7 @@ def run_process(argv: list[str], env: dict[str, str], cwd: Path, stdin: bytes, t
         assert pipe is not None
         pipe.close()
     out = b"".join(c for _, c in chunks)
-    return Exited(spawned, exited, proc.returncode, out, b"".join(err), chunks)
+    return Exited(spawned, typed, exited, proc.returncode, out, b"".join(err), chunks)
 
 
 # Peak RSS: wait4() of a child forked by this (large) process would report this process's RSS, since
@@ -551,6 +558,9 @@ def bench_cli(ctx: Context, model_cls: type) -> None:
     exit_ = ctx.row("exit", "Exit after the last reply: last SSE byte → process exit", "ms", "≤ 15", True)
     rss = ctx.row("rss_cli", "Peak RSS, one-turn CLI run", "MB", "≤ 50", True)
     bare = ctx.row("httpx", "Bare `python -c 'import httpx; httpx.post(...)'`: spawn → request", "ms", "—")
+    typed = ctx.row(
+        "typed", "First turn typed 0.5 s after start: line written → first request", "ms", "—", True
+    )
     home, work = ctx.scratch("cli")
     floor = [ctx.python, str(BENCH / "floor_agent.py")]
     with model_cls() as model:
@@ -580,6 +590,17 @@ def bench_cli(ctx: Context, model_cls: type) -> None:
                     assert cold.floor is not None and exit_.floor is not None
                     cold.floor.add(start_ms)
                     exit_.floor.add(exit_ms)
+        for i in range(ctx.runs + 1):  # a person types the first line half a second after start
+            for name, argv in (("mino", ctx.mino), ("floor", floor)):
+                shutil.rmtree(home, ignore_errors=True)
+                model.add({"text": "Hello! How can I help you today?"})
+                n = len(model.requests)
+                run = run_process(argv, env_for(home, model.base_url), work, QUESTION, typing_s=0.5)
+                check(run.returncode == 0 and len(model.requests) == n + 1, f"{name} typed run", run, model)
+                if i:
+                    (typed.mino if name == "mino" else typed.floor).add(  # type: ignore[union-attr]
+                        (model.request_times[n] - run.typed) * 1000
+                    )
         for _ in range(ctx.runs):  # separate runs: the launcher adds its own start-up time
             for name, argv in (("mino", ctx.mino), ("floor", floor)):
                 shutil.rmtree(home, ignore_errors=True)
@@ -645,8 +666,12 @@ def bench_server(ctx: Context, model_cls: type) -> None:
 def _load_home(ctx: Context, name: str, records: int) -> tuple[Path, Path, int]:
     home, work = ctx.scratch(name)
     write_config(home, sandbox="off")
+    written = time.time()
     size = write_memories(home / "memory", 200)
     write_session(home, session_records(records))
+    # Memories are written in earlier sessions, not a moment ago: Mino re-reads files changed in the
+    # last 2 s on every turn (a coarse timestamp cannot tell two quick writes apart), so let them settle.
+    time.sleep(max(0.0, written + 2.1 - time.time()))
     return home, work, size
 
 
@@ -881,6 +906,11 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="mino-bench-") as tmp:
         ctx = Context(runs, args.quick, [str(mino)], sys.executable, Path(tmp))
+        # Bytecode as an installed program has it: written once (the warm-up) and reused, kept out of
+        # the tree. Some environments set PYTHONDONTWRITEBYTECODE, which would make every start compile.
+        os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+        os.environ.pop("PYTHONUNBUFFERED", None)
+        os.environ["PYTHONPYCACHEPREFIX"] = str(Path(tmp) / "pycache")
         model_cls = _timed_model_class()
         for name, bench in BENCHMARKS:
             if args.only and name not in args.only:
