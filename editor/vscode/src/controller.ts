@@ -207,7 +207,7 @@ export class Controller implements vscode.Disposable {
       commandLink('Approve', 'mino.answerApproval', [a.key, 'approve']),
       commandLink('Deny', 'mino.answerApproval', [a.key, 'deny']),
       commandLink('Show details', 'mino.showApproval', [a.key]),
-    ].join(' · ');
+    ].join('\u2002'); // an en space: does not collapse, keeps the toast on one line
     void vscode.window.withProgress(
       { location: vscode.ProgressLocation.Notification, title: `Mino wants to run ${tool}`, cancellable: false },
       async (progress) => {
@@ -438,7 +438,7 @@ export class Controller implements vscode.Disposable {
       this.transcript.addNotice(`Cleared session: ${id}`);
       void vscode.window.showInformationMessage(`Cleared session: ${id}`);
     } else {
-      const why = typed.trim() === '' ? 'Nothing was typed.' : 'The ID you typed is not the complete ID of this session.';
+      const why = typed.trim() === '' ? 'Nothing was typed.' : 'The typed ID does not match.';
       this.transcript.addNotice(`Session was not cleared. ${why}`, 'warning');
       void vscode.window.showWarningMessage(`Session was not cleared. ${why}`);
     }

@@ -2,6 +2,7 @@
  * Starting, watching and restarting `mino --stdio` through vscode-languageclient.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import * as readline from 'node:readline';
 import * as vscode from 'vscode';
 import {
   CloseAction,
@@ -125,7 +126,20 @@ export class MinoServer implements vscode.Disposable {
         });
       });
 
+    const channel = this.channel;
+    const pipeLines = (input: NodeJS.ReadableStream, level: (line: string) => void) =>
+      readline.createInterface({ input, crlfDelay: Infinity, terminal: false }).on('line', level);
     const clientOptions: LanguageClientOptions = {
+      // the server logs on stderr: keep the level its line says, not "error" for everything
+      stdioOptions: {
+        stdout: (i) => pipeLines(i, (l) => channel.info(l)),
+        stderr: (i) =>
+          pipeLines(i, (l) => {
+            if (/\b(error|traceback|exception|critical)\b/i.test(l)) channel.error(l);
+            else if (/\bwarn(ing)?\b/i.test(l)) channel.warn(l);
+            else channel.info(l);
+          }),
+      },
       documentSelector: [],
       outputChannel: this.channel,
       revealOutputChannelOn: RevealOutputChannelOn.Never,

@@ -42,7 +42,7 @@ export function sessionPickItems(sessions: SessionInfo[], currentId: string | nu
     return {
       label: `${current ? '$(check) ' : ''}${shortId(s.id)}`,
       description: current ? 'current session' : '',
-      detail: valid ? `Last update ${formatLocal(d)} · ${formatUtc(d)} · ${s.id}` : `Last update ${s.updatedAt} · ${s.id}`,
+      detail: valid ? `Last update ${formatLocal(d)} · ${formatUtc(d)}` : `Last update ${s.updatedAt}`,
       id: s.id,
       current,
     };

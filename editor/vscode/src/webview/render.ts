@@ -66,7 +66,7 @@ export function renderFields(fields: Field[]): string {
 }
 
 const OUTCOME_TEXT: Record<ApprovalView['state'], string> = {
-  pending: 'Waiting for your answer',
+  pending: 'Needs approval',
   approved: 'Approved',
   denied: 'Denied',
   cancelled: 'Cancelled',
@@ -74,23 +74,29 @@ const OUTCOME_TEXT: Record<ApprovalView['state'], string> = {
 
 export function renderApproval(toolName: string, a: ApprovalView, id: string, extraHtml = ''): string {
   const pending = a.state === 'pending';
-  const parts = [
-    `<div class="card approval state-${escapeHtml(a.state)}" data-id="${escapeHtml(id)}" data-key="${escapeHtml(a.key)}">`,
-    `<div class="card-head"><span class="card-icon" aria-hidden="true">${pending ? '⏸' : '⚙'}</span>`,
-    `<span class="card-title">[Tool: ${escapeHtml(toolName)}]</span>`,
-    `<span class="pill pill-${escapeHtml(a.state)}">${OUTCOME_TEXT[a.state]}</span></div>`,
+  const body = [
     renderFields(a.fields),
     a.warning ? `<div class="warning" role="note">${escapeHtml(a.warning)}</div>` : '',
     `<div class="workdir"><span class="field-label">Working directory:</span> <span class="field-value">${escapeHtml(a.workdir)}</span></div>`,
+  ].join('');
+  const parts = [
+    `<div class="card approval state-${escapeHtml(a.state)}" data-id="${escapeHtml(id)}" data-key="${escapeHtml(a.key)}">`,
+    `<div class="card-head"><span class="card-icon" aria-hidden="true">⚙</span>`,
+    `<span class="card-title">[Tool: ${escapeHtml(toolName)}]</span>`,
+    `<span class="pill pill-${escapeHtml(a.state)}">${OUTCOME_TEXT[a.state]}</span></div>`,
   ];
   if (pending) {
     parts.push(
+      body,
       `<div class="question">${escapeHtml(a.question)}</div>`,
       `<div class="actions">`,
       `<button type="button" class="btn approve" data-action="approve" data-key="${escapeHtml(a.key)}">Approve</button>`,
       `<button type="button" class="btn secondary deny" data-action="deny" data-key="${escapeHtml(a.key)}">Deny</button>`,
       `</div>`,
     );
+  } else {
+    // answered: the same fields, folded away to keep the chat compact
+    parts.push(`<details class="call-fields"><summary>What was asked</summary>${body}</details>`);
   }
   parts.push(extraHtml, '</div>');
   return parts.join('');
