@@ -74,8 +74,10 @@ fi
 
 # ---------------------------------------------------------------- build the vsix
 log "packaging the extension"
+rm -f "$EXT/out/mino.vsix"
 (cd "$EXT" && npm run --silent package >/dev/null 2>"$CACHE/tmp/package.log") || { cat "$CACHE/tmp/package.log"; die "npm run package"; }
 VSIX="$EXT/out/mino.vsix"
+[ -s "$VSIX" ] || die "no $VSIX"
 
 # ---------------------------------------------------------------- fresh state
 WORK=$(mktemp -d "$CACHE/run-XXXXXX")

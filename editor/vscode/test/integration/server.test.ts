@@ -5,6 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { CancellationTokenSource } from 'vscode-jsonrpc/node';
 import { findMino, startMino, until, type Mino, type Reply } from './harness';
@@ -270,4 +271,72 @@ test('a second Mino on the same store is unavailable (-32003) and says why', T, 
       await second.close();
     }
   });
+});
+
+test('restore problem: two sessions, none selected; turns refused until a resume fixes it', T, async () => {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'mino-it-home-'));
+  const home = path.join(root, 'home');
+  const a = '0123456789abcdef0123456789abcdef';
+  const b = 'fedcba9876543210fedcba9876543210';
+  fs.mkdirSync(path.join(home, 'sessions'), { recursive: true, mode: 0o700 });
+  for (const id of [a, b]) fs.writeFileSync(path.join(home, 'sessions', `${id}.jsonl`), '', { mode: 0o600 });
+  try {
+    await withMino(
+      [],
+      async (m) => {
+        const c = m.session.client;
+        const s = await c.state();
+        assert.equal(s.sessionId, null);
+        assert.match(s.restoreProblem ?? '', /^Cannot restore the active session: /);
+        const r = await c.turn('Hello?');
+        assert.equal(r.turnId, '');
+        assert.equal(r.status, 'failed');
+        assert.ok(r.error && r.error.length > 0);
+        const fixed = await c.resumeSession(b);
+        assert.equal(fixed.sessionId, b);
+        assert.equal(fixed.restoreProblem, null);
+      },
+      { home },
+    );
+  } finally {
+    fs.rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test('recovery: a call without a result asks mino/confirm at start-up; yes restores the session', T, async () => {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'mino-it-home-'));
+  const home = path.join(root, 'home');
+  try {
+    // 1) a turn stops dead while its approval is pending: the log has a call without a result
+    const first = await startMino({ mino: MINO!, replies: [memorySave('crashed')], home });
+    first.approve = () => new Promise<boolean>(() => {});
+    void first.session.client.turn('Remember crashed.').catch(() => undefined);
+    await until(() => first.approvals.length === 1, 15000, 'the approval');
+    const sid = (await first.session.client.state()).sessionId;
+    first.session.process.kill('SIGKILL');
+    await first.close().catch(() => '');
+    // 2) the next start asks before the session becomes active
+    const asked: string[] = [];
+    await withMino(
+      [],
+      async (m) => {
+        const s = await m.session.client.state();
+        assert.equal(asked.length, 1, 'mino/confirm was asked once');
+        assert.equal(s.sessionId, sid);
+        assert.equal(s.restoreProblem, null);
+        assert.ok(!fs.existsSync(path.join(home, 'memory', 'crashed.md')), 'never re-executed');
+        const tool = (await m.session.client.history()).items.find((i) => i.role === 'tool');
+        assert.equal(tool?.status, 'unknown');
+      },
+      {
+        home,
+        confirm: (message) => {
+          asked.push(message);
+          return true;
+        },
+      },
+    );
+  } finally {
+    fs.rmSync(root, { recursive: true, force: true });
+  }
 });
