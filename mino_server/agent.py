@@ -105,6 +105,7 @@ class Agent:
         # The sandbox probe runs a process (5-15 ms of waiting): it runs while the store is opened.
         probe = _Background(self._detect_sandbox, "mino-sandbox-probe")
         self._client_for_turn().warm_up()
+        _Background(self._warm_up_turn, "mino-warm-up")
         self.store.lock()
         lines = self._startup_selection()
         self._sandbox, self.sandbox_line = probe.result()
@@ -114,6 +115,13 @@ class Agent:
             lines += [CANNOT_RESTORE + (self.restore_problem or ""), RESTORE_HINT, mode_line(self.mode)]
         lines.append(self.sandbox_line)
         return lines
+
+    def _warm_up_turn(self) -> None:
+        """Load what the first turn needs (the tools, memory, skills, compaction: ~5 ms) while a person
+        types the first line; harmless if the turn gets there first."""
+        from . import compaction, display, memory, skills  # noqa: F401
+
+        _ = self.tools
 
     def _detect_sandbox(self) -> tuple[Any, str]:
         from .tools import sandbox
