@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import queue
+import re
 import socket
 import threading
 from collections.abc import Callable, Iterator
@@ -115,6 +116,26 @@ def _retry_after(response: httpx.Response) -> float | None:
 def _is_loopback(base_url: str) -> bool:
     host = urlsplit(base_url).hostname or ""
     return host in ("localhost", "::1") or host.startswith("127.")
+
+
+_EOL = re.compile(rb"\r\n|\r|\n")
+
+
+def _sse_lines(response: httpx.Response) -> Iterator[str]:
+    """The stream's lines. Only CR, LF and CRLF end a line (the SSE rule): httpx's iter_lines also
+    breaks on U+0085, U+2028 and U+2029, which a model's text may hold raw inside the JSON data."""
+    pending = b""
+    for chunk in response.iter_bytes():
+        data = pending + chunk
+        hold = data.endswith(b"\r")  # maybe the first half of a CRLF split across chunks
+        *lines, pending = _EOL.split(data[:-1] if hold else data)
+        if hold:
+            pending += b"\r"
+        for line in lines:
+            yield line.decode("utf-8", "replace")
+    for line in _EOL.split(pending):
+        if line:
+            yield line.decode("utf-8", "replace")
 
 
 class _Job:
@@ -378,7 +399,7 @@ class ModelClient:
         """Parse the SSE stream into event dicts (the `type` is inside the data; `event:` is a fallback)."""
         data: list[str] = []
         name = ""
-        for line in response.iter_lines():
+        for line in _sse_lines(response):
             if line:
                 field, _, value = line.partition(":")
                 value = value[1:] if value.startswith(" ") else value
