@@ -55,6 +55,14 @@ class Document:
     body: str  # everything after the closing `---` line, verbatim
 
 
+def shown(value: str, limit: int = 60) -> str:
+    """A value inside a one-line reason: invisible characters escaped, cut when long, so a hostile
+    file (a newline or an escape sequence in a name, a 20 KiB key) still gives one short line."""
+    from .display import escape_value
+
+    return escape_value(value[:limit]) + ("…" if len(value) > limit else "")
+
+
 def valid_name(name: str) -> bool:
     return len(name) <= NAME_MAX_CHARS and NAME_RE.fullmatch(name) is not None
 
@@ -111,15 +119,15 @@ def parse_fields(yaml_text: str, required: Sequence[str], optional: Collection[s
             raise FrontMatterError("a front matter key is not a string")
         key = key_node.value
         if key in fields:
-            raise FrontMatterError(f"field '{key}' appears twice")
+            raise FrontMatterError(f"field '{shown(key)}' appears twice")
         # Tags are resolved at compose time: `yes`, `null`, `1.0`, dates are not strings here.
         if not isinstance(value_node, yaml.ScalarNode) or value_node.tag != _STR_TAG:
-            raise FrontMatterError(f"field '{key}' is not a string")
+            raise FrontMatterError(f"field '{shown(key)}' is not a string")
         fields[key] = value_node.value
     allowed = set(required) | set(optional)
     extra = [k for k in fields if k not in allowed]
     if extra:
-        raise FrontMatterError(f"unexpected field(s): {', '.join(extra)}")
+        raise FrontMatterError(f"unexpected field(s): {', '.join(shown(k) for k in extra)}")
     missing = [k for k in required if k not in fields]
     if missing:
         raise FrontMatterError(f"missing field(s): {', '.join(missing)}")

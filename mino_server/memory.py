@@ -75,13 +75,13 @@ class MemoryFileError(Exception):
 
 def name_problem(name: str) -> str | None:
     if not frontmatter.valid_name(name):
-        return f"name {name!r} does not follow the naming rule ({frontmatter.NAME_RULE})"
+        return f"name '{frontmatter.shown(name)}' does not follow the naming rule ({frontmatter.NAME_RULE})"
     return None
 
 
 def type_problem(type_: str) -> str | None:
     if type_ not in MEMORY_TYPES:
-        return f"type {type_!r} is not one of {', '.join(MEMORY_TYPES)}"
+        return f"type '{frontmatter.shown(type_)}' is not one of {', '.join(MEMORY_TYPES)}"
     return None
 
 
@@ -131,7 +131,9 @@ def read_memory_file(path: Path) -> tuple[MemoryEntry, str]:
     name, type_, summary = doc.fields["name"], doc.fields["type"], doc.fields["summary"]
     stem = path.name[: -len(".md")]
     if name != stem:
-        raise MemoryFileError(f"name {name!r} does not match the file name (expected {stem!r})")
+        raise MemoryFileError(
+            f"name '{frontmatter.shown(name)}' does not match the file name (expected '{frontmatter.shown(stem)}')"
+        )
     problem = name_problem(name) or type_problem(type_) or summary_problem(summary)
     problem = problem or details_problem(doc.body)
     if problem:
@@ -254,7 +256,8 @@ def format_problems(directory: Path | str, problems: Sequence[Problem]) -> list[
     """The lines for stderr (or the editor's log); [] when there is nothing to say."""
     if not problems:
         return []
-    return [f"Some memories in {directory} were not loaded:", *(f"  {f}: {r}" for f, r in problems)]
+    lines = (f"  {frontmatter.shown(f, 255)}: {r}" for f, r in problems)  # a file name may hold a newline
+    return [f"Some memories in {directory} were not loaded:", *lines]
 
 
 class ProblemTracker:

@@ -84,7 +84,7 @@ def _load_skill(folder: Path) -> Skill:
         ) from None
     name, description = doc.fields["name"], doc.fields["description"]
     if name != folder.name:
-        raise SkillError(f"name {name!r} does not match the folder name")
+        raise SkillError(f"name '{frontmatter.shown(name)}' does not match the folder name")
     problem = description_problem(description)
     if problem:
         raise SkillError(problem)
@@ -153,7 +153,9 @@ def scan_skills(workdir: Path) -> tuple[list[Skill], list[Problem]]:
 def format_problems(workdir: Path, problems: Sequence[Problem]) -> list[str]:
     if not problems:
         return []
-    return [f"Some skills in {workdir / SKILLS_DIR} were not loaded:", *(f"  {f}: {r}" for f, r in problems)]
+    # A project may be someone else's: a folder name must not put raw escape sequences on a terminal.
+    lines = (f"  {frontmatter.shown(f, 255)}: {r}" for f, r in problems)
+    return [f"Some skills in {workdir / SKILLS_DIR} were not loaded:", *lines]
 
 
 def render_catalogue(skills: Iterable[Skill]) -> str | None:
