@@ -119,6 +119,10 @@ class Agent:
     def _warm_up_turn(self) -> None:
         """Load what the first turn needs (the tools, memory, skills, compaction: ~5 ms) while a person
         types the first line; harmless if the turn gets there first."""
+        import selectors  # noqa: F401  (these three: what bash loads on its first run, ~3 ms)
+        import signal  # noqa: F401
+        import subprocess  # noqa: F401
+
         from . import compaction, display, memory, skills  # noqa: F401
 
         _ = self.tools
