@@ -124,8 +124,9 @@ class Agent:
         import subprocess  # noqa: F401
 
         from . import compaction, display, memory, skills  # noqa: F401
+        from .tools.registry import default_tools
 
-        _ = self.tools
+        default_tools()  # imports every tool module; the turn builds its own set (no shared state here)
 
     def _detect_sandbox(self) -> tuple[Any, str]:
         from .tools import sandbox
