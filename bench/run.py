@@ -764,6 +764,7 @@ def bench_resume(ctx: Context, model_cls: type) -> None:
     from mino_server.sessions.store import SessionStore
 
     sizes = (500, 1_000, 2_000) if ctx.quick else (1_000, 10_000, 100_000)
+    counts: dict[int, int] = {}
     for size in sizes:
         home, work = ctx.scratch(f"resume{size}")
         write_config(home, sandbox="off")
@@ -815,6 +816,13 @@ def bench_resume(ctx: Context, model_cls: type) -> None:
         ctx.notes.append(
             f"Resume fixture {label}: {len(records):,} records, {mb:.1f} MB of JSONL, {replayed} replayed after the latest compaction."
         )
+        counts[size] = len(records)
+    per = [
+        f"{counts[size]:,} records: {statistics.median(ctx.rows[f'resume_{size}'].mino.values) * 1000 / counts[size]:.1f} µs"
+        for size in sizes
+        if ctx.rows[f"resume_{size}"].mino.values
+    ]
+    ctx.notes.append(f"`/resume` per record (linear when these stay level): {'; '.join(per)}.")
 
 
 BENCHMARKS: list[tuple[str, Callable[[Context, type], None]]] = [
