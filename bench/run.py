@@ -907,7 +907,6 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     _ensure_venv()
-    sys.path.insert(0, str(REPO))
     bindir = Path(sys.executable).parent
     mino = bindir / "mino" if (bindir / "mino").exists() else REPO / ".venv" / "bin" / "mino"
     runs = args.runs or (3 if args.quick else 20)
