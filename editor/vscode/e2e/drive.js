@@ -105,15 +105,26 @@ function memoryFile(name) {
     // ---------------------------------------------------------------- workbench up; the restore problem and its fix
     await page.goto(URL_);
     await page.locator('.monaco-workbench').waitFor({ timeout: 60000 });
-    await page.locator('.statusbar-item', { hasText: 'Mino: manual · no session' }).first().waitFor({ timeout: 60000 });
+    // another Mino holds the store: said once, with Restart Mino and Show log; status bar says stopped
+    const locked = toast(page, 'in use by another Mino process');
+    await locked.first().waitFor({ timeout: 60000 });
+    await page.locator('.statusbar-item', { hasText: 'Mino: stopped' }).first().waitFor({ timeout: 10000 });
+    timings.workbenchAndServerUpS = Number(secs());
+    step('store locked by another Mino: ' + (await locked.first().locator('.notification-list-item-message').innerText()));
+    await shot(page, '00-store-locked.png');
+    process.kill(Number(process.env.MINO_LOCK_HOLDER_PID), 'SIGTERM');
+    await sleep(300);
+    await locked.first().getByRole('button', { name: 'Restart Mino' }).click();
+    await page.locator('.statusbar-item', { hasText: 'Mino: manual · no session' }).first().waitFor({ timeout: 30000 });
     timings.workbenchAndServerReadyS = Number(secs());
+    step('the other Mino stopped; Restart Mino started ours');
     step('status bar: no session (two saved sessions, none selected)');
     await page.locator('.activitybar .action-item a[aria-label^="Mino"], .activitybar .action-item[aria-label^="Mino"]').first().click();
     const frame = await chatFrame(page);
     const banner = frame.locator('.banner.warning', { hasText: 'Cannot restore the active session' });
     await banner.waitFor({ timeout: 10000 });
     step('panel shows the restore problem: ' + (await banner.locator('.banner-text').innerText()));
-    await shot(page, '00-restore-problem.png');
+    await shot(page, '00-restore-problem-panel.png');
     await banner.getByRole('button', { name: 'Resume…' }).click();
     const pickRows = page.locator('.quick-input-widget .monaco-list-row');
     await pickRows.nth(1).waitFor({ timeout: 10000 });
@@ -258,8 +269,24 @@ function memoryFile(name) {
     await send(frame, '/clear');
     await title.waitFor({ timeout: 10000 });
     assert(/Clear Session/.test(await title.textContent()), '/clear opens the Clear Session prompt');
-    await page.keyboard.press('Escape');
+    await box.press('Escape');
+    await title.waitFor({ state: 'hidden', timeout: 5000 });
     step('/clear in the chat box runs Clear Session');
+
+    // ---------------------------------------------------------------- the server crashes: restarted with backoff
+    const sessionShort = (await status.first().textContent()).match(/[0-9a-f]{8}/)[0];
+    const pid = Number(fs.readFileSync(path.join(HOME, 'sessions', 'sessions.lock'), 'utf8').trim());
+    assert(/--stdio/.test(fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8')), `pid ${pid} is the extension's mino --stdio`);
+    t = Date.now();
+    await runCommand(page, 'Clear All Notifications'); // at most 3 toasts show at once
+    await page.locator('.notifications-toasts .notification-toast').first().waitFor({ state: 'detached', timeout: 5000 });
+    process.kill(pid, 'SIGKILL');
+    await toast(page, 'Mino stopped unexpectedly').first().waitFor({ timeout: 15000 });
+    await page.locator('.statusbar-item', { hasText: `Mino: manual · ${sessionShort}` }).first().waitFor({ timeout: 30000 });
+    await frame.locator('#send:not([disabled])').waitFor({ timeout: 10000 });
+    timings.crashRestartS = Number(secs(t));
+    step(`killed mino --stdio (pid ${pid}); the extension restarted it on the same session`);
+    await shot(page, '09-restarted.png');
 
     result = { ok: true, totalS: Number(secs()), timings };
   } catch (e) {

@@ -81,8 +81,9 @@ VSIX="$EXT/out/mino.vsix"
 
 # ---------------------------------------------------------------- fresh state
 WORK=$(mktemp -d "$CACHE/run-XXXXXX")
-CSPID=""; MODELPID=""
+CSPID=""; MODELPID=""; HOLDERPID=""
 cleanup() {
+  [ -n "$HOLDERPID" ] && kill "$HOLDERPID" 2>/dev/null
   [ -n "$CSPID" ] && { kill -TERM -- -"$CSPID" 2>/dev/null || kill "$CSPID" 2>/dev/null; wait "$CSPID" 2>/dev/null; }
   [ -n "$MODELPID" ] && { kill -INT "$MODELPID" 2>/dev/null; wait "$MODELPID" 2>/dev/null; }
   if [ "${MINO_E2E_KEEP:-}" = 1 ]; then echo "[e2e] kept $WORK"; else rm -rf "$WORK"; fi
@@ -107,6 +108,17 @@ for _ in $(seq 1 100); do [ -s "$WORK/model.url" ] && break; sleep 0.1; done
 BASE_URL=$(head -1 "$WORK/model.url")
 [ -n "$BASE_URL" ] || { cat "$WORK/model.log"; die "scripted model did not start"; }
 log "scripted model at $BASE_URL"
+
+# another Mino (the CLI, waiting on a FIFO for input) holds the session store when VS Code starts:
+# the extension must say so; the driver then stops this one and restarts the extension's server
+mkfifo "$WORK/holder.fifo"
+exec 7<>"$WORK/holder.fifo"
+(cd "$WORK/ws" && MINO_HOME="$WORK/home" MINO_BASE_URL="$BASE_URL" MINO_API_KEY=test MINO_MODEL=scripted \
+  exec "$MINO" < "$WORK/holder.fifo" > "$WORK/holder.log" 2>&1) &
+HOLDERPID=$!
+for _ in $(seq 1 100); do [ "$(cat "$WORK/home/sessions/sessions.lock" 2>/dev/null)" = "$HOLDERPID" ] && break; sleep 0.1; done
+[ "$(cat "$WORK/home/sessions/sessions.lock" 2>/dev/null)" = "$HOLDERPID" ] || { cat "$WORK/holder.log"; die "the lock holder did not take the store"; }
+log "another Mino (pid $HOLDERPID) holds the store"
 
 # user settings: quiet workbench + Mino pointed at the real server, a fresh MINO_HOME and the model
 node -e '
@@ -146,7 +158,7 @@ log "code-server listening on 127.0.0.1:$PORT"
 
 # ---------------------------------------------------------------- the scenario
 TD=$(date +%s.%N)
-NODE_PATH="$EXT/node_modules" MINO_HOME="$WORK/home" SHOT_DIR="$SHOTS" CHROMIUM="$CHROMIUM" CHROME_UDD_BASE="$WORK/tmp" \
+NODE_PATH="$EXT/node_modules" MINO_HOME="$WORK/home" MINO_LOCK_HOLDER_PID="$HOLDERPID" SHOT_DIR="$SHOTS" CHROMIUM="$CHROMIUM" CHROME_UDD_BASE="$WORK/tmp" \
   PATH="/usr/bin:$PATH" node "$HERE/drive.js" "http://127.0.0.1:$PORT/?folder=$WORK/ws"
 RC=$?
 log "driver finished in $(echo "$(date +%s.%N) - $TD" | bc | xargs printf '%.1f')s (rc=$RC)"

@@ -64,7 +64,10 @@ export function classifyExit(
     };
   }
   const how = exit ? (exit.signal ? ` (signal ${exit.signal})` : ` (exit code ${exit.code})`) : '';
-  const last = [...stderrTail].reverse().find((l) => l.trim() !== '' && !/^\s*(File "|Traceback|\^)/.test(l));
+  // the last line that says what went wrong (not a traceback frame, not ordinary start-up chatter)
+  const last = [...stderrTail]
+    .reverse()
+    .find((l) => /(error|exception|fatal|failed|cannot|could not)/i.test(l) && !/^\s*(File "|Traceback|\^)/.test(l));
   return { kind: 'exited', message: `${fallback.replace(/\.$/, '')}${how}.${last ? ` Last message: ${last.trim()}` : ''}` };
 }
 

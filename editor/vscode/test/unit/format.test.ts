@@ -76,7 +76,7 @@ test('classifyExit recognises the store lock and otherwise reports the exit', ()
   const crashed = classifyExit({ code: 3, signal: null }, ['Traceback (most recent call last):', 'ValueError: boom'], [], 'Mino stopped unexpectedly.');
   assert.equal(crashed.kind, 'exited');
   assert.equal(crashed.message, 'Mino stopped unexpectedly (exit code 3). Last message: ValueError: boom');
-  const killed = classifyExit({ code: null, signal: 'SIGKILL' }, [], [], 'Mino stopped unexpectedly.');
+  const killed = classifyExit({ code: null, signal: 'SIGKILL' }, ['Session: abc', 'Sandbox: bwrap'], [], 'Mino stopped unexpectedly.');
   assert.equal(killed.message, 'Mino stopped unexpectedly (signal SIGKILL).');
 });
 
