@@ -34,21 +34,28 @@ async function runCommand(page, title) {
   await page.keyboard.press('Enter');
 }
 
-/** The chat webview's inner frame (nested same-origin iframes: index.html -> fake.html). */
-async function chatFrame(page, timeout = 30000) {
+/**
+ * The chat webview's inner frame (nested same-origin iframes: index.html -> fake.html), optionally
+ * the one that shows `selector` (a hidden view's webview is re-created when shown again).
+ */
+async function chatFrame(page, selector = '#composer', timeout = 30000) {
   const end = Date.now() + timeout;
   while (Date.now() < end) {
     for (const f of page.frames()) {
-      if (!/fake\.html|index\.html/.test(f.url()) && f.name() !== 'active-frame') continue;
+      if (f.isDetached() || (!/fake\.html|index\.html/.test(f.url()) && f.name() !== 'active-frame')) continue;
       try {
-        if ((await f.locator('#composer').count()) > 0) return f;
+        if ((await f.locator('#composer').count()) > 0 && (await f.locator(selector).count()) > 0) return f;
       } catch (e) {
         /* detached or not ready */
       }
     }
     await sleep(200);
   }
-  throw new Error('the Mino chat webview did not appear');
+  throw new Error('the Mino chat webview did not appear' + (selector !== '#composer' ? ` with ${selector}` : ''));
+}
+
+function openMinoView(page) {
+  return page.locator('.activitybar .action-item a[aria-label^="Mino"], .activitybar .action-item[aria-label^="Mino"]').first().click();
 }
 
 function toast(page, text) {
@@ -119,8 +126,8 @@ function memoryFile(name) {
     timings.workbenchAndServerReadyS = Number(secs());
     step('the other Mino stopped; Restart Mino started ours');
     step('status bar: no session (two saved sessions, none selected)');
-    await page.locator('.activitybar .action-item a[aria-label^="Mino"], .activitybar .action-item[aria-label^="Mino"]').first().click();
-    const frame = await chatFrame(page);
+    await openMinoView(page);
+    let frame = await chatFrame(page);
     const banner = frame.locator('.banner.warning', { hasText: 'Cannot restore the active session' });
     await banner.waitFor({ timeout: 10000 });
     step('panel shows the restore problem: ' + (await banner.locator('.banner-text').innerText()));
@@ -189,13 +196,24 @@ function memoryFile(name) {
     // ---------------------------------------------------------------- deny from the card
     t = Date.now();
     await send(frame, 'Also remember this other thing.');
+    // the person looks elsewhere: the panel is hidden, the notification still comes, the badge counts
+    await page.locator('.activitybar .action-item a[aria-label^="Explorer"]').first().click();
     const denyToast = toast(page, 'Mino wants to run memory_save');
     await denyToast.waitFor({ timeout: 20000 });
+    const minoBadge = page.locator('.activitybar .action-item', { has: page.locator('a[aria-label^="Mino"]') }).locator('.badge-content');
+    await minoBadge.filter({ hasText: '1' }).first().waitFor({ timeout: 10000 });
+    await shot(page, '04a-approval-panel-hidden.png');
+    await denyToast.getByRole('link', { name: 'Show details', exact: true }).click();
+    frame = await chatFrame(page, '.approval.state-pending');
     const pending = frame.locator('.approval.state-pending');
     await pending.waitFor({ timeout: 10000 });
+    step('panel hidden: notification shown, badge 1; Show details brought the card back');
     await pending.getByRole('button', { name: 'Deny', exact: true }).click();
     await frame.locator('.approval.state-denied').waitFor({ timeout: 10000 });
     await denyToast.waitFor({ state: 'detached', timeout: 10000 }); // both surfaces are gone
+    await minoBadge.first().waitFor({ state: 'hidden', timeout: 10000 }).catch(async () => {
+      assert(!(await minoBadge.first().isVisible()) || (await minoBadge.first().textContent()).trim() === '', 'badge cleared');
+    });
     await frame.locator('.msg.assistant', { hasText: 'Understood, nothing was saved.' }).waitFor({ timeout: 20000 });
     await frame.locator('.result-status', { hasText: '[Tool result: denied]' }).waitFor({ timeout: 5000 });
     assert(!fs.existsSync(memoryFile('not-saved')), 'denied: no memory file');
@@ -217,6 +235,20 @@ function memoryFile(name) {
     await send(frame, '/sessions');
     await frame.locator('.command .command-output').last().waitFor({ timeout: 10000 });
     step('/sessions output: ' + (await frame.locator('.command .command-output').last().innerText()).replace(/\n/g, ' | '));
+
+    // ---------------------------------------------------------------- window reload: the panel comes back from mino/history
+    t = Date.now();
+    const beforeReload = (await status.first().textContent()).match(/[0-9a-f]{8}/)[0];
+    await page.reload();
+    await page.locator('.statusbar-item', { hasText: `Mino: manual · ${beforeReload}` }).first().waitFor({ timeout: 60000 });
+    if (!(await chatFrame(page, '#composer', 3000).catch(() => null))) await openMinoView(page);
+    frame = await chatFrame(page, '.msg.user');
+    await frame.locator('.msg.user', { hasText: 'Remember that I use pnpm.' }).waitFor({ timeout: 10000 });
+    await frame.locator('.card .result-status', { hasText: '[Tool result: completed]' }).first().waitFor({ timeout: 10000 });
+    await frame.locator('.msg.assistant', { hasText: 'Understood, nothing was saved.' }).waitFor({ timeout: 10000 });
+    timings.reloadS = Number(secs(t));
+    step('window reloaded: same session, transcript restored from mino/history');
+    await shot(page, '04b-after-reload.png');
 
     // ---------------------------------------------------------------- New Session, then Resume Session
     const firstShort = (await status.first().textContent()).match(/[0-9a-f]{8}/)[0];
@@ -287,6 +319,33 @@ function memoryFile(name) {
     timings.crashRestartS = Number(secs(t));
     step(`killed mino --stdio (pid ${pid}); the extension restarted it on the same session`);
     await shot(page, '09-restarted.png');
+
+    // ---------------------------------------------------------------- Set Permission Mode (bypass asks first)
+    await runCommand(page, 'Mino: Set Permission Mode');
+    await page.locator('.quick-input-widget .monaco-list-row').nth(2).waitFor({ timeout: 10000 });
+    const modeRows = await page.locator('.quick-input-widget .monaco-list-row').allInnerTexts();
+    assert(modeRows.length === 3 && /manual/.test(modeRows[0]) && /accept-edits/.test(modeRows[1]) && /bypass/.test(modeRows[2]), 'three modes: ' + modeRows.join(' / '));
+    assert(modeRows.every((r) => r.split('\n').length >= 2), 'each mode has a one-line explanation');
+    await shot(page, '10-mode-pick.png');
+    await page.locator('.quick-input-widget .monaco-list-row', { hasText: 'bypass' }).click();
+    const dialog = page.locator('.monaco-dialog-box', { hasText: 'Switch Mino to bypass mode?' });
+    await dialog.waitFor({ timeout: 10000 });
+    await shot(page, '11-bypass-confirm.png');
+    await dialog.getByRole('button', { name: 'Use bypass' }).click();
+    await page.locator('.statusbar-item', { hasText: `Mino: bypass · ${sessionShort}` }).first().waitFor({ timeout: 10000 });
+    await runCommand(page, 'Mino: Set Permission Mode');
+    await page.locator('.quick-input-widget .monaco-list-row', { hasText: 'manual' }).click();
+    await page.locator('.statusbar-item', { hasText: `Mino: manual · ${sessionShort}` }).first().waitFor({ timeout: 10000 });
+    step('permission mode: bypass after the confirmation, then manual again');
+
+    // ---------------------------------------------------------------- Show Memories opens the memory file
+    await runCommand(page, 'Mino: Show Memories');
+    const memRow = page.locator('.quick-input-widget .monaco-list-row', { hasText: '- [project] uses-pnpm: The user installs dependencies with pnpm, never npm.' });
+    await memRow.waitFor({ timeout: 10000 });
+    await memRow.click();
+    await page.locator('.tabs-container .tab', { hasText: 'uses-pnpm.md' }).waitFor({ timeout: 10000 });
+    step('Show Memories opened uses-pnpm.md');
+    await shot(page, '12-memory-file.png');
 
     result = { ok: true, totalS: Number(secs()), timings };
   } catch (e) {
