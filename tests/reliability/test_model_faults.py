@@ -105,6 +105,21 @@ def test_model_fault_is_one_line_and_the_log_stays_consistent(
     agent.close()
 
 
+@pytest.mark.parametrize("char", ["\x85", "\u2028", "\u2029"], ids=["NEL", "LS", "PS"])
+def test_unicode_line_separators_in_the_stream_are_just_text(
+    model: ScriptedModel, workdir: Path, mino_home: Path, char: str
+) -> None:
+    agent = make_agent(model.base_url, workdir, RecordingUI(), mode="bypass")
+    agent.open()
+    args = {"path": "sep.txt", "content": f"a{char}b", "mode": "create"}
+    model.add({"calls": [{"name": "write_file", "arguments": args}]}, {"text": f"one{char}two"})
+    outcome = turn(agent, "go")
+    TALLY.model_faults += 1
+    assert outcome.status == "completed" and outcome.text == f"one{char}two", outcome
+    assert (workdir / "sep.txt").read_text() == f"a{char}b"
+    agent.close()
+
+
 def test_429_then_success_is_retried_without_showing_text_twice(
     model: ScriptedModel, workdir: Path, mino_home: Path
 ) -> None:
