@@ -558,8 +558,9 @@ def bench_cli(ctx: Context, model_cls: type) -> None:
     exit_ = ctx.row("exit", "Exit after the last reply: last SSE byte → process exit", "ms", "≤ 15", True)
     rss = ctx.row("rss_cli", "Peak RSS, one-turn CLI run", "MB", "≤ 50", True)
     bare = ctx.row("httpx", "Bare `python -c 'import httpx; httpx.post(...)'`: spawn → request", "ms", "—")
+    typing_s = 0.2 if ctx.quick else 0.5
     typed = ctx.row(
-        "typed", "First turn typed 0.5 s after start: line written → first request", "ms", "—", True
+        "typed", f"First turn typed {typing_s:g} s after start: line written → first request", "ms", "—", True
     )
     home, work = ctx.scratch("cli")
     floor = [ctx.python, str(BENCH / "floor_agent.py")]
@@ -590,12 +591,12 @@ def bench_cli(ctx: Context, model_cls: type) -> None:
                     assert cold.floor is not None and exit_.floor is not None
                     cold.floor.add(start_ms)
                     exit_.floor.add(exit_ms)
-        for i in range(ctx.runs + 1):  # a person types the first line half a second after start
+        for i in range(ctx.runs + 1):  # a person types the first line a moment after the start
             for name, argv in (("mino", ctx.mino), ("floor", floor)):
                 shutil.rmtree(home, ignore_errors=True)
                 model.add({"text": "Hello! How can I help you today?"})
                 n = len(model.requests)
-                run = run_process(argv, env_for(home, model.base_url), work, QUESTION, typing_s=0.5)
+                run = run_process(argv, env_for(home, model.base_url), work, QUESTION, typing_s=typing_s)
                 check(run.returncode == 0 and len(model.requests) == n + 1, f"{name} typed run", run, model)
                 if i:
                     (typed.mino if name == "mino" else typed.floor).add(  # type: ignore[union-attr]
@@ -898,7 +899,7 @@ def _ensure_venv() -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="a few runs on small fixtures (CI smoke test)")
-    parser.add_argument("--runs", type=int, help="runs per measure (default 20, 3 with --quick)")
+    parser.add_argument("--runs", type=int, help="runs per measure (default 20, 2 with --quick)")
     parser.add_argument(
         "--out", type=Path, help="write the table here (default: bench/README.md, not with --quick)"
     )
@@ -909,7 +910,7 @@ def main(argv: list[str] | None = None) -> int:
     _ensure_venv()
     bindir = Path(sys.executable).parent
     mino = bindir / "mino" if (bindir / "mino").exists() else REPO / ".venv" / "bin" / "mino"
-    runs = args.runs or (3 if args.quick else 20)
+    runs = args.runs or (2 if args.quick else 20)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="mino-bench-") as tmp:
         ctx = Context(runs, args.quick, [str(mino)], sys.executable, Path(tmp))
