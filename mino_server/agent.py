@@ -7,6 +7,7 @@ server and the eval runner each implement that interface and drive the same `Age
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import threading
 from collections.abc import Callable
@@ -369,7 +370,9 @@ class Agent:
             return TurnOutcome("", "failed", "", "A turn is already running.")
         self.busy = True
         try:
-            return self._turn(self.log, text, cancel)
+            # Undecodable bytes piped into the CLI arrive as lone surrogates (surrogateescape), and an
+            # editor can send half an emoji: neither can be saved as UTF-8, so each becomes U+FFFD.
+            return self._turn(self.log, _SURROGATE.sub("\ufffd", text), cancel)
         finally:
             self.busy = False
 
@@ -679,6 +682,9 @@ def front_item(index: str | None, summary: str | None) -> dict[str, Any] | None:
     if summary:
         parts.append(f"{SUMMARY_LABEL}\n{summary}")
     return assistant_item("\n\n".join(parts)) if parts else None
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _unique_call_id(call_id: str, used: set[str]) -> str:
