@@ -14,7 +14,7 @@
 #      MINO_E2E_CACHE, MINO_E2E_PORT (default 8765), MINO_E2E_KEEP=1 keeps the run folder.
 # Everything listens on and talks to 127.0.0.1 only.
 set -uo pipefail
-T0=$(date +%s.%N)
+T0=$(date +%s%N)
 HERE=$(cd "$(dirname "$0")" && pwd)
 EXT=$(cd "$HERE/.." && pwd)
 REPO=$(cd "$EXT/../.." && pwd)
@@ -23,7 +23,9 @@ PORT=${MINO_E2E_PORT:-8765}
 CS_VERSION=4.139.1
 NODE24_VERSION=24.22.3
 SHOTS="$REPO/test-artifacts/e2e"
-elapsed() { echo "$(date +%s.%N) - $T0" | bc | xargs printf '%.1f'; }
+since() { awk -v a="$1" -v b="$(date +%s%N)" 'BEGIN { printf "%.1f", (b - a) / 1e9 }'; }
+elapsed() { since "$T0"; }
+listening() { (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; }
 log() { echo "[e2e $(elapsed)s] $*"; }
 die() { echo "[e2e] FAILED: $*" >&2; exit 1; }
 
@@ -142,6 +144,7 @@ export XDG_CONFIG_HOME=$WORK/xdg/config XDG_DATA_HOME=$WORK/xdg/data XDG_CACHE_H
 log "vsix installed"
 
 # ---------------------------------------------------------------- code-server
+listening && die "127.0.0.1:$PORT is already in use (set MINO_E2E_PORT)"
 printf 'bind-addr: 127.0.0.1:%s\nauth: none\ncert: false\n' "$PORT" > "$WORK/config.yaml"
 (
   export HTTP_PROXY=http://127.0.0.1:9 HTTPS_PROXY=http://127.0.0.1:9 http_proxy=http://127.0.0.1:9 https_proxy=http://127.0.0.1:9
@@ -152,16 +155,16 @@ printf 'bind-addr: 127.0.0.1:%s\nauth: none\ncert: false\n' "$PORT" > "$WORK/con
     --user-data-dir "$WORK/udd" --extensions-dir "$WORK/exts" "$WORK/ws"
 ) > "$WORK/cs.log" 2>&1 &
 CSPID=$!
-for _ in $(seq 1 300); do curl -s -o /dev/null "http://127.0.0.1:$PORT/healthz" && break; sleep 0.05; done
-curl -s -o /dev/null "http://127.0.0.1:$PORT/healthz" || { cat "$WORK/cs.log"; die "code-server did not listen"; }
+for _ in $(seq 1 300); do listening && break; sleep 0.05; done
+listening || { cat "$WORK/cs.log"; die "code-server did not listen"; }
 log "code-server listening on 127.0.0.1:$PORT"
 
 # ---------------------------------------------------------------- the scenario
-TD=$(date +%s.%N)
+TD=$(date +%s%N)
 NODE_PATH="$EXT/node_modules" MINO_HOME="$WORK/home" MINO_LOCK_HOLDER_PID="$HOLDERPID" SHOT_DIR="$SHOTS" CHROMIUM="$CHROMIUM" CHROME_UDD_BASE="$WORK/tmp" \
   PATH="/usr/bin:$PATH" node "$HERE/drive.js" "http://127.0.0.1:$PORT/?folder=$WORK/ws"
 RC=$?
-log "driver finished in $(echo "$(date +%s.%N) - $TD" | bc | xargs printf '%.1f')s (rc=$RC)"
+log "driver finished in $(since "$TD")s (rc=$RC)"
 
 if [ $RC -ne 0 ]; then
   echo "---- code-server log (tail)"; tail -30 "$WORK/cs.log"

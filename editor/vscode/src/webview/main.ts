@@ -2,7 +2,8 @@
  * The chat webview: mirrors the host's transcript, sends what the person types, and answers
  * approvals only on an explicit click of Approve or Deny on a card.
  */
-import type { ChatItem, ConnectionView, HostToWebview, Patch, WebviewToHost } from '../core/messages';
+import type { ChatItem, ConnectionView, HostToWebview, WebviewToHost } from '../core/messages';
+import { Mirror } from '../core/mirror';
 import type { State } from '../protocol';
 import { escapeHtml, renderItem } from './render';
 
@@ -26,8 +27,7 @@ const progressEl = $<HTMLDivElement>('progress');
 const hintEl = $<HTMLSpanElement>('hint');
 const statusEl = $<HTMLSpanElement>('statusline');
 
-const items = new Map<string, ChatItem>();
-const order: string[] = [];
+const mirror = new Mirror();
 let state: State | null = null;
 let connection: ConnectionView = { status: 'starting' };
 let turnRunning = false;
@@ -47,7 +47,7 @@ function elementFor(id: string): HTMLElement | null {
 }
 
 function renderOne(id: string): void {
-  const item = items.get(id);
+  const item = mirror.get(id);
   const old = elementFor(id);
   if (!item) {
     old?.remove();
@@ -74,7 +74,7 @@ function flush(): void {
   const stick = nearBottom();
   for (const id of dirty) renderOne(id);
   dirty.clear();
-  emptyEl.hidden = order.length > 0;
+  emptyEl.hidden = mirror.size > 0;
   if (stick) transcriptEl.scrollTop = transcriptEl.scrollHeight;
 }
 
@@ -83,36 +83,9 @@ function schedule(id: string): void {
   if (!frame) frame = requestAnimationFrame(flush);
 }
 
-function applyPatches(patches: Patch[]): void {
-  for (const p of patches) {
-    if (p.op === 'upsert') {
-      if (!items.has(p.item.id)) order.push(p.item.id);
-      items.set(p.item.id, p.item);
-      schedule(p.item.id);
-    } else if (p.op === 'delta') {
-      const it = items.get(p.id);
-      if (it && it.kind === 'assistant') {
-        it.text += p.text;
-        schedule(p.id);
-      }
-    } else if (p.op === 'remove') {
-      items.delete(p.id);
-      const i = order.indexOf(p.id);
-      if (i >= 0) order.splice(i, 1);
-      schedule(p.id);
-    }
-  }
-}
-
 function snapshot(list: ChatItem[]): void {
-  items.clear();
-  order.length = 0;
   transcriptEl.textContent = '';
-  for (const it of list) {
-    items.set(it.id, it);
-    order.push(it.id);
-    dirty.add(it.id);
-  }
+  for (const id of mirror.reset(list)) dirty.add(id);
   flush();
   transcriptEl.scrollTop = transcriptEl.scrollHeight;
 }
@@ -223,7 +196,7 @@ window.addEventListener('message', (ev: MessageEvent<HostToWebview>) => {
       renderStatus();
       break;
     case 'patch':
-      applyPatches(m.patches);
+      for (const id of mirror.apply(m.patches)) schedule(id);
       break;
     case 'state':
       state = m.state;
