@@ -182,6 +182,18 @@ class _Accumulator:
     items: dict[int, dict] = field(default_factory=dict)  # output_index -> finished item
     calls: dict[str, dict] = field(default_factory=dict)  # item_id -> function_call item being built
     events: int = 0
+    half: str = ""  # a high surrogate that ended the last text delta: its pair may begin the next
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _valid(text: str) -> str:
+    """`text` as valid Unicode: surrogate pairs joined, lone surrogates as U+FFFD (JSON escapes
+    can carry either; neither can be printed or saved as UTF-8)."""
+    if not _SURROGATE.search(text):
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
 class ModelClient:
@@ -429,8 +441,14 @@ class ModelClient:
         if kind in ("response.output_text.delta", "response.refusal.delta"):
             delta = event.get("delta")
             if isinstance(delta, str) and delta:
-                acc.text.append(delta)
-                job.events.put(("text", delta))
+                # Some servers stream UTF-16 halves: an emoji split over two deltas as \ud83d, \ude00.
+                delta, acc.half = acc.half + delta, ""
+                if "\ud800" <= delta[-1] <= "\udbff":
+                    delta, acc.half = delta[:-1], delta[-1]
+                delta = _valid(delta)
+                if delta:
+                    acc.text.append(delta)
+                    job.events.put(("text", delta))
         elif kind == "response.output_item.added":
             item = event.get("item")
             if isinstance(item, dict) and item.get("type") == "function_call":
@@ -492,6 +510,8 @@ class ModelClient:
                 arguments = item.get("arguments")
                 if not isinstance(arguments, str):
                     arguments = json.dumps(arguments if arguments is not None else {}, ensure_ascii=False)
-                call_id = item.get("call_id") or item.get("id") or ""
-                calls.append(FunctionCall(call_id=str(call_id), name=item["name"], arguments=arguments))
-        return ModelResponse(text="".join(text), calls=calls, usage=usage)
+                call_id = _valid(str(item.get("call_id") or item.get("id") or ""))
+                calls.append(
+                    FunctionCall(call_id=call_id, name=_valid(item["name"]), arguments=_valid(arguments))
+                )
+        return ModelResponse(text=_valid("".join(text)), calls=calls, usage=usage)
