@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { Mirror } from '../../src/core/mirror';
 import { Transcript, MAX_ITEMS } from '../../src/core/transcript';
 import type { Patch } from '../../src/core/messages';
-import type { ApprovalOutcome, MinoEvent } from '../../src/protocol';
+import type { ApprovalOutcome } from '../../src/protocol';
 
 function rng(seed: number) {
   let s = seed >>> 0;
@@ -44,7 +44,7 @@ function* script(rand: () => number, turns: number): Generator<(t: Transcript) =
         }
         yield (t) => t.applyEvent({ turnId, type: 'tool_result', callId, tool: 'memory_save', status: pick(['completed', 'denied', 'failed']), text: 'result' });
       } else if (r < 0.9) {
-        yield (t) => t.applyEvent({ turnId: rand() < 0.5 ? turnId : null, type: 'notice', text: 'a notice' } as MinoEvent);
+        yield (t) => t.applyEvent({ turnId: rand() < 0.5 ? turnId : null, type: 'notice', text: 'a notice' });
       } else {
         yield (t) => t.addCommand('/sessions', ['* abc', '  def']);
       }
