@@ -477,8 +477,8 @@ export class Controller implements vscode.Disposable {
     const client = this.requireClient();
     if (!client) return;
     const r = await vscode.window.withProgress(
-      { location: vscode.ProgressLocation.Notification, title: 'Mino: compacting the session…' },
-      () => client.compact(),
+      { location: vscode.ProgressLocation.Notification, title: 'Mino: compacting the session…', cancellable: true },
+      (_progress, token) => client.compact(token),
     );
     this.transcript.addNotice(r.message);
     void vscode.window.showInformationMessage(`Mino: ${r.message}`);

@@ -120,8 +120,9 @@ export class MinoClient {
   setMode(mode: PermissionMode): Promise<State> {
     return this.request(Methods.mode, { mode });
   }
-  compact(): Promise<CompactResult> {
-    return this.request(Methods.compact, {});
+  /** Cancelling `token` stops the summary request ("Compaction interrupted; history is unchanged."). */
+  compact(token?: CancellationTokenLike): Promise<CompactResult> {
+    return this.request(Methods.compact, {}, token);
   }
   listMemories(): Promise<MemoryListResult> {
     return this.request(Methods.memoryList, {});
