@@ -11,6 +11,8 @@ import itertools
 import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -571,3 +573,25 @@ def test_memory_dir_replaced_by_hostile_entries(model: ScriptedModel, tmp_path: 
         changed = guard.changed()
         assert changed == [], (kind, changed)
         shutil.rmtree(root)
+
+
+def test_undecodable_bytes_piped_into_the_cli(
+    model: ScriptedModel, mino_env: dict[str, str], workdir: Path
+) -> None:
+    """Python reads them as lone surrogates; they are saved and sent as U+FFFD, not a traceback."""
+    model.add({"text": "got it"}, {"text": "got it"})
+    for locale in ("C", "C.UTF-8"):
+        env = dict(mino_env, LC_ALL=locale)
+        proc = subprocess.run(
+            [sys.executable, "-m", "mino_server"],
+            input=b"hi \xff\xfe there\n",
+            env=env,
+            cwd=workdir,
+            capture_output=True,
+        )
+        TALLY.fuzz_cases += 1
+        assert b"Traceback" not in proc.stderr, proc.stderr.decode(errors="replace")
+        assert proc.returncode == 0 and b"Assistant> got it" in proc.stdout, proc.stdout
+    for body in model.requests:
+        sent = [i for i in body["input"] if i.get("role") == "user"]
+        assert sent[-1]["content"][0]["text"] == "hi \ufffd\ufffd there"

@@ -6,6 +6,8 @@ one real `mino` with piped stdin going through every fault in a row, for the lin
 
 from __future__ import annotations
 
+import http.server
+import json
 import os
 import threading
 from pathlib import Path
@@ -118,6 +120,62 @@ def test_unicode_line_separators_in_the_stream_are_just_text(
     assert outcome.status == "completed" and outcome.text == f"one{char}two", outcome
     assert (workdir / "sep.txt").read_text() == f"a{char}b"
     agent.close()
+
+
+class _HalvesServer(http.server.ThreadingHTTPServer):
+    """A Responses-API stream that sends an emoji as two UTF-16 halves in two deltas, as some proxies do."""
+
+    EVENTS = [
+        {"type": "response.created", "response": {}},
+        {"type": "response.output_text.delta", "delta": "A\ud83d"},
+        {"type": "response.output_text.delta", "delta": "\ude00B\udc00"},
+        {
+            "type": "response.completed",
+            "response": {
+                "output": [
+                    {"type": "message", "content": [{"type": "output_text", "text": "A\U0001f600B\udc00"}]}
+                ]
+            },
+        },
+    ]
+
+    def __init__(self) -> None:
+        events = self.EVENTS
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers["Content-Length"]))
+                body = b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        super().__init__(("127.0.0.1", 0), Handler)
+
+
+def test_utf16_halves_and_lone_surrogates_in_the_stream(workdir: Path, mino_home: Path) -> None:
+    server = _HalvesServer()
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        ui = RecordingUI()
+        agent = make_agent(f"http://127.0.0.1:{server.server_address[1]}/v1", workdir, ui)
+        agent.open()
+        outcome = turn(agent, "hi")
+        agent.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+    TALLY.model_faults += 1
+    assert outcome.status == "completed", outcome
+    assert outcome.text == "A\U0001f600B\ufffd"
+    assert "".join(e["text"] for e in ui.of_type("text_delta")) == "A\U0001f600B\ufffd"
 
 
 def test_429_then_success_is_retried_without_showing_text_twice(

@@ -1,0 +1,182 @@
+"""Hostile JSON-RPC input to `mino --stdio`: framing, JSON and params, fuzzed with hypothesis.
+
+A real server over real pipes (tests/server_client.py checks every byte it writes). Whatever
+arrives, the server answers with one-line errors, keeps answering, never writes a traceback, and
+changes nothing outside MINO_HOME and the workspace.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fuzz import SCALE, OutsideGuard, fuzz
+from hypothesis import given
+from hypothesis import strategies as st
+from tally import TALLY
+
+import mino_server
+from mino_server.scripted_model import ScriptedModel
+
+APP = Path(mino_server.__file__).parent / "server" / "app.py"
+pytestmark = [
+    pytest.mark.skipif(
+        not APP.exists(), reason="mino --stdio (mino_server/server/app.py) has not landed yet"
+    ),
+    pytest.mark.timeout(120 * SCALE),
+]
+
+STR = st.one_of(
+    st.text(max_size=30),
+    st.just("x" * 100_000),
+    st.sampled_from(
+        ["/new", "/clear", "/resume " + "a" * 32, "/mode bypass", "/compact", "/sessions", "/x", "A" * 32]
+    ),
+)
+JSONISH = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False) | STR,
+    lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=8), c, max_size=3),
+    max_leaves=6,
+)
+# Never a small positive integer: those are the ids of the client's own requests.
+IDS = st.one_of(
+    st.text(max_size=6).map(lambda s: "f" + s),
+    st.integers(-(10**6), -1),
+    st.none(),
+    st.floats(allow_nan=False),
+    st.lists(st.integers(), max_size=2),
+    st.just({"a": 1}),
+    st.booleans(),
+)
+PARAMS = st.one_of(
+    JSONISH,
+    st.fixed_dictionaries(
+        {}, optional={k: st.one_of(STR, JSONISH) for k in ("text", "line", "id", "typedId", "mode")}
+    ),
+)
+
+
+def methods() -> list[str]:
+    from mino_server.server import protocol as P
+
+    names = [m.name for m in P.ALL_METHODS if m.name not in ("exit", "shutdown")]
+    return names + ["textDocument/hover", "", "mino/", "$/x", "rpc.discover"]
+
+
+@st.composite
+def a_message(draw: st.DrawFn) -> Any:
+    if draw(st.integers(0, 9)) == 0:
+        return draw(JSONISH)  # not a request object at all
+    message: dict[str, Any] = {
+        "jsonrpc": draw(st.sampled_from(["2.0"] * 6 + ["1.0", None, 2])),
+        "method": draw(st.one_of(st.sampled_from(methods()), st.text(max_size=10))),
+    }
+    if message["method"] in ("exit", "shutdown"):
+        message["method"] = "mino/state"
+    if draw(st.booleans()):
+        message["id"] = draw(IDS)
+    if draw(st.integers(0, 4)):
+        message["params"] = draw(PARAMS)
+    return message
+
+
+@pytest.fixture
+def server_env(tmp_path: Path, model: ScriptedModel) -> tuple[dict[str, str], Path, Path]:
+    home, ws = tmp_path / "home", tmp_path / "ws"
+    home.mkdir()
+    ws.mkdir()
+    (home / "config.yaml").write_text('sandbox: "off"\n')
+    env = dict(os.environ, MINO_HOME=str(home), MINO_BASE_URL=model.base_url, MINO_API_KEY="test")
+    env.pop("MINO_MODEL", None)
+    return env, home, ws
+
+
+def test_jsonrpc_message_fuzz(server_env: tuple[dict[str, str], Path, Path], tmp_path: Path) -> None:
+    from server_client import Client, contract_problems
+
+    env, home, ws = server_env
+    client = Client(env, ws)
+    client.initialize(ws)
+    guard = OutsideGuard(tmp_path, [home, ws])
+
+    @fuzz(60)
+    @given(messages=st.lists(a_message(), min_size=1, max_size=4))
+    def case(messages: list[Any]) -> None:
+        TALLY.fuzz_cases += 1
+        for message in messages:
+            client.send(message)
+        state = client.request("mino/state", timeout=30)  # still answering, in order
+        assert state["sessionId"] or state["restoreProblem"], state
+
+    try:
+        case()
+    finally:
+        code = client.stop()
+    stderr = bytes(client.stderr).decode(errors="replace")
+    assert code == 0, stderr[-2000:]
+    assert contract_problems(client) == [], stderr[-2000:]
+    assert "Traceback" not in stderr, stderr[-4000:]
+    assert guard.changed() == []
+
+
+def frame(body: bytes) -> bytes:
+    return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+
+
+STATE = frame(json.dumps({"jsonrpc": "2.0", "id": "fs", "method": "mino/state"}).encode())
+PIECES = st.one_of(
+    st.sampled_from(
+        [b"0", b"2", b"-1", b"abc", b"99999999999999999999", b" 5", b"5 ", b"1e3", b"17", b""]
+    ).map(lambda n: b"Content-Length: " + n + b"\r\n\r\n"),
+    st.sampled_from(
+        [
+            b"Content-Length: 2\r\nContent-Length: 3\r\n\r\n{}",
+            b"content-length: 2\r\n\r\n{}",
+            b"Content-Length: 2\n\n{}",
+            b"Content-Type: application/vscode-jsonrpc; charset=latin-1\r\n",
+            b"NoColonHeader\r\n",
+            b"\r\n\r\n",
+            b"X: " + b"a" * 70_000 + b"\r\n",
+            frame(b'{"jsonrpc":"2.0","id":"f1","method":"mino/state","params":\xff}'),
+            frame(b'{"jsonrpc":"2.0","id":"f2","method":"mino/turn","params":{"text":"\xed\xa0\x80"}}'),
+            frame(b"[" * 5000 + b"]" * 5000),
+            frame(b'{"jsonrpc":"2.0","id":"f3","method":"mino/state"'),
+            STATE,
+        ]
+    ),
+    st.binary(max_size=64),
+)
+
+
+def test_framing_fuzz(server_env: tuple[dict[str, str], Path, Path], tmp_path: Path) -> None:
+    """Broken framing, then end of input: the server reports what it can, exits, never crashes."""
+    from server_client import Client, contract_problems
+
+    env, home, ws = server_env
+    guard = OutsideGuard(tmp_path, [home, ws])
+
+    @fuzz(20)
+    @given(pieces=st.lists(PIECES, min_size=1, max_size=5), init=st.booleans())
+    def case(pieces: list[bytes], init: bool) -> None:
+        TALLY.fuzz_cases += 1
+        client = Client(env, ws)
+        try:
+            if init:
+                client.initialize(ws)
+            client.write_raw(b"".join(pieces))
+            client.close_stdin()
+            code = client.wait_exit(30)
+        finally:
+            if client.proc.poll() is None:
+                client.proc.kill()
+                client.proc.wait()
+        stderr = bytes(client.stderr).decode(errors="replace")
+        assert code in (0, 1), (code, stderr[-2000:])  # EOF without shutdown is an exit with 1
+        assert contract_problems(client) == [], stderr[-2000:]
+        assert "Traceback" not in stderr, stderr[-4000:]
+
+    case()
+    assert guard.changed() == []
