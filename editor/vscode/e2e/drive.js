@@ -144,7 +144,16 @@ function memoryFile(name) {
 
     // ---------------------------------------------------------------- a streamed answer
     let t = Date.now();
-    await send(frame, 'How do I run the tests here?');
+    // Shift+Enter is a new line, Enter sends
+    const box0 = frame.locator('#input');
+    await box0.click();
+    await box0.pressSequentially('How do I run', { delay: 5 });
+    await box0.press('Shift+Enter');
+    await box0.pressSequentially('the tests here?', { delay: 5 });
+    assert((await box0.inputValue()) === 'How do I run\nthe tests here?', 'Shift+Enter adds a line');
+    await box0.press('Enter');
+    await frame.locator('.msg.user', { hasText: 'the tests here?' }).waitFor({ timeout: 10000 });
+    assert((await frame.locator('.msg.user').last().innerText()) === 'How do I run\nthe tests here?', 'sent with its line break');
     await frame.locator('#progress:not([hidden])').waitFor({ timeout: 10000 });
     const answer = frame.locator('.msg.assistant').last();
     await answer.locator('strong', { hasText: 'Markdown' }).waitFor({ timeout: 20000 });
