@@ -802,6 +802,25 @@ def bench_resume(ctx: Context, model_cls: type) -> None:
                     cli.mino.add((model.request_times[n] - run.spawned) * 1000)
                 # The CLI appended this turn: cut the file back so every run loads the same session.
                 write_session(home, records, active=False)
+            if size == sizes[-1] and server_available():
+                srss = ctx.row(
+                    "rss_server_resume",
+                    f"Peak RSS, server after `mino/sessions/resume` of a {label}-record session",
+                    "MB",
+                    "report",
+                )
+                (home / "sessions" / "active-session.json").write_text(json.dumps({"session_id": small}))
+                for _ in range(min(ctx.runs, 3)):
+                    client = ServerClient([*ctx.mino, "--stdio"], env_for(home, model.base_url), work)
+                    try:
+                        client.initialize(work)
+                        client.request("mino/state", {})
+                        _, _, state = client.request("mino/sessions/resume", {"id": sid})
+                        check(state.get("sessionId") == sid, f"server resumed {sid}: {state}")
+                        srss.mino.add(client.peak_rss_mb())
+                        client.request("mino/sessions/resume", {"id": small})  # for the next run
+                    finally:
+                        client.close()
             if size == sizes[-1]:
                 rss = ctx.row(
                     "rss_resume", f"Peak RSS, CLI one turn on a {label}-record session", "MB", "report"
