@@ -22,7 +22,7 @@ export interface LaunchConfig {
   command: string;
   args: string[];
   env: Record<string, string>;
-  mode: PermissionMode;
+  mode: PermissionMode | undefined; // undefined: the server uses config.yaml's mode
   cwd: string;
 }
 
@@ -30,7 +30,7 @@ export function readLaunchConfig(folder: vscode.WorkspaceFolder): LaunchConfig {
   const cfg = vscode.workspace.getConfiguration('mino', folder.uri);
   const args = cfg.get<unknown>('args');
   const env = cfg.get<unknown>('env');
-  const mode = cfg.get<string>('defaultMode', 'manual');
+  const mode = cfg.get<string>('defaultMode', '');
   return {
     command: (cfg.get<string>('command') || 'mino').trim(),
     args: Array.isArray(args) ? args.map(String) : ['--stdio'],
@@ -38,7 +38,7 @@ export function readLaunchConfig(folder: vscode.WorkspaceFolder): LaunchConfig {
       env && typeof env === 'object'
         ? Object.fromEntries(Object.entries(env as Record<string, unknown>).map(([k, v]) => [k, String(v)]))
         : {},
-    mode: (PERMISSION_MODES as readonly string[]).includes(mode) ? (mode as PermissionMode) : 'manual',
+    mode: (PERMISSION_MODES as readonly string[]).includes(mode) ? (mode as PermissionMode) : undefined,
     cwd: folder.uri.fsPath,
   };
 }
@@ -107,7 +107,7 @@ export class MinoServer implements vscode.Disposable {
     this.messages = [];
     this.lastExit = undefined;
     this.setStatus({ status: 'starting' });
-    this.channel.info(`Starting ${resolved.path} ${config.args.join(' ')} in ${config.cwd} (mode ${config.mode})`);
+    this.channel.info(`Starting ${resolved.path} ${config.args.join(' ')} in ${config.cwd} (mode ${config.mode ?? 'from config.yaml'})`);
 
     const serverOptions: ServerOptions = () =>
       new Promise<ChildProcess>((resolve, reject) => {
@@ -144,7 +144,7 @@ export class MinoServer implements vscode.Disposable {
       outputChannel: this.channel,
       revealOutputChannelOn: RevealOutputChannelOn.Never,
       workspaceFolder: folder,
-      initializationOptions: { mode: config.mode },
+      initializationOptions: config.mode ? { mode: config.mode } : {},
       initializationFailedHandler: (e) => {
         this.channel.error(`initialize failed: ${errorMessage(e)}`);
         return false;
