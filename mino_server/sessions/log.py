@@ -196,7 +196,13 @@ class SessionLog:
         for r in self.records:
             if r["type"] == "recovery_ack":
                 acked.update(r.get("call_ids", []))
-        return [r for r in self.records if r["type"] == "recovery" and r["call_id"] not in acked]
+        # One per call: a crash during recovery (after `recovery`, before the unknown result) makes
+        # the next start write a second `recovery` for the same call; the question counts calls.
+        pending: dict[str, dict[str, Any]] = {}
+        for r in self.records:
+            if r["type"] == "recovery" and r["call_id"] not in acked:
+                pending.setdefault(r["call_id"], r)
+        return list(pending.values())
 
     # ---- replay --------------------------------------------------------------------------
     def latest_compaction(self) -> dict[str, Any] | None:
