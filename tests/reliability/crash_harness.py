@@ -82,7 +82,7 @@ class Before:
     records: list[dict[str, Any]] = field(default_factory=list)
     torn: bool = False
     pending: list[dict[str, Any]] = field(default_factory=list)
-    unacked: int = 0
+    unacked: set[str] = field(default_factory=set)
 
 
 @dataclass
@@ -107,8 +107,8 @@ class Report:
         )
 
 
-def unacked_recoveries(records: list[dict[str, Any]]) -> int:
-    """Recovery records no later recovery_ack covers (positional, like pair_calls)."""
+def unacked_recoveries(records: list[dict[str, Any]]) -> set[str]:
+    """Call IDs of recovery records no later recovery_ack covers (positional, like pair_calls)."""
     outstanding: list[str] = []
     for r in records:
         if r["type"] == "recovery":
@@ -116,7 +116,7 @@ def unacked_recoveries(records: list[dict[str, Any]]) -> int:
         elif r["type"] == "recovery_ack":
             acked = set(r.get("call_ids", []))
             outstanding = [c for c in outstanding if c not in acked]
-    return len(outstanding)
+    return set(outstanding)
 
 
 class CrashRun:
@@ -289,12 +289,15 @@ class CrashRun:
         if before.sid is not None and sid != before.sid:
             self.problem(f"start-up selected {sid}, but the selection on disk was {before.sid}")
             return
-        must_ask = bool(before.pending) or before.unacked > 0
-        if asked != must_ask:
+        to_ask = {c["call_id"] for c in before.pending} | before.unacked
+        if asked != bool(to_ask):
             self.problem(
                 f"recovery question {'asked' if asked else 'not asked'} with {len(before.pending)} pending "
-                f"call(s) and {before.unacked} unacknowledged recovery record(s)"
+                f"call(s) and {len(before.unacked)} unacknowledged recovery record(s)"
             )
+        count = re.search(r"has (\d+) tool call\(s\) whose result was never recorded", seen)
+        if asked and (count is None or int(count.group(1)) != len(to_ask)):
+            self.problem(f"the recovery question counts {count and count.group(1)} calls, not {len(to_ask)}")
         self.report.asked += asked
         if before.torn:
             if "its last record was incomplete" not in seen:
