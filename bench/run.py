@@ -244,13 +244,15 @@ sys.exit(os.waitstatus_to_exitcode(status))
 """
 
 
-def peak_rss_mb(python: str, argv: list[str], env: dict[str, str], cwd: Path, stdin: bytes) -> float:
+def peak_rss_mb(
+    python: str, argv: list[str], env: dict[str, str], cwd: Path, stdin: bytes, expect: bytes = b""
+) -> float:
     """Peak RSS of one run of `argv`, through the launcher (whose own ~8 MB is the lower bound)."""
     done = subprocess.run(
         [python, "-S", "-c", LAUNCHER, *argv], input=stdin, capture_output=True, env=env, cwd=cwd, timeout=120
     )
     marker = done.stderr.rsplit(b"bench-maxrss-kb=", 1)
-    if done.returncode != 0 or len(marker) != 2:
+    if done.returncode != 0 or len(marker) != 2 or expect not in done.stdout:
         raise RuntimeError(f"RSS run of {argv[-1]} failed: {done.returncode} {done.stderr[-300:]!r}")
     return int(marker[1]) / 1024
 
@@ -821,14 +823,16 @@ def bench_resume(ctx: Context, model_cls: type) -> None:
                         client.request("mino/sessions/resume", {"id": small})  # for the next run
                     finally:
                         client.close()
+                (home / "sessions" / "active-session.json").write_text(json.dumps({"session_id": sid}))
             if size == sizes[-1]:
                 rss = ctx.row(
                     "rss_resume", f"Peak RSS, CLI one turn on a {label}-record session", "MB", "report"
                 )
                 for _ in range(3):
                     model.add({"text": "Welcome back."})
+                    env = env_for(home, model.base_url)
                     rss.mino.add(
-                        peak_rss_mb(ctx.python, ctx.mino, env_for(home, model.base_url), work, QUESTION)
+                        peak_rss_mb(ctx.python, ctx.mino, env, work, QUESTION, f"Session: {sid}".encode())
                     )
                     write_session(home, records, active=False)
         mb = (home / "sessions" / f"{sid}.jsonl").stat().st_size / 1e6
