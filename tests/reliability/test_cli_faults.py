@@ -124,3 +124,35 @@ def test_clear_fault_through_the_pty_is_one_line_and_stops(
     assert child.exitstatus == 1
     assert "Traceback" not in (child.before or "")
     assert (mino_home / "sessions" / f"{sid}.jsonl").stat().st_size > 0  # not cleared
+
+
+@pytest.mark.parametrize("fault", ["write:ENOSPC", "fsync:EIO"])
+def test_storage_fault_in_the_editor_server_is_one_line_and_stops_the_chat(
+    model: ScriptedModel, mino_env: dict[str, str], workdir: Path, mino_home: Path, fault: str
+) -> None:
+    """`mino --stdio` on a disk that fails after start-up: a failed turn with one line, then every
+    request that would write is refused with the same line; reads still work; no traceback."""
+    from server_client import Client, RpcError, contract_problems
+
+    model.add({"text": "first run"})
+    first = run(mino_env, workdir, "hello\n", None)  # the store and a session exist
+    assert first.returncode == 0, first.stderr
+    env = hooked_env(mino_env, fault)
+    client = Client(env, workdir, argv=[sys.executable, "-m", "faulthook", "--stdio"])
+    try:
+        client.initialize(workdir)
+        sid = client.request("mino/state")["sessionId"]
+        assert sid
+        result = client.request("mino/turn", {"text": "hi"})
+        assert result["status"] == "failed" and "\n" not in result["error"], result
+        assert "Could not write to the session log" in result["error"]
+        with pytest.raises(RpcError) as refused:
+            client.request("mino/sessions/new")
+        assert "\n" not in refused.value.message and "chat stops" in refused.value.message
+        assert client.request("mino/state")["sessionId"] == sid  # reading still works
+    finally:
+        client.stop()
+    TALLY.faults += 1
+    stderr = bytes(client.stderr).decode(errors="replace")
+    assert contract_problems(client) == [], stderr
+    assert "Traceback" not in stderr, stderr
