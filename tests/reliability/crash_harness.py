@@ -328,7 +328,7 @@ class CrashRun:
 
     # ---- steps ---------------------------------------------------------------------------
     def step(self, child: pexpect.spawn, model: ScriptedModel) -> None:
-        kind = self.rng.choices(["turn", "new", "clear", "resume"], weights=[12, 2, 2, 2])[0]
+        kind = self.rng.choices(["turn", "new", "clear", "resume", "compact"], weights=[12, 2, 2, 2, 1])[0]
         self.report.steps[kind] += 1
         getattr(self, f"step_{kind}")(child, model)
 
@@ -429,6 +429,32 @@ class CrashRun:
         view = read_log(self.home / "sessions" / f"{sid}.jsonl")
         if view.records or view.torn:
             self.problem(f"/clear reported done but {sid} still holds {len(view.records)} records")
+
+    def step_compact(self, child: pexpect.spawn, model: ScriptedModel) -> None:
+        """/compact: a kill may land during the summary request or the compaction append."""
+        sid = self.ledger.selection
+        assert sid is not None
+        records = read_log(self.home / "sessions" / f"{sid}.jsonl").records
+        through = max((r["through_seq"] for r in records if r["type"] == "compaction"), default=0)
+        replay = ("user_message", "assistant_message", "tool_call", "tool_result")
+        turns = {r.get("turn_id") for r in records if r["seq"] > through and r["type"] in replay}
+        if len(turns) > 2:  # the two most recent turns are never summarised (chapter 06)
+            model.add({"text": f"Summary {self.new_call()}: the user ran commands.", "delay": 0.01})
+            expected = "Compacted the older history into a summary"
+            self.report.steps["compact:summarised"] += 1
+        else:
+            expected = "Nothing to compact."
+        child.sendline("/compact")
+        i = child.expect([re.escape(expected), r"Compaction failed[^\r\n]*"])
+        if i == 1:
+            self.problem(f"/compact: {child.after.strip()}")
+            raise Killed()
+        child.expect_exact(PROMPT)
+        view = read_log(self.home / "sessions" / f"{sid}.jsonl")
+        saved = self.ledger.on_disk.get(sid, [])
+        if view.problem or view.records[: len(saved)] != saved:
+            self.problem(f"/compact changed or dropped records of {sid}")
+        self.ledger.on_disk[sid] = view.records
 
     def step_resume(self, child: pexpect.spawn, model: ScriptedModel) -> None:
         others = [p.name[:32] for p in session_files(self.home) if p.name[:32] != self.ledger.selection]
