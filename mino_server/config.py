@@ -143,7 +143,8 @@ def load_config(
             raise ConfigError(f"{path}: 'request_timeout_s' must be positive, got {value}")
         cfg.request_timeout_s = float(value)
     if "sandbox" in data:
-        cfg.sandbox = data["sandbox"]
+        # YAML 1.1 reads a bare `off` as false: that is what the user wrote, so take it as "off".
+        cfg.sandbox = "off" if data["sandbox"] is False else data["sandbox"]
         if cfg.sandbox not in ("auto", "off"):
             raise ConfigError(f"{path}: 'sandbox' must be 'auto' or 'off', got {data['sandbox']!r}")
     # Environment, then flags.
