@@ -21,6 +21,8 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         f"kills: {t.kills}  disk faults: {t.faults}  model-server faults: {t.model_faults}  "
         f"fuzz cases: {t.fuzz_cases}  lost or corrupted: {len(t.losses)}"
     )
+    for note in t.notes:
+        terminalreporter.write_line(f"  {note}")
     for loss in t.losses[:50]:
         terminalreporter.write_line(f"  LOST/CORRUPTED: {loss}")
 

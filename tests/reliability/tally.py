@@ -16,6 +16,7 @@ class Tally:
     fuzz_cases: int = 0
     model_faults: int = 0
     losses: list[str] = field(default_factory=list)  # "what: detail", one per lost or corrupted thing
+    notes: list[str] = field(default_factory=list)  # details worth a line in the summary
 
     def loss(self, what: str) -> None:
         self.losses.append(what)

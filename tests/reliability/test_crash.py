@@ -6,14 +6,19 @@ seed (default fixed, so CI is repeatable; the full run in README.md uses several
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
 from pathlib import Path
 
+import pexpect
 import pytest
-from crash_harness import CrashRun
+from crash_harness import HERE, REPO, CrashRun
+from invariants import pair_calls, read_log
 from tally import TALLY
+
+from mino_server.scripted_model import ScriptedModel
 
 KILLS = int(os.environ.get("MINO_CRASH_KILLS", "25"))
 SEED = int(os.environ.get("MINO_CRASH_SEED", "20261130"))
@@ -28,7 +33,7 @@ def test_sigkill_at_random_points_loses_nothing_and_runs_nothing_twice(tmp_path:
     TALLY.kills += report.kills
     for p in report.problems:
         TALLY.loss(f"crash: {p}")
-    print(f"\ncrash harness (seed {SEED}): {report.summary()}")
+    TALLY.notes.append(f"crash harness (seed {SEED}): {report.summary()}")
     if report.problems:
         kept = Path(os.environ.get("MINO_CRASH_KEEP", "/tmp")) / f"mino-crash-{SEED}"
         shutil.rmtree(kept, ignore_errors=True)
@@ -47,14 +52,6 @@ def test_sigkill_at_random_points_loses_nothing_and_runs_nothing_twice(tmp_path:
 def test_kill_during_start_up_recovery_asks_once_per_call(tmp_path: Path) -> None:
     """SIGKILL right after the `recovery` record, before the unknown result: the next start still
     marks the call unknown exactly once, asks about one call, and runs nothing again."""
-    import json
-
-    import pexpect
-    from crash_harness import HERE, REPO
-    from invariants import pair_calls, read_log
-
-    from mino_server.scripted_model import ScriptedModel
-
     home, work = tmp_path / "home", tmp_path / "work"
     sessions = home / "sessions"
     sessions.mkdir(parents=True)
