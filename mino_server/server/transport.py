@@ -103,6 +103,8 @@ def decode(body: bytes) -> dict[str, Any] | FrameError:
     except (ValueError, UnicodeDecodeError) as exc:
         reason = " ".join(str(exc).split())
         return FrameError(P.PARSE_ERROR, f"Parse error: the message is not valid JSON ({reason}).")
+    except RecursionError:  # "[[[[…" thousands deep: an error for this message, not the server's end
+        return FrameError(P.PARSE_ERROR, "Parse error: the message nests JSON arrays or objects too deeply.")
     if isinstance(message, list):
         return FrameError(P.INVALID_REQUEST, "Invalid request: batches (JSON arrays) are not supported.")
     if not isinstance(message, dict):
