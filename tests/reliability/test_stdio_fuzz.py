@@ -180,3 +180,30 @@ def test_framing_fuzz(server_env: tuple[dict[str, str], Path, Path], tmp_path: P
 
     case()
     assert guard.changed() == []
+
+
+def test_deeply_nested_json_is_an_error_for_that_message_only(
+    server_env: tuple[dict[str, str], Path, Path],
+) -> None:
+    """Found by the framing fuzz: "[[[[…" 5000 deep ended the server with a RecursionError."""
+    from server_client import Client, contract_problems
+
+    env, home, ws = server_env
+    client = Client(env, ws)
+    client.initialize(ws)
+    seen = len(client.messages)
+    client.write_raw(frame(b"[" * 5000 + b"]" * 5000))
+    client.write_raw(frame(b'{"a":' * 5000 + b"1" + b"}" * 5000))
+    deep = {"x": None}
+    for _ in range(900):  # just under Python's recursion limit: parses, then meets the handlers
+        deep = {"x": deep}
+    for method in ("mino/state", "mino/turn", "mino/command", "mino/sessions/resume"):
+        client.start(method, {"text": deep, "line": deep, "id": deep} if method != "mino/state" else deep)
+    assert client.request("mino/state")["sessionId"]
+    errors = [m["error"] for m in client.messages[seen:] if "error" in m]
+    TALLY.fuzz_cases += 6
+    code = client.stop()
+    stderr = bytes(client.stderr).decode(errors="replace")
+    assert code == 0 and "Traceback" not in stderr, stderr[-3000:]
+    assert contract_problems(client) == []
+    assert sum("too deeply" in e["message"] for e in errors) == 2, errors
