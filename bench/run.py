@@ -79,6 +79,8 @@ def _timed_model_class() -> type:
             self.wfile = _StampedWriter(self.wfile, self.server.model)
 
     class TimedModel(sm.ScriptedModel):  # type: ignore[misc,valid-type]
+        handler_class = _TimedHandler
+
         def __init__(self, replies: list[dict] | None = None) -> None:
             super().__init__(replies)
             self.delta_sent: list[float] = []  # start of the write of each text-delta frame
@@ -89,19 +91,6 @@ def _timed_model_class() -> type:
                 self.delta_sent += [start] * data.count(b"event: response.output_text.delta\n")
                 if data.endswith(b"0\r\n\r\n"):  # the chunked body's terminator: the last SSE byte
                     self.response_ends.append(end)
-
-        def _serve_connection(self, conn: Any, address: Any) -> None:  # the base's, with the timed handler
-            try:
-                _TimedHandler(conn, address, sm._Owner(self))
-            except OSError:
-                pass
-            except Exception as exc:
-                with self._lock:
-                    self.errors.append(f"scripted model crashed: {type(exc).__name__}: {exc}")
-            finally:
-                with self._lock:
-                    self._conns.discard(conn)
-                conn.close()
 
     return TimedModel
 

@@ -359,6 +359,9 @@ class _Owner:
 class ScriptedModel:
     """A loopback Responses-API server answering from a queue of scripted replies (see module doc)."""
 
+    # The request handler; benchmarks subclass it to time-stamp what is sent.
+    handler_class: type[http.server.BaseHTTPRequestHandler] = _Handler
+
     def __init__(self, replies: list[dict] | None = None, *, port: int = 0) -> None:
         self._lock = threading.Lock()
         self._queue: deque[dict] = deque()
@@ -471,7 +474,7 @@ class ScriptedModel:
 
     def _serve_connection(self, conn: socket.socket, address: Any) -> None:
         try:
-            _Handler(conn, address, _Owner(self))  # type: ignore[arg-type]
+            self.handler_class(conn, address, _Owner(self))  # type: ignore[arg-type]
         except OSError:
             pass  # the client went away (cancel, timeout) or the server is stopping: normal
         except Exception as exc:  # a bug here must show up in the test that hit it

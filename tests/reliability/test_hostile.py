@@ -31,7 +31,7 @@ from fuzz import (
 from helpers import RecordingUI
 from hypothesis import given
 from hypothesis import strategies as st
-from invariants import read_log, request_consistency
+from invariants import KNOWN_TYPES, read_log, request_consistency
 from tally import TALLY
 
 from mino_server import frontmatter, memory, skills
@@ -261,18 +261,7 @@ JSONISH = st.recursive(
     max_leaves=5,
 )
 CALL_IDS = st.sampled_from(["c1", "c2", "c3", "", "call_0"])
-TYPES = [
-    "user_message",
-    "assistant_message",
-    "tool_call",
-    "tool_result",
-    "turn_end",
-    "compaction",
-    "session_skills",
-    "recovery",
-    "recovery_ack",
-    "bogus",
-]
+TYPES = [*sorted(KNOWN_TYPES), "bogus"]
 
 
 @st.composite
