@@ -243,14 +243,14 @@ def test_details_preview(ctx: ToolContext) -> None:
     assert (
         value
         == shown
-        + f"[preview cut: showing 20 of 30 lines, {len(shown)} of {len(long)} bytes; all of it will be saved]"
+        + f"[Preview cut: showing 20 of 30 lines ({len(shown)} bytes of {len(long)} bytes). All of it will be saved.]"
     )
 
     wide = "中" * 1000  # one line of 3000 bytes: cut at 2 KiB on a character boundary
     value = dict(tool.prepare(tool.validate(save_args(details=wide)), ctx).fields)["Details"]
     head = value.split("\n")[0]
     assert head == "中" * 682 and len(head.encode()) <= 2048
-    assert "of 3000 bytes" in value
+    assert "(2.0 KiB of 2.9 KiB). All of it will be saved.]" in value
 
     do_save(ctx, details=long)
     assert (ctx.memory_dir / "uses-pnpm.md").read_text().endswith(long)  # the whole text is saved

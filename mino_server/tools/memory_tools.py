@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 
 from .. import memory
 from ..decision import Kind
+from ..display import preview
 from .base import (
     COMPLETED,
     INVALID_ARGUMENTS,
@@ -210,18 +211,11 @@ class MemorySaveTool:
 
 
 def details_preview(details: str) -> str:
-    """At most 20 lines and 2 KiB of the details, with a closing note when that is not all of them."""
-    lines = details.splitlines(keepends=True)
-    shown = "".join(lines[:PREVIEW_MAX_LINES])
-    raw = shown.encode("utf-8")
-    if len(raw) > PREVIEW_MAX_BYTES:
-        # Cut on a character boundary: drop a partial trailing UTF-8 sequence.
-        shown = raw[:PREVIEW_MAX_BYTES].decode("utf-8", "ignore")
-    if shown == details:
+    """At most 20 lines and 2 KiB of the details, with a closing note when that is not all of them.
+
+    The note stays inside the quoted value: the warning line below it is the seed's fixed sentence."""
+    head, note = preview(details, PREVIEW_MAX_LINES, PREVIEW_MAX_BYTES)
+    if note is None:
         return details
-    total_bytes = len(details.encode("utf-8"))
-    sep = "" if shown.endswith("\n") else "\n"
-    return (
-        f"{shown}{sep}[preview cut: showing {len(shown.splitlines())} of {len(lines)} lines, "
-        f"{len(shown.encode('utf-8'))} of {total_bytes} bytes; all of it will be saved]"
-    )
+    sep = "" if head.endswith("\n") else "\n"
+    return f"{head}{sep}[{note} All of it will be saved.]"
