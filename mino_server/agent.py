@@ -44,6 +44,7 @@ from .ui import UI, ApprovalRequest
 
 MAX_REQUESTS = 8
 MAX_TOOL_CALLS = 16
+MAX_ERROR_CHARS = 2000
 
 CANNOT_RESTORE = "Cannot restore the active session: "
 RESTORE_HINT = (
@@ -529,6 +530,18 @@ class Agent:
         return TurnOutcome(turn_id, "failed", "", self.stopped)
 
     def _run_call(
+        self, turn_id: str, call: Any, ctx: ToolContext, tools: dict[str, Tool], cancel: CancelToken
+    ) -> ToolResult:
+        result = self._run_call_steps(turn_id, call, ctx, tools, cancel)
+        # Error sentences may quote the model's own arguments (a 300 KB path): keep them readable.
+        if result.status != COMPLETED and len(result.output) > MAX_ERROR_CHARS:
+            cut = len(result.output) - MAX_ERROR_CHARS
+            return ToolResult(
+                result.status, f"{result.output[:MAX_ERROR_CHARS]}… [{cut} more characters cut]"
+            )
+        return result
+
+    def _run_call_steps(
         self, turn_id: str, call: Any, ctx: ToolContext, tools: dict[str, Tool], cancel: CancelToken
     ) -> ToolResult:
         """Validate, decide, ask, run: one function call. Every path ends in a ToolResult."""

@@ -378,3 +378,12 @@ def test_bash_does_not_see_the_model_api_key(
     turn(agent, "print the key")
     output = [r for r in log_records(agent) if r["type"] == "tool_result"][0]["output"]
     assert "key=[][] visible" in output and "test-key" not in output
+
+
+def test_error_results_quoting_huge_arguments_are_cut(model: ScriptedModel, agent_factory) -> None:
+    model.add(call("read_file", path="x" * 300_000), {"text": "ok"})
+    agent = agent_factory()
+    turn(agent, "read it")
+    result = [r for r in log_records(agent) if r["type"] == "tool_result"][0]
+    assert result["status"] == "failed"
+    assert len(result["output"]) < 2100 and result["output"].endswith("more characters cut]")
