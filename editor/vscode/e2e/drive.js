@@ -310,7 +310,11 @@ function memoryFile(name) {
     await send(frame, '/clear');
     await title.waitFor({ timeout: 10000 });
     assert(/Clear Session/.test(await title.textContent()), '/clear opens the Clear Session prompt');
-    await box.press('Escape');
+    // The prompt can open while focus is still moving out of the webview: a first Escape may be lost.
+    for (let i = 0; i < 5; i++) {
+      await box.press('Escape');
+      if (await title.waitFor({ state: 'hidden', timeout: 1000 }).then(() => true, () => false)) break;
+    }
     await title.waitFor({ state: 'hidden', timeout: 5000 });
     step('/clear in the chat box runs Clear Session');
 
