@@ -310,9 +310,11 @@ function memoryFile(name) {
     await send(frame, '/clear');
     await title.waitFor({ timeout: 10000 });
     assert(/Clear Session/.test(await title.textContent()), '/clear opens the Clear Session prompt');
-    // The prompt can open while focus is still moving out of the webview: a first Escape may be lost.
+    // The prompt opens while the keyboard focus is still inside the webview's iframe, and keys can keep
+    // going there: click into the prompt first (as a person would), then Escape.
     for (let i = 0; i < 5; i++) {
-      await box.press('Escape');
+      await box.click();
+      await page.keyboard.press('Escape');
       if (await title.waitFor({ state: 'hidden', timeout: 1000 }).then(() => true, () => false)) break;
     }
     await title.waitFor({ state: 'hidden', timeout: 5000 });
