@@ -63,23 +63,9 @@ EXPECT_KEYS = (
     "session_count",
     "active_session",
 )
-# What a real model can reach: graded under --live; the rest depends on the script.
-LIVE_KEYS = (
-    "answer_contains",
-    "answer_not_contains",
-    "turn_status",
-    "output_contains",
-    "tools_called",
-    "tools_not_called",
-    "statuses",
-    "tool_output_contains",
-    "files",
-    "home_files",
-    "memory_files",
-    "memory_count",
-    "session_count",
-    "active_session",
-)
+# What depends on the script (the questions asked, the requests sent): not graded under --live.
+SCRIPTED_KEYS = ("asked", "requests", "last_request", "request_count")
+LIVE_KEYS = tuple(k for k in EXPECT_KEYS if k not in SCRIPTED_KEYS)
 REQUEST_KEYS = (
     "contains",
     "not_contains",
