@@ -94,6 +94,8 @@ class Agent:
         self._memory_tracker: Any = None
         self._force_memory_report = True
         self._skills: list[Any] | None = None
+        # Compaction's estimate (characters → tokens), calibrated by the usage the service reports.
+        self.tokens_per_char = 0.25
 
     # ---- lifecycle -----------------------------------------------------------------------
     @property
@@ -153,28 +155,25 @@ class Agent:
                 return []
             if len(sessions) == 1:
                 # The upgrade path: adopt the lone file in place; only active-session.json is added.
-                sid = sessions[0].id
-                try:
-                    log = store.open_log(sid)
-                except LogError as exc:
-                    self.restore_problem = f"the only session {sid} cannot be loaded: {exc}"
-                    return []
-                notices = self._recover(log, at_startup=True)
-                store.save_selection(sid)
-                self._activate(log)
-                return notices
+                return self._restore(sessions[0].id, f"the only session {sessions[0].id}", save=True)
             self.restore_problem = f"{len(sessions)} sessions exist but none is selected (sessions/active-session.json is missing)"
             return []
+        return self._restore(selected, f"session {selected}", save=False)
+
+    def _restore(self, sid: str, what: str, save: bool) -> list[str]:
+        """Load, recover and activate `sid` at start-up; a log that cannot be loaded is the restore problem."""
         try:
-            log = store.open_log(selected)
+            log = self.store.open_log(sid)
         except LogError as exc:
-            self.restore_problem = f"session {selected} cannot be loaded: {exc}"
+            self.restore_problem = f"{what} cannot be loaded: {exc}"
             return []
-        notices = self._recover(log, at_startup=True)
+        notices = self._recover(log)
+        if save:
+            self.store.save_selection(sid)
         self._activate(log)
         return notices
 
-    def _recover(self, log: SessionLog, at_startup: bool) -> list[str]:
+    def _recover(self, log: SessionLog) -> list[str]:
         """Chapter 04: mark unknown results, then ask before the session becomes active."""
         try:
             log.recover()
@@ -254,7 +253,7 @@ class Agent:
         except LogError as exc:
             raise CommandError(f"Cannot resume session {session_id}: {exc}") from None
         try:
-            notices = self._recover(log, at_startup=False)
+            notices = self._recover(log)
         except RecoveryRefused as exc:
             raise CommandError(f"{exc} The selection is unchanged.") from None
         try:
@@ -502,10 +501,8 @@ class Agent:
         """Compaction before a request that would pass the budget; a failure leaves history as it was."""
         try:
             done = compactor.compact(cancel, keep_current_turn=True)
-        except Cancelled:
-            raise
-        except OSError:
-            raise
+        except (Cancelled, OSError):
+            raise  # an interrupt ends the turn; a failed append stops the chat
         except Exception as exc:
             self.ui.event(
                 {

@@ -9,6 +9,7 @@ recovery copy beside the file and cut off; damage anywhere else means the log ca
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import stat
@@ -50,7 +51,7 @@ def _open_regular(path: Path, flags: int) -> int:
     try:
         fd = os.open(path, flags | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
     except OSError as exc:
-        if exc.errno in (40, 62):  # ELOOP on Linux / macOS: a symlink
+        if exc.errno == errno.ELOOP:  # O_NOFOLLOW on a symlink
             raise LogError(f"{path.name} is a symbolic link; Mino only loads regular session files") from None
         raise LogError(f"cannot open {path.name}: {exc.strerror}") from None
     st = os.fstat(fd)
