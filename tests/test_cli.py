@@ -72,9 +72,8 @@ def bash_call(command: str) -> dict:
 
 
 def test_bash_approval_yes_and_no_through_the_pty(
-    model: ScriptedModel, mino_env: dict[str, str], workdir: Path, tmp_path: Path
+    model: ScriptedModel, mino_env: dict[str, str], workdir: Path
 ) -> None:
-    mino_env = dict(mino_env)
     model.add(
         bash_call("echo approved > yes.txt"),
         {"text": "Done."},
@@ -168,7 +167,7 @@ def test_second_process_is_refused_with_the_pid(
 
 
 def test_killed_between_call_and_result_asks_and_runs_nothing_again(
-    model: ScriptedModel, mino_env: dict[str, str], workdir: Path, tmp_path: Path
+    model: ScriptedModel, mino_env: dict[str, str], workdir: Path
 ) -> None:
     witness = workdir / "witness"  # inside the working directory: the sandbox lets bash write there
     model.add(bash_call(f"echo ran >> {witness}; sleep 30"))
