@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..scripted_model import _strings
 from .schema import LIVE_KEYS, Case, FileCheck, ItemCheck, RequestCheck
 
 SHOW = 160  # characters of a value quoted in a failure line
@@ -54,17 +55,6 @@ class Run:
 def request_text(body: dict[str, Any]) -> tuple[str, list[str]]:
     """The raw JSON text of a request body and every string value inside it (decoded)."""
     return json.dumps(body, ensure_ascii=False), list(_strings(body))
-
-
-def _strings(obj: object) -> Any:
-    if isinstance(obj, str):
-        yield obj
-    elif isinstance(obj, dict):
-        for v in obj.values():
-            yield from _strings(v)
-    elif isinstance(obj, list):
-        for v in obj:
-            yield from _strings(v)
 
 
 def _found(needle: str, raw: str, strings: list[str]) -> bool:
