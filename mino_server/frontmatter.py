@@ -67,6 +67,19 @@ def valid_name(name: str) -> bool:
     return len(name) <= NAME_MAX_CHARS and NAME_RE.fullmatch(name) is not None
 
 
+def one_line_problem(field: str, value: str, max_bytes: int) -> str | None:
+    """Why `value` is not a usable one-line field (a memory's summary, a skill's description), or None."""
+    if value.strip() == "":
+        return f"{field} is empty"
+    # splitlines() breaks on every line separator (\r, \x85, \u2028 ...), not only \n.
+    if value.splitlines() != [value]:
+        return f"{field} must be one line"
+    size = len(value.encode())
+    if size > max_bytes:
+        return f"{field} is {size} bytes; the limit is {max_bytes} bytes (UTF-8)"
+    return None
+
+
 def _loader() -> Any:
     import yaml
 

@@ -86,15 +86,7 @@ def type_problem(type_: str) -> str | None:
 
 
 def summary_problem(summary: str) -> str | None:
-    if summary.strip() == "":
-        return "summary is empty"
-    # splitlines() breaks on every line separator (\r, \x85, \u2028 ...), not only \n.
-    if summary.splitlines() != [summary]:
-        return "summary must be one line"
-    size = len(summary.encode())
-    if size > MAX_SUMMARY_BYTES:
-        return f"summary is {size} bytes; the limit is {MAX_SUMMARY_BYTES} bytes (UTF-8)"
-    return None
+    return frontmatter.one_line_problem("summary", summary, MAX_SUMMARY_BYTES)
 
 
 def details_problem(details: str) -> str | None:

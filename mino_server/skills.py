@@ -47,14 +47,7 @@ class SkillError(Exception):
 
 
 def description_problem(description: str) -> str | None:
-    if description.strip() == "":
-        return "description is empty"
-    if description.splitlines() != [description]:
-        return "description must be one line"
-    size = len(description.encode())
-    if size > MAX_DESCRIPTION_BYTES:
-        return f"description is {size} bytes; the limit is {MAX_DESCRIPTION_BYTES} bytes (UTF-8)"
-    return None
+    return frontmatter.one_line_problem("description", description, MAX_DESCRIPTION_BYTES)
 
 
 def read_skill_file(path: Path) -> str:
