@@ -47,7 +47,6 @@ class Run:
     asked: list[str] = field(default_factory=list)  # tools an approval was asked for, in order
     output: list[str] = field(default_factory=list)  # start-up lines, command output, notices
     requests: list[dict[str, Any]] = field(default_factory=list)
-    sessions: list[str] = field(default_factory=list)  # in the order they were first selected
     final_session: str | None = None
     substitute: Callable[[str], str] = str
 

@@ -20,7 +20,7 @@ from typing import Any, TextIO
 
 from ..cancel import CancelToken
 from ..ui import ApprovalRequest
-from .checks import Run, Turn, describe_request, grade, show
+from .checks import Run, Turn, describe_request, grade
 from .schema import PLACEHOLDER_RE, Case, CaseError, load_case
 
 USAGE = "usage: mino eval DIR [--live] [-k NAME] [--json]"
@@ -227,23 +227,21 @@ def _run(case: Case, live: LiveModel | None, home: Path, workspace: Path, result
     model = None if live else ScriptedModel().start()
     try:
         base_url = model.base_url if model else ""
-        sessions: list[str] = []
-        agent_box: list[Any] = []
+        config = _config(case, home, base_url, live)
+        ui = EvalUI(case)
+        agent = Agent(config, workspace, ui)
 
         def current() -> str | None:
-            return agent_box[0].session_id if agent_box else None
+            return agent.session_id
 
+        ui.session_id = current
+        sessions: list[str] = []
         values = {"workspace": str(workspace), "home": str(home), "python": sys.executable}
         if model is not None:
             values["port"] = base_url.rsplit(":", 1)[1].split("/", 1)[0]
         sub = Placeholders(values, sessions, current)
         if model is not None:
             model.add(*sub.deep(case.script))
-        config = _config(case, home, base_url, live)
-        ui = EvalUI(case)
-        ui.session_id = current
-        agent = Agent(config, workspace, ui)
-        agent_box.append(agent)
         run = Run(home=home, workspace=workspace, substitute=sub)
         failures: list[str] = []
         try:
@@ -451,4 +449,4 @@ def _run_all(opts: Options, files: list[Path], live: LiveModel | None, out: Text
     return 1 if failed else 0
 
 
-__all__ = ["eval_main", "run_case", "show"]
+__all__ = ["eval_main", "run_case"]
