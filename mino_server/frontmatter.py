@@ -14,7 +14,7 @@ import errno
 import os
 import re
 import stat
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -107,8 +107,8 @@ def split(text: str) -> tuple[str, str]:
         pos = newline + 1
 
 
-def parse_fields(yaml_text: str, required: Sequence[str], optional: Collection[str] = ()) -> dict[str, str]:
-    """Parse the YAML between the delimiters: a mapping of the given keys to strings."""
+def parse_fields(yaml_text: str, required: Sequence[str]) -> dict[str, str]:
+    """Parse the YAML between the delimiters: a mapping of exactly the given keys to strings."""
     import yaml
 
     try:
@@ -137,8 +137,7 @@ def parse_fields(yaml_text: str, required: Sequence[str], optional: Collection[s
         if not isinstance(value_node, yaml.ScalarNode) or value_node.tag != _STR_TAG:
             raise FrontMatterError(f"field '{shown(key)}' is not a string")
         fields[key] = value_node.value
-    allowed = set(required) | set(optional)
-    extra = [k for k in fields if k not in allowed]
+    extra = [k for k in fields if k not in required]
     if extra:
         raise FrontMatterError(f"unexpected field(s): {', '.join(shown(k) for k in extra)}")
     missing = [k for k in required if k not in fields]
@@ -147,7 +146,7 @@ def parse_fields(yaml_text: str, required: Sequence[str], optional: Collection[s
     return fields
 
 
-def parse(data: bytes | str, required: Sequence[str], optional: Collection[str] = ()) -> Document:
+def parse(data: bytes | str, required: Sequence[str]) -> Document:
     """Parse a whole file. Bytes must be UTF-8 (a leading BOM, as some editors write, is allowed)."""
     if isinstance(data, bytes):
         try:
@@ -158,7 +157,7 @@ def parse(data: bytes | str, required: Sequence[str], optional: Collection[str] 
         text = data
     text = text.removeprefix("\ufeff")
     yaml_text, body = split(text)
-    return Document(parse_fields(yaml_text, required, optional), body)
+    return Document(parse_fields(yaml_text, required), body)
 
 
 def _scalar(key: str, value: str) -> str:
