@@ -101,8 +101,6 @@ def interface(cls: Any) -> str:
 def _type_link(tp: Any) -> str:
     if tp is None:
         return "—"
-    if tp is P.NOTIFICATION:
-        return "(notification)"
     if tp is P.Empty:
         return "`{}`"
     return f"`{ts(tp)}`"
@@ -130,13 +128,18 @@ def error_table() -> str:
     return "\n".join(rows)
 
 
-def all_interfaces() -> str:
+def all_classes() -> list[Any]:
+    """Every type the methods use (and the Event union), in first-use order."""
     seen: list[Any] = []
     for m in P.ALL_METHODS:
         _classes_in(m.params, seen)
         if m.result is not P.NOTIFICATION:
             _classes_in(m.result, seen)
-    return "\n\n".join(interface(c) for c in seen)
+    return seen
+
+
+def all_interfaces() -> str:
+    return "\n\n".join(interface(c) for c in all_classes())
 
 
 # ---- the document -------------------------------------------------------------------------------
@@ -292,6 +295,11 @@ def render_doc() -> str:
 
 
 # ---- JSON Schema --------------------------------------------------------------------------------
+def _ref(name: str) -> dict[str, str]:
+    """A JSON pointer to `$defs/name` (method names contain "/", escaped as "~1")."""
+    return {"$ref": "#/$defs/" + name.replace("~", "~0").replace("/", "~1")}
+
+
 def _schema(tp: Any, meta: Any = None) -> dict[str, Any]:
     meta = meta or {}
     if tp is Any:
@@ -301,7 +309,7 @@ def _schema(tp: Any, meta: Any = None) -> dict[str, Any]:
     args = P._union_args(tp)
     if args is not None:
         if tp is P.Event:
-            return {"$ref": "#/$defs/Event"}
+            return _ref("Event")
         simple = [_schema(a, meta) for a in args]
         if all(set(s) == {"type"} and isinstance(s["type"], str) for s in simple):
             return {"type": [s["type"] for s in simple]}
@@ -313,7 +321,7 @@ def _schema(tp: Any, meta: Any = None) -> dict[str, Any]:
     if origin is list:
         return {"type": "array", "items": _schema(typing.get_args(tp)[0])}
     if dataclasses.is_dataclass(tp):
-        return {"$ref": f"#/$defs/{tp.__name__}"}
+        return _ref(tp.__name__)
     out: dict[str, Any] = {"type": {str: "string", bool: "boolean", int: "integer", float: "number"}[tp]}
     if meta.get("pattern"):
         out["pattern"] = meta["pattern"]
@@ -326,7 +334,7 @@ def _class_schema(cls: Any) -> dict[str, Any]:
     if cls is P.Event:
         return {
             "description": "A mino/event notification's params; `type` says which event.",
-            "oneOf": [{"$ref": f"#/$defs/{a.__name__}"} for a in typing.get_args(P.Event)],
+            "oneOf": [_ref(a.__name__) for a in typing.get_args(P.Event)],
         }
     props: dict[str, Any] = {}
     required = []
@@ -349,11 +357,6 @@ def _class_schema(cls: Any) -> dict[str, Any]:
 
 
 def render_schema() -> str:
-    classes: list[Any] = []
-    for m in P.ALL_METHODS:
-        _classes_in(m.params, classes)
-        if m.result is not P.NOTIFICATION:
-            _classes_in(m.result, classes)
     defs: dict[str, Any] = {}
     methods: dict[str, Any] = {}
     for m in P.ALL_METHODS:
@@ -364,12 +367,12 @@ def render_schema() -> str:
         }
         if m.params is not None:
             defs[f"{m.name}.params"] = _schema(m.params)
-            entry["params"] = {"$ref": "#/$defs/" + f"{m.name}.params".replace("~", "~0").replace("/", "~1")}
+            entry["params"] = _ref(f"{m.name}.params")
         if m.result is not P.NOTIFICATION:
             defs[f"{m.name}.result"] = _schema(m.result) if m.result is not None else {"type": "null"}
-            entry["result"] = {"$ref": "#/$defs/" + f"{m.name}.result".replace("~", "~0").replace("/", "~1")}
+            entry["result"] = _ref(f"{m.name}.result")
         methods[m.name] = entry
-    for cls in classes:
+    for cls in all_classes():
         defs[_name(cls)] = _class_schema(cls)
     schema = {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
