@@ -39,8 +39,10 @@ INDEX_LABEL = (
     "Entries marked (+details) have more text available through memory_view:"
 )
 BAD_FRONT_MATTER = "memory file needs YAML front matter with string fields name, type, and summary"
-OVER_ENTRY_LIMIT = f"over the index limit of {MAX_ENTRIES} memories"
-OVER_INDEX_LIMIT = f"over the index limit of {MAX_INDEX_BYTES // 1024} KiB of text"
+ENTRY_LIMIT = f"{MAX_ENTRIES} memories"
+INDEX_LIMIT = f"{MAX_INDEX_BYTES // 1024} KiB of text"
+OVER_ENTRY_LIMIT = f"over the index limit of {ENTRY_LIMIT}"
+OVER_INDEX_LIMIT = f"over the index limit of {INDEX_LIMIT}"
 
 Problem = tuple[str, str]  # (file name, reason)
 
@@ -199,12 +201,12 @@ def index_bytes(entries: Sequence[MemoryEntry]) -> int:
     return len(INDEX_LABEL.encode()) + sum(1 + len(index_line(e).encode()) for e in entries)
 
 
-def limit_problem(entries: Sequence[MemoryEntry]) -> str | None:
-    """Why `entries` would not fit the index as a whole, or None."""
+def limit_passed(entries: Sequence[MemoryEntry]) -> str | None:
+    """The index limit `entries` as a whole would pass (ENTRY_LIMIT or INDEX_LIMIT), or None."""
     if len(entries) > MAX_ENTRIES:
-        return OVER_ENTRY_LIMIT
+        return ENTRY_LIMIT
     if index_bytes(entries) > MAX_INDEX_BYTES:
-        return OVER_INDEX_LIMIT
+        return INDEX_LIMIT
     return None
 
 

@@ -172,13 +172,8 @@ class MemorySaveTool:
         entries, _ = memory.scan_memories(directory)
         new = memory.MemoryEntry(args.name, args.type, args.summary, args.details or "", path)
         after = [e for e in entries if e.name != args.name] + [new]
-        over = memory.limit_problem(after)
-        if over is not None:
-            limit = (
-                f"{memory.MAX_ENTRIES} memories"
-                if over == memory.OVER_ENTRY_LIMIT
-                else f"{memory.MAX_INDEX_BYTES // 1024} KiB of text"
-            )
+        limit = memory.limit_passed(after)
+        if limit is not None:
             raise ToolFailure(
                 f"Saving {args.name} would take the memory index past its limit of {limit}; nothing was "
                 "saved. Merge related memories or shorten existing summaries (with mode overwrite) first.",
