@@ -94,8 +94,6 @@ class BashTool:
         argv = ["bash", "-c", args.command]
         if ctx.sandbox is not None:
             argv = ctx.sandbox.wrap(argv, ctx.workdir)
-        import os
-
         env = {k: v for k, v in os.environ.items() if k not in ctx.hidden_env}
         try:
             proc = subprocess.Popen(
