@@ -370,11 +370,6 @@ def session_records(count: int, replay_turns: int = 20, every: int = 40) -> list
     return out
 
 
-def session_replay(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    through = max((r["through_seq"] for r in records if r["type"] == "compaction"), default=0)
-    return [r for r in records if r["seq"] > through and r["type"] != "turn_end"]
-
-
 def write_session(home: Path, records: list[dict[str, Any]], active: bool = True) -> str:
     sessions = home / "sessions"
     sessions.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -778,6 +773,7 @@ def bench_resume(ctx: Context, model_cls: type) -> None:
                     agent.resume(sid)
                     if i:
                         row.mino.add((time.perf_counter() - started) * 1000)
+                    replayed = len(agent.log.replay_records())
                 finally:
                     agent.close()
                 model.add({"text": "Welcome back."})
@@ -825,7 +821,6 @@ def bench_resume(ctx: Context, model_cls: type) -> None:
                     )
                     write_session(home, records, active=False)
         mb = (home / "sessions" / f"{sid}.jsonl").stat().st_size / 1e6
-        replayed = len(session_replay(records))
         ctx.notes.append(
             f"Resume fixture {label}: {len(records):,} records, {mb:.1f} MB of JSONL, {replayed} replayed after the latest compaction."
         )
