@@ -10,14 +10,13 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
-from typing import Any
 
 import pytest
-from test_tools_bash import live_with  # tests/ is on sys.path (pytest's rootdir-relative import)
+from tool_helpers import live_with, run_bash, sleep_marker  # tests/ is on sys.path (conftest.py)
 
 from mino_server.cancel import CancelToken
 from mino_server.tools import sandbox as sandbox_module
-from mino_server.tools.base import ToolContext, ToolResult
+from mino_server.tools.base import ToolContext
 from mino_server.tools.bash import BashTool
 from mino_server.tools.sandbox import Sandbox, bwrap_argv, detect, macos_profile
 
@@ -142,12 +141,6 @@ def ctx(tmp_path: Path) -> ToolContext:
     )
 
 
-def call(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-    tool = BashTool()
-    parsed = tool.validate(args)
-    return tool.run(parsed, ctx, tool.prepare(parsed, ctx))
-
-
 @needs_bwrap
 def test_detect_finds_bwrap_here() -> None:
     assert _line == "Sandbox: bwrap"
@@ -162,7 +155,7 @@ def test_kind_and_fields_in_the_sandbox(ctx: ToolContext) -> None:
 
 @needs_bwrap
 def test_write_inside_succeeds(ctx: ToolContext) -> None:
-    result = call({"command": "echo hi > made.txt && pwd"}, ctx)
+    result = run_bash({"command": "echo hi > made.txt && pwd"}, ctx)
     assert result.output == f"{ctx.workdir}\n[exit code: 0]"
     assert (ctx.workdir / "made.txt").read_text() == "hi\n"
 
@@ -174,7 +167,7 @@ def test_write_outside_fails() -> None:
     try:
         wd = Path(tempfile.mkdtemp(dir="/var/tmp")).resolve()
         ctx = ToolContext(workdir=wd, home=wd, memory_dir=wd, cancel=CancelToken(), sandbox=_found)
-        result = call({"command": f"echo x > {outside}/f"}, ctx)
+        result = run_bash({"command": f"echo x > {outside}/f"}, ctx)
         assert "Read-only file system" in result.output
         assert not result.output.endswith("[exit code: 0]")
         assert not (outside / "f").exists()
@@ -187,7 +180,7 @@ def test_write_outside_fails() -> None:
 def test_tmp_is_private(ctx: ToolContext, tmp_path: Path) -> None:
     (tmp_path / "host-only").write_text("x")
     inside = Path(f"/tmp/mino-sandbox-{uuid.uuid4().hex}")
-    result = call({"command": f"ls {tmp_path}/host-only; echo t > {inside} && echo wrote"}, ctx)
+    result = run_bash({"command": f"ls {tmp_path}/host-only; echo t > {inside} && echo wrote"}, ctx)
     assert "No such file or directory" in result.output  # the host's /tmp is not visible
     assert "wrote" in result.output  # but the private /tmp is writable
     assert not inside.exists()
@@ -201,7 +194,7 @@ def test_no_network(ctx: ToolContext) -> None:
         server.settimeout(0.5)
         port = server.getsockname()[1]
         command = f"exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected"
-        result = call({"command": command}, ctx)
+        result = run_bash({"command": command}, ctx)
         assert "connected" not in result.output
         assert not result.output.endswith("[exit code: 0]")
         with pytest.raises(TimeoutError):
@@ -210,20 +203,20 @@ def test_no_network(ctx: ToolContext) -> None:
         plain = ToolContext(
             workdir=ctx.workdir, home=ctx.home, memory_dir=ctx.memory_dir, cancel=CancelToken()
         )
-        assert call({"command": command}, plain).output == "connected\n[exit code: 0]"
+        assert run_bash({"command": command}, plain).output == "connected\n[exit code: 0]"
 
 
 @needs_bwrap
 def test_timeout_kills_everything_in_the_sandbox(ctx: ToolContext) -> None:
-    marker = f"30.{uuid.uuid4().int % 10**9:09d}"
+    marker = sleep_marker()
     started = time.monotonic()
-    result = call({"command": f"sleep {marker} & sleep {marker}", "timeout_s": 0.5}, ctx)
+    result = run_bash({"command": f"sleep {marker} & sleep {marker}", "timeout_s": 0.5}, ctx)
     assert result.status == "failed" and time.monotonic() - started < 3
     assert live_with(marker) == []
 
 
 @needs_bwrap
 def test_background_processes_end_with_the_sandbox(ctx: ToolContext) -> None:
-    marker = f"30.{uuid.uuid4().int % 10**9:09d}"
-    assert call({"command": f"sleep {marker} & echo ok"}, ctx).output == "ok\n[exit code: 0]"
+    marker = sleep_marker()
+    assert run_bash({"command": f"sleep {marker} & echo ok"}, ctx).output == "ok\n[exit code: 0]"
     assert live_with(marker) == []

@@ -5,11 +5,10 @@ from __future__ import annotations
 import os
 import threading
 import time
-import uuid
 from pathlib import Path
-from typing import Any
 
 import pytest
+from tool_helpers import live_with, run_bash, sleep_marker  # tests/ is on sys.path (conftest.py)
 
 from mino_server.cancel import Cancelled, CancelToken
 from mino_server.tools.base import COMPLETED, FAILED, ArgumentError, ToolContext, ToolResult
@@ -29,49 +28,22 @@ def ctx(tmp_path: Path) -> ToolContext:
     )
 
 
-def call(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-    tool = BashTool()
-    parsed = tool.validate(args)
-    return tool.run(parsed, ctx, tool.prepare(parsed, ctx))
-
-
-def live_with(marker: str) -> list[int]:
-    """Processes (not zombies: this container's init may not reap them) whose command line has `marker`."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if marker in cmdline and state != "Z":
-            found.append(int(entry))
-    return found
-
-
-def sleep_marker() -> str:
-    """A unique sleep duration so the test finds exactly its own processes."""
-    return f"30.{uuid.uuid4().int % 10**9:09d}"
-
-
 def test_output_and_exit_code(ctx: ToolContext) -> None:
-    result = call({"command": "echo out; echo err >&2; pwd; exit 3"}, ctx)
+    result = run_bash({"command": "echo out; echo err >&2; pwd; exit 3"}, ctx)
     assert result == ToolResult(COMPLETED, f"out\nerr\n{ctx.workdir}\n[exit code: 3]")
 
 
 def test_no_output_and_no_final_newline(ctx: ToolContext) -> None:
-    assert call({"command": "true"}, ctx).output == "[exit code: 0]"
-    assert call({"command": "printf abc"}, ctx).output == "abc\n[exit code: 0]"
+    assert run_bash({"command": "true"}, ctx).output == "[exit code: 0]"
+    assert run_bash({"command": "printf abc"}, ctx).output == "abc\n[exit code: 0]"
 
 
 def test_stdin_is_empty(ctx: ToolContext) -> None:
-    assert call({"command": "cat; echo done"}, ctx).output == "done\n[exit code: 0]"
+    assert run_bash({"command": "cat; echo done"}, ctx).output == "done\n[exit code: 0]"
 
 
 def test_output_keeps_head_and_tail(ctx: ToolContext) -> None:
-    result = call({"command": "echo START; head -c 200000 /dev/zero | tr '\\0' x; echo; echo END"}, ctx)
+    result = run_bash({"command": "echo START; head -c 200000 /dev/zero | tr '\\0' x; echo; echo END"}, ctx)
     out = result.output
     assert out.startswith("START\nxxx")
     assert out.endswith("xxx\nEND\n[exit code: 0]")
@@ -81,13 +53,13 @@ def test_output_keeps_head_and_tail(ctx: ToolContext) -> None:
 
 
 def test_killed_by_signal(ctx: ToolContext) -> None:
-    assert call({"command": "kill -9 $$"}, ctx).output == "[killed by SIGKILL]"
+    assert run_bash({"command": "kill -9 $$"}, ctx).output == "[killed by SIGKILL]"
 
 
 def test_timeout_kills_the_whole_group(ctx: ToolContext) -> None:
     marker = sleep_marker()
     started = time.monotonic()
-    result = call({"command": f"echo begun; sleep {marker} & sleep {marker}", "timeout_s": 1}, ctx)
+    result = run_bash({"command": f"echo begun; sleep {marker} & sleep {marker}", "timeout_s": 1}, ctx)
     assert time.monotonic() - started < 3
     assert result == ToolResult(FAILED, "begun\n[timed out after 1 s; process group killed]")
     assert live_with(marker) == []
@@ -95,13 +67,15 @@ def test_timeout_kills_the_whole_group(ctx: ToolContext) -> None:
 
 def test_timeout_sends_sigterm_first(ctx: ToolContext) -> None:
     """A command gets the chance to clean up, and what it prints then is kept."""
-    result = call({"command": "trap 'echo cleaning up; exit 1' TERM; sleep 30 & wait", "timeout_s": 0.3}, ctx)
+    result = run_bash(
+        {"command": "trap 'echo cleaning up; exit 1' TERM; sleep 30 & wait", "timeout_s": 0.3}, ctx
+    )
     assert result == ToolResult(FAILED, "cleaning up\n[timed out after 0.3 s; process group killed]")
 
 
 def test_timeout_escalates_to_sigkill(ctx: ToolContext) -> None:
     marker = sleep_marker()
-    result = call(
+    result = run_bash(
         {"command": f"trap '' TERM; sleep {marker} & trap '' TERM; sleep {marker}", "timeout_s": 0.3}, ctx
     )
     assert result.status == FAILED
@@ -111,7 +85,7 @@ def test_timeout_escalates_to_sigkill(ctx: ToolContext) -> None:
 def test_background_processes_do_not_outlive_the_call(ctx: ToolContext) -> None:
     marker = sleep_marker()
     started = time.monotonic()
-    result = call({"command": f"sleep {marker} & echo started"}, ctx)
+    result = run_bash({"command": f"sleep {marker} & echo started"}, ctx)
     assert time.monotonic() - started < 2
     assert result.output == "started\n[exit code: 0]"
     assert live_with(marker) == []
@@ -126,7 +100,7 @@ def test_a_daemon_that_left_the_group_does_not_hang_the_call(ctx: ToolContext) -
             f"setsid bash -c 'echo $$ > pid.tmp; mv pid.tmp pid; exec sleep {marker}' & "
             "while [ ! -e pid ]; do sleep 0.01; done; echo ok"
         )
-        result = call({"command": command}, ctx)
+        result = run_bash({"command": command}, ctx)
         assert len(live_with(marker)) == 1  # it escaped the group: the call cannot kill it
         assert time.monotonic() - started < 2  # it holds our pipe; we stop reading after a short drain
         assert result.output == "ok\n[exit code: 0]"
@@ -144,7 +118,7 @@ def test_cancel_kills_the_group_and_raises(ctx: ToolContext) -> None:
     timer.start()
     started = time.monotonic()
     with pytest.raises(Cancelled):
-        call({"command": f"sleep {marker} & sleep {marker}"}, ctx)
+        run_bash({"command": f"sleep {marker} & sleep {marker}"}, ctx)
     assert time.monotonic() - started < 3
     assert live_with(marker) == []
 
@@ -152,7 +126,7 @@ def test_cancel_kills_the_group_and_raises(ctx: ToolContext) -> None:
 def test_already_cancelled_runs_nothing(ctx: ToolContext) -> None:
     ctx.cancel.cancel()
     with pytest.raises(Cancelled):
-        call({"command": "touch ran"}, ctx)
+        run_bash({"command": "touch ran"}, ctx)
     assert not (ctx.workdir / "ran").exists()
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tool_helpers import call  # tests/ is on sys.path (conftest.py)
 
 from mino_server.cancel import CancelToken
 from mino_server.tools.base import COMPLETED, ArgumentError, Prepared, ToolContext, ToolFailure, ToolResult
@@ -30,12 +31,6 @@ def ctx(wd: Path, tmp_path: Path) -> ToolContext:
     return ToolContext(
         workdir=wd, home=tmp_path / "home", memory_dir=tmp_path / "home" / "memory", cancel=CancelToken()
     )
-
-
-def call(tool: Any, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-    """The whole path a live call takes, as the turn loop runs it (approval granted)."""
-    parsed = tool.validate(args)
-    return tool.run(parsed, ctx, tool.prepare(parsed, ctx))
 
 
 def failure(tool: Any, args: dict[str, Any], ctx: ToolContext) -> ToolFailure:

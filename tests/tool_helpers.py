@@ -1,0 +1,42 @@
+"""Helpers shared by the tool tests: one live call through a tool, and the processes a command left."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+from typing import Any
+
+from mino_server.tools.base import ToolContext, ToolResult
+from mino_server.tools.bash import BashTool
+
+
+def call(tool: Any, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    """The whole path a live call takes, as the turn loop runs it (approval granted)."""
+    parsed = tool.validate(args)
+    return tool.run(parsed, ctx, tool.prepare(parsed, ctx))
+
+
+def run_bash(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    return call(BashTool(), args, ctx)
+
+
+def live_with(marker: str) -> list[int]:
+    """Processes (not zombies: this container's init may not reap them) whose command line has `marker`."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker in cmdline and state != "Z":
+            found.append(int(entry))
+    return found
+
+
+def sleep_marker() -> str:
+    """A unique sleep duration so the test finds exactly its own processes."""
+    return f"30.{uuid.uuid4().int % 10**9:09d}"
