@@ -11,6 +11,8 @@ from mino_server.decision import MODES, TABLE, decide
 from mino_server.tools.base import ToolContext
 from mino_server.tools.bash import BashTool
 from mino_server.tools.files import EditFileTool, ReadFileTool, WriteFileTool
+from mino_server.tools.memory_tools import MemorySaveTool, MemoryViewTool
+from mino_server.tools.registry import default_tools
 from mino_server.tools.sandbox import Sandbox
 
 # SPEC §5, written out cell by cell (not derived from TABLE, so a wrong TABLE fails here).
@@ -49,14 +51,15 @@ SEED_13_2 = [
 ]
 
 
-@pytest.mark.parametrize(("tool", "kind", "expected"), SEED_13_2)
-def test_seed_table_13_2(tool: str, kind: str, expected: tuple[str, str, str]) -> None:
-    assert tuple(decide(kind, mode) for mode in MODES) == expected  # type: ignore[arg-type]
-
-
 def _ctx(sandbox: Sandbox | None) -> ToolContext:
     here = Path("/nonexistent")
     return ToolContext(workdir=here, home=here, memory_dir=here, cancel=CancelToken(), sandbox=sandbox)
+
+
+@pytest.mark.parametrize(("tool", "kind", "expected"), SEED_13_2)
+def test_seed_table_13_2(tool: str, kind: str, expected: tuple[str, str, str]) -> None:
+    assert default_tools()[tool].kind(_ctx(None)) == kind  # the row is the tool's, not only its kind's
+    assert tuple(decide(kind, mode) for mode in MODES) == expected  # type: ignore[arg-type]
 
 
 def test_project_tools_have_the_kinds_of_their_rows() -> None:
@@ -69,7 +72,6 @@ def test_project_tools_have_the_kinds_of_their_rows() -> None:
 
 
 def test_memory_tools_have_the_kinds_of_table_13_2() -> None:
-    memory_tools = pytest.importorskip("mino_server.tools.memory_tools", reason="memory tools not built yet")
     ctx = _ctx(None)
-    assert memory_tools.MemoryViewTool().kind(ctx) == "read_only"
-    assert memory_tools.MemorySaveTool().kind(ctx) == "other"
+    assert MemoryViewTool().kind(ctx) == "read_only"
+    assert MemorySaveTool().kind(ctx) == "other"
