@@ -236,7 +236,7 @@ class CrashRun:
         if not kill:
             self.offline_check()
             for path in session_files(self.home):
-                for p in log_consistency(read_log(path).records):
+                for p in log_consistency(read_log(path)):
                     self.problem(f"after a clean exit, {path.name}: {p}")
 
     def learn_ops(self, ops_log: Path, crash_at: str | None, complete: bool) -> None:

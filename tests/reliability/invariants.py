@@ -93,8 +93,13 @@ def pair_calls(records: list[dict[str, Any]]) -> tuple[dict[int, dict[str, Any]]
     return results, pending
 
 
-def log_consistency(records: list[dict[str, Any]]) -> list[str]:
-    """A log Mino has finished with: every call has exactly one result, every turn a turn_end."""
+def log_consistency(view: LogView) -> list[str]:
+    """A log Mino has finished with: whole (no damage, no torn tail), every call has exactly one
+    result, every turn a turn_end. Takes the whole view: the records read before a damaged line must
+    not pass for the log."""
+    if view.problem or view.torn:
+        return [f"{view.path.name}: {view.problem or 'torn last line'}"]
+    records = view.records
     problems = []
     results, pending = pair_calls(records)
     for call in pending:

@@ -126,8 +126,8 @@ def test_append_fault_stops_the_chat_and_keeps_the_log_whole(
         assert len(ui.confirm_messages) == (1 if pending else 0)
         assert turn(agent, "next").status == "completed"
         agent.close()
-    final = read_log(path)
-    whole(not log_consistency(final.records), f"append {record}/{kind}: {log_consistency(final.records)}")
+    problems = log_consistency(read_log(path))
+    whole(not problems, f"append {record}/{kind}: {problems}")
     whole(witness_count(workdir, "tok1") == int(ran), f"append {record}/{kind}: bash ran again after restart")
 
 
