@@ -139,6 +139,8 @@ def test_requests_before_initialize_and_bad_initialize(spawn: Spawn, tmp_path: P
 def test_streamed_turn(spawn: Spawn, model: ScriptedModel) -> None:
     model.add({"text": LONG_TEXT})
     client = spawn()
+    client.request("mino/state")  # start-up is done: the notifications below are the turn's own
+    before = len(client.notifications("mino/stateChanged"))
     pending = client.start("mino/turn", {"text": "count for me"})
     result = pending.result()
     assert result["status"] == "completed" and result["text"] == LONG_TEXT and "error" not in result
@@ -155,7 +157,7 @@ def test_streamed_turn(spawn: Spawn, model: ScriptedModel) -> None:
     answer_at = next(i for i, m in enumerate(client.messages) if m.get("id") == pending.id)
     event_at = [i for i, m in enumerate(client.messages) if m.get("method") == "mino/event"]
     assert max(event_at) < answer_at
-    assert [s["busy"] for s in client.notifications("mino/stateChanged")][-2:] == [True, False]
+    assert [s["busy"] for s in client.notifications("mino/stateChanged")][before:] == [True, False]
     items = client.request("mino/history")["items"]
     assert [(i["role"], i["text"]) for i in items] == [("user", "count for me"), ("assistant", LONG_TEXT)]
     assert "count for me" in json.dumps(model.requests[0])
@@ -388,6 +390,10 @@ def test_memory_problems_are_shown_and_nothing_to_compact(
     listed = client.request("mino/memory/list")
     assert listed["memories"] == [] and listed["problems"][0]["file"] == "broken.md"
     assert client.request("mino/compact") == {"compacted": False, "message": "Nothing to compact."}
+    assert [s["busy"] for s in client.notifications("mino/stateChanged")][-2:] == [True, False]
+    before = len(client.notifications("mino/stateChanged"))
+    assert client.request("mino/command", {"line": "/compact"})["output"] == ["Nothing to compact."]
+    assert [s["busy"] for s in client.notifications("mino/stateChanged")][before:] == [True, False]
 
 
 def test_store_that_cannot_be_opened_is_reported(spawn: Spawn, home: Path) -> None:

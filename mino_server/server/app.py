@@ -66,7 +66,7 @@ class Route:
     params: Any
     handler: str  # the MinoServer method that does it
     exclusive: Callable[[Any], str | None] = _never  # what is running, when it must run alone
-    shows_busy: Callable[[Any], bool] = lambda params: False
+    shows_busy: Callable[[Any], bool] = lambda params: False  # exclusive and State.busy (notified at start)
     cancellable: bool = False
     read_only: bool = False  # still answered after a storage failure stopped the chat
 
@@ -256,6 +256,8 @@ class MinoServer:
                 if self.agent.stopped and not route.read_only:
                     # A storage failure stopped the chat (the CLI exits there): say so to everything.
                     raise P.ProtocolError(P.STORAGE_FAILED, self.agent.stopped)
+                if op is not None and op.shows_busy:
+                    self.state_changed()  # busy, before the work starts
                 return self._guard(lambda: handler(params, token))
             finally:
                 if token is not None:
@@ -519,7 +521,6 @@ class MinoServer:
         return self.state()
 
     def do_turn(self, params: P.TurnParams, cancel: CancelToken) -> P.TurnResult:
-        self.state_changed()  # busy
         outcome = self.agent.run_turn(params.text, cancel)
         return P.TurnResult(
             turnId=outcome.turn_id, status=outcome.status, text=outcome.text, error=outcome.error
@@ -528,8 +529,6 @@ class MinoServer:
     def do_command(self, params: P.CommandParams, cancel: CancelToken) -> P.CommandResult:
         from ..commands import run_command
 
-        if _command_word(params) == "/compact":
-            self.state_changed()  # busy
         output: list[str] = []
         run_command(self.agent, params.line, output.append, lambda prompt: None, cancel)
         self.state_changed()
@@ -580,7 +579,6 @@ class MinoServer:
         return self.state()
 
     def do_compact(self, params: P.Empty, cancel: CancelToken) -> P.CompactResult:
-        self.state_changed()  # busy
         compacted, message = self.agent.compact(cancel)
         return P.CompactResult(compacted=compacted, message=message)
 
