@@ -23,3 +23,10 @@ class Tally:
 
 
 TALLY = Tally()
+
+
+def whole(condition: bool, what: str) -> None:
+    """A check that nothing was lost or corrupted: a failure is counted in the summary and fails the test."""
+    if not condition:
+        TALLY.loss(what)
+    assert condition, what

@@ -18,7 +18,7 @@ import pytest
 from faults import Fault, inject
 from helpers import RecordingUI, command, make_agent, turn
 from invariants import log_consistency, memory_problems, pair_calls, read_log, read_selection
-from tally import TALLY
+from tally import TALLY, whole
 
 from mino_server.agent import Agent
 from mino_server.memory import render_memory
@@ -36,13 +36,6 @@ REPLACE_FAULTS = [
     ("fsync_dir", EIO),
     ("create", ENOSPC),
 ]
-
-
-def whole(condition: bool, what: str) -> None:
-    """A check that the disk holds no loss or mix: counted in the summary, and fails the test."""
-    if not condition:
-        TALLY.loss(what)
-    assert condition, what
 
 
 def one_line(text: str | None, err: int) -> None:

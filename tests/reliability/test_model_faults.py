@@ -18,7 +18,7 @@ from cli_driver import piped
 from faults import Fault, inject
 from helpers import RecordingUI, make_agent, turn
 from invariants import log_consistency, read_log, request_consistency
-from tally import TALLY
+from tally import TALLY, whole
 
 from mino_server.agent import Agent
 from mino_server.cancel import CancelToken
@@ -76,9 +76,7 @@ def check_turn(agent: Agent, model: ScriptedModel, outcome: Any, status: str, li
     assert agent.log is not None
     view = read_log(agent.log.path)
     problems = log_consistency(view)
-    if problems:
-        TALLY.loss(f"model fault: {problems}")
-    assert not problems
+    whole(not problems, f"model fault: {problems}")
     assert view.records[-1]["type"] == "turn_end" and view.records[-1]["status"] == status
     # The next turn works and sends a history where every call has exactly one output.
     model.add({"text": "back to normal"})
@@ -240,9 +238,11 @@ def test_reused_call_ids_never_borrow_another_calls_result(
         agent.close()
         body = fresh.requests[0]
     asked = len(ui.confirm_messages) == 1 and "echo second" in ui.confirm_messages[0]
-    if not asked:
-        TALLY.loss("a call without a result was taken as answered by an earlier call with the same call_id")
-    assert asked, ui.confirm_messages
+    whole(
+        asked,
+        f"a call without a result was taken as answered by an earlier call with the same call_id: "
+        f"{ui.confirm_messages}",
+    )
     assert request_consistency(body) == []
     outputs = [i["output"] for i in body["input"] if i.get("type") == "function_call_output"]
     assert len(outputs) == 2 and "first" in outputs[0] and "[status: unknown]" in outputs[1], outputs
