@@ -8,7 +8,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -20,12 +19,6 @@ from mino_server.scripted_model import ScriptedModel, parse_reply
 
 LONG_TEXT = "The answer is in the file README.md, on the third line, next to the licence notice."
 BODY = {"instructions": "Be brief.", "input": [{"role": "user", "content": "hello"}], "tools": []}
-
-
-@pytest.fixture
-def model() -> Iterator[ScriptedModel]:
-    with ScriptedModel() as m:
-        yield m
 
 
 def client_for(model: ScriptedModel, **kwargs: float) -> ModelClient:
@@ -307,6 +300,31 @@ def test_cancel_during_slow_stream(model: ScriptedModel) -> None:
     client.close()
     assert 0.25 < elapsed < 1.0 and 1 <= len(deltas) < len(LONG_TEXT * 3) // 10
     deadline = time.monotonic() + 1.0  # the cut socket also ends the client's worker thread
+    while any(t.name == "model-stream" for t in threading.enumerate()) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not any(t.name == "model-stream" for t in threading.enumerate())
+
+
+def test_cancel_while_waiting_for_the_response_headers() -> None:
+    """A service that took the request and answers nothing: the caller still leaves at once (the
+    worker thread is what makes this possible; there is no socket to cut before the headers)."""
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        client = ModelClient(f"http://127.0.0.1:{server.getsockname()[1]}/v1", None, "m", timeout_s=10.0)
+        cancel = CancelToken()
+        threading.Timer(0.3, cancel.cancel).start()
+        started = time.perf_counter()
+        try:
+            with pytest.raises(Cancelled):
+                client.stream(BODY, lambda _: None, cancel)
+            assert 0.25 < time.perf_counter() - started < 1.0
+        finally:
+            server.settimeout(2.0)
+            connection, _ = server.accept()
+            connection.close()  # ends the worker's wait for headers
+            client.close()
+    deadline = time.monotonic() + 2.0
     while any(t.name == "model-stream" for t in threading.enumerate()) and time.monotonic() < deadline:
         time.sleep(0.01)
     assert not any(t.name == "model-stream" for t in threading.enumerate())
