@@ -378,8 +378,12 @@ def test_save_is_bound_to_the_file_state(tmp_path: Path) -> None:
     with pytest.raises(memory.MemoryChanged):
         memory.save_memory(tmp_path, "a", "user", "new", None, state)
     assert "edited by hand" in path.read_text()
-    with pytest.raises(memory.MemoryChanged):  # created meanwhile
+    with pytest.raises(memory.MemoryChanged):  # approved as existing, deleted meanwhile
         memory.save_memory(tmp_path, "b", "user", "new", None, "0" * 64)
+    assert not (tmp_path / "b.md").exists()
+    with pytest.raises(memory.MemoryChanged):  # approved as absent, created meanwhile
+        memory.save_memory(tmp_path, "a", "user", "new", None, None)
+    assert "edited by hand" in path.read_text()
 
 
 def test_state_of_a_fifo_or_symlink_is_not_a_hash_and_never_blocks(tmp_path: Path) -> None:
