@@ -21,6 +21,7 @@ from invariants import log_consistency, memory_problems, pair_calls, read_log, r
 from tally import TALLY, whole
 
 from mino_server.agent import Agent
+from mino_server.commands import CommandResult, run_command
 from mino_server.memory import render_memory
 from mino_server.scripted_model import ScriptedModel
 from mino_server.sessions.store import StorageError
@@ -36,6 +37,17 @@ REPLACE_FAULTS = [
     ("fsync_dir", EIO),
     ("create", ENOSPC),
 ]
+
+
+def faults(cases: list[tuple[str, int]]) -> pytest.MarkDecorator:
+    """Parametrize (kind, err) over `cases`, with ids like "write-ENOSPC"."""
+    return pytest.mark.parametrize("kind,err", cases, ids=[f"{k}-{errno.errorcode[e]}" for k, e in cases])
+
+
+def run_line(agent: Agent, line: str) -> tuple[CommandResult, list[str]]:
+    """A slash command as helpers.command runs it, keeping its result too (stop or not)."""
+    out: list[str] = []
+    return run_command(agent, line, out.append, agent.ui.ask_text), out  # type: ignore[attr-defined]
 
 
 def one_line(text: str | None, err: int) -> None:
@@ -68,9 +80,7 @@ def restart(base_url: str, workdir: Path) -> tuple[Agent, RecordingUI, list[str]
 # ---- session appends ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "kind,err", APPEND_FAULTS, ids=[f"{k}-{errno.errorcode[e]}" for k, e in APPEND_FAULTS]
-)
+@faults(APPEND_FAULTS)
 @pytest.mark.parametrize("record", RECORDS)
 def test_append_fault_stops_the_chat_and_keeps_the_log_whole(
     model: ScriptedModel, workdir: Path, mino_home: Path, record: str, kind: str, err: int
@@ -127,9 +137,7 @@ def test_append_fault_stops_the_chat_and_keeps_the_log_whole(
 # ---- the selection -----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "kind,err", REPLACE_FAULTS, ids=[f"{k}-{errno.errorcode[e]}" for k, e in REPLACE_FAULTS]
-)
+@faults(REPLACE_FAULTS)
 @pytest.mark.parametrize("line", ["/new", "/resume"])
 def test_selection_fault_stops_the_chat_and_keeps_a_valid_selection(
     model: ScriptedModel, workdir: Path, mino_home: Path, line: str, kind: str, err: int
@@ -144,12 +152,9 @@ def test_selection_fault_stops_the_chat_and_keeps_a_valid_selection(
     target = folder if kind in ("fsync_dir", "create") else "active-session.json"
     if line == "/resume":
         line = f"/resume {first}"
-    out: list[str] = []
-    from mino_server.commands import run_command
-
     with pytest.MonkeyPatch.context() as mp:
         fault = inject(mp, Fault(kind, err, path=target))
-        result = run_command(agent, line, out.append, lambda p: None)
+        result, out = run_line(agent, line)
     TALLY.faults += 1
     assert fault.fired
     assert result.stop is True
@@ -170,21 +175,18 @@ def test_selection_fault_stops_the_chat_and_keeps_a_valid_selection(
     agent.close()
 
 
-@pytest.mark.parametrize("kind,err", [("fsync", EIO), ("fsync_dir", EIO)])
+@faults([("fsync", EIO), ("fsync_dir", EIO)])
 def test_session_file_creation_fault_stops_the_chat(
     model: ScriptedModel, workdir: Path, mino_home: Path, kind: str, err: int
 ) -> None:
     agent = make_agent(model.base_url, workdir, RecordingUI(), mode="bypass")
     agent.open()
     old = agent.session_id
-    out: list[str] = []
-    from mino_server.commands import run_command
-
     with pytest.MonkeyPatch.context() as mp:
         fault = inject(
             mp, Fault(kind, err, path=".jsonl" if kind == "fsync" else str(mino_home / "sessions"))
         )
-        result = run_command(agent, "/new", out.append, lambda p: None)
+        result, out = run_line(agent, "/new")
     TALLY.faults += 1
     assert fault.fired
     assert result.stop is True
@@ -216,7 +218,7 @@ def test_first_start_on_a_full_disk_is_one_clear_error(
 CLEAR_FAULTS = [("fsync", EIO), ("replace", EIO), ("replace", ENOSPC), ("fsync_dir", EIO), ("create", ENOSPC)]
 
 
-@pytest.mark.parametrize("kind,err", CLEAR_FAULTS, ids=[f"{k}-{errno.errorcode[e]}" for k, e in CLEAR_FAULTS])
+@faults(CLEAR_FAULTS)
 def test_clear_fault_stops_the_chat_and_the_log_is_old_or_empty(
     model: ScriptedModel, workdir: Path, mino_home: Path, kind: str, err: int
 ) -> None:
@@ -230,12 +232,9 @@ def test_clear_fault_stops_the_chat_and_the_log_is_old_or_empty(
     path = session_path(mino_home, sid)
     old = path.read_bytes()
     ui.typed = [sid]
-    out: list[str] = []
-    from mino_server.commands import run_command
-
     with pytest.MonkeyPatch.context() as mp:
         fault = inject(mp, Fault(kind, err, path=str(mino_home / "sessions")))
-        result = run_command(agent, "/clear", out.append, ui.ask_text)
+        result, out = run_line(agent, "/clear")
     TALLY.faults += 1
     assert fault.fired
     assert result.stop is True
@@ -253,9 +252,7 @@ def test_clear_fault_stops_the_chat_and_the_log_is_old_or_empty(
 # ---- memory_save and the file tools: a failed tool, not a stopped chat --------------------------
 
 
-@pytest.mark.parametrize(
-    "kind,err", REPLACE_FAULTS, ids=[f"{k}-{errno.errorcode[e]}" for k, e in REPLACE_FAULTS]
-)
+@faults(REPLACE_FAULTS)
 def test_memory_save_fault_is_a_failed_result_and_the_memory_is_old_or_new(
     model: ScriptedModel, workdir: Path, mino_home: Path, kind: str, err: int
 ) -> None:
@@ -290,9 +287,7 @@ def test_memory_save_fault_is_a_failed_result_and_the_memory_is_old_or_new(
     agent.close()
 
 
-@pytest.mark.parametrize(
-    "kind,err", REPLACE_FAULTS, ids=[f"{k}-{errno.errorcode[e]}" for k, e in REPLACE_FAULTS]
-)
+@faults(REPLACE_FAULTS)
 @pytest.mark.parametrize("tool", ["write_file", "edit_file"])
 def test_file_write_fault_is_a_failed_result_and_the_file_is_old_or_new(
     model: ScriptedModel, workdir: Path, mino_home: Path, tool: str, kind: str, err: int
@@ -363,16 +358,13 @@ def test_torn_tail_repair_fault_is_one_clear_line(
         (sessions / f"{other}.jsonl").write_bytes(b"")
         (sessions / "active-session.json").write_text(json.dumps({"session_id": other}))
     agent = make_agent(model.base_url, workdir, RecordingUI(), mode="bypass")
-    out: list[str] = []
     with pytest.MonkeyPatch.context() as mp:
         fault = inject(mp, Fault(kind, err, path=where))
         if when == "start-up":
             out = agent.open()
         else:
             agent.open()
-            from mino_server.commands import run_command
-
-            run_command(agent, f"/resume {sid}", out.append, lambda p: None)
+            out = command(agent, f"/resume {sid}")
     TALLY.faults += 1
     assert fault.fired
     shown = "\n".join(out)
