@@ -29,8 +29,6 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-KINDS = ("write", "fsync", "fsync_dir", "ftruncate", "replace", "create", "mkdir")
-
 
 class _Hook:
     def __init__(self, env: dict[str, str]) -> None:

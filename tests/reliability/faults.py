@@ -26,8 +26,6 @@ from mino_server import durable
 from mino_server.sessions import log as log_mod
 from mino_server.sessions import store as store_mod
 
-KINDS = ("write", "partial", "fsync", "fsync_dir", "replace", "create", "ftruncate")
-
 
 @dataclass
 class Fault:
