@@ -119,15 +119,12 @@ def uri_to_path(uri: str, where: str) -> Path:
 
 class MinoServer:
     def __init__(self, mode: str | None, writer: FrameWriter) -> None:
-        self.mode_flag = mode
         self.mode: str | None = mode
         self.writer = writer
         self.workdir = Path.cwd()
         self.phase = "new"  # new → running (after initialize) → shutdown
-        self.shutdown_received = False
         self.exit_requested = False
         self.rpc: Any = None  # rpc.MinoProtocol, once pygls is imported
-        self.json_rpc_server: Any = None
         self._loaded = threading.Event()
         self._load_error: BaseException | None = None
         self.agent: Any = None
@@ -229,7 +226,6 @@ class MinoServer:
         if method == "shutdown":
             self._check_phase()
             self.phase = "shutdown"  # from now on, requests are refused in order
-            self.shutdown_received = True
             return self._thread(self.do_shutdown)
         route = ROUTES.get(method)
         if route is None:
@@ -472,7 +468,7 @@ class MinoServer:
 
     def finish(self) -> int:
         self._stop_work(SHUTDOWN_WAIT_S)
-        return 0 if self.shutdown_received else 1
+        return 0 if self.phase == "shutdown" else 1
 
     # ---- client requests -----------------------------------------------------------------------
     def state(self) -> P.State:

@@ -123,7 +123,7 @@ def _as_dict(data: Any) -> dict[str, Any] | None:
 
 
 def structure(message: dict[str, Any]) -> Any:
-    """pygls's message object for a decoded message whose shape app.classify() has checked."""
+    """pygls's message object for a decoded message whose shape app._shape_problem() has checked."""
     if "method" in message:
         params = message.get("params")
         if "id" in message:
@@ -157,5 +157,4 @@ def build(app: MinoServer) -> MinoProtocol:
     assert isinstance(rpc, MinoProtocol)
     rpc.app = app
     rpc.set_writer(app.writer)  # pygls checks for a writer; frames go through _send_data above
-    app.json_rpc_server = server
     return rpc
