@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pexpect
 import pytest
+from invariants import store_problems
 from tally import TALLY
 
 from mino_server.scripted_model import ScriptedModel
@@ -79,7 +80,8 @@ def test_storage_fault_in_a_real_mino_is_one_line(
         model.add({"text": "first run"})
         first = run(mino_env, workdir, "hello\n", None)
         assert first.returncode == 0, first.stderr
-    model.add({"text": "must not be reached"})
+    model.add({"text": "first answer after the fault"})
+    sent = len(model.requests)
     proc = run(mino_env, workdir, stdin, fault)
     TALLY.faults += 1
     assert proc.returncode == code, (proc.stdout, proc.stderr)
@@ -87,14 +89,17 @@ def test_storage_fault_in_a_real_mino_is_one_line(
     assert "Traceback" not in out, out
     lines = [x for x in out.splitlines() if starts in x]
     assert len(lines) == 1 and holds in lines[0], out
-    assert "must not be reached" not in proc.stdout  # the chat stopped before asking the model
+    # The chat stopped before asking the model, and what is on disk loads.
+    assert "first answer after the fault" not in proc.stdout and len(model.requests) == sent
+    assert store_problems(mino_home) == []
     if fault.startswith("mkdir"):
         return
-    # With the disk healthy again, Mino starts, every session loads and the chat works.
-    model.add({"text": "healthy again"})
+    # With the disk healthy again, Mino starts and the chat works: the reply the failed run never
+    # asked for is the next one.
     again = run(mino_env, workdir, "hi again\n", None)
     assert again.returncode == 0, again.stdout + again.stderr
-    assert "Assistant> healthy again" in again.stdout or "Assistant> must not be reached" in again.stdout
+    assert "Assistant> first answer after the fault" in again.stdout, again.stdout
+    assert store_problems(mino_home) == []
 
 
 def test_clear_fault_through_the_pty_is_one_line_and_stops(
