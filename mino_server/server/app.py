@@ -104,10 +104,6 @@ class _Terminated(Exception):
     """SIGTERM: leave like on exit (interrupt the turn, release the lock)."""
 
 
-def one_line(text: object) -> str:
-    return " ".join(str(text).split())
-
-
 def uri_to_path(uri: str, where: str) -> Path:
     parts = urlsplit(uri)
     if parts.scheme != "file" or parts.netloc not in ("", "localhost"):
@@ -200,9 +196,7 @@ class MinoServer:
                 self.send_error(message["id"], exc.code, exc.message, exc.data)
             except Exception as exc:
                 log.exception("initialize failed")
-                self.send_error(
-                    message["id"], P.INTERNAL_ERROR, f"Internal error in the Mino server: {exc!r}"
-                )
+                self.send_error(message["id"], P.INTERNAL_ERROR, P.internal_error_message(exc))
             return
         self._wait_loaded()
         from .rpc import structure
@@ -210,7 +204,7 @@ class MinoServer:
         self.rpc.handle_message(structure(message))
 
     def send_error(self, msg_id: Any, code: int, message: str, data: Any = None) -> None:
-        error: dict[str, Any] = {"code": code, "message": one_line(message)}
+        error: dict[str, Any] = {"code": code, "message": P.one_line(message)}
         if data is not None:
             error["data"] = data
         self.writer.send({"jsonrpc": "2.0", "id": msg_id, "error": error})
@@ -384,7 +378,7 @@ class MinoServer:
             self.state_changed()  # before any waiting request is answered
         except Exception as exc:
             log.exception("start-up failed")
-            self._set_unavailable("startup", f"Mino could not start: {one_line(exc)}")
+            self._set_unavailable("startup", f"Mino could not start: {P.one_line(exc)}")
         finally:
             self.started.set()
         if self.agent is not None:
@@ -632,7 +626,7 @@ class MinoServer:
         try:
             return future.result()
         except Exception as exc:
-            log.info("%s answered with an error (treated as no): %s", method, one_line(exc))
+            log.info("%s answered with an error (treated as no): %s", method, P.one_line(exc))
             return None
 
 

@@ -112,6 +112,16 @@ class ProtocolError(Exception):
         self.data = data
 
 
+def one_line(text: object) -> str:
+    """Error messages are one line: every run of whitespace, newlines included, becomes one space."""
+    return " ".join(str(text).split())
+
+
+def internal_error_message(exc: BaseException) -> str:
+    """The INTERNAL_ERROR message: one line naming the failure (the traceback goes to stderr only)."""
+    return f"Internal error in the Mino server: {exc.__class__.__name__}: {one_line(exc) or 'no details'}"
+
+
 # ---- vocabularies ------------------------------------------------------------------------------
 Mode = Literal["manual", "accept-edits", "bypass"]
 TurnStatus = Literal["completed", "limit", "interrupted", "failed"]

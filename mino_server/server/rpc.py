@@ -36,10 +36,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("mino.server")
 
 
-def one_line(text: str) -> str:
-    return " ".join(str(text).split())
-
-
 class MinoProtocol(JsonRPCProtocol):
     app: MinoServer
 
@@ -93,19 +89,18 @@ class MinoProtocol(JsonRPCProtocol):
 
 
 def _error(code: int, message: str, data: Any = None) -> ResponseError:
-    return ResponseError(code=code, message=one_line(message) or "error", data=data)
+    return ResponseError(code=code, message=P.one_line(message) or "error", data=data)
 
 
 def _internal(exc: BaseException) -> ResponseError:
-    # One line naming the failure; the traceback went to stderr with log.exception/log.error.
-    detail = one_line(str(exc)) or "no details"
-    return _error(P.INTERNAL_ERROR, f"Internal error in the Mino server: {exc.__class__.__name__}: {detail}")
+    # The traceback went to stderr with log.exception/log.error.
+    return _error(P.INTERNAL_ERROR, P.internal_error_message(exc))
 
 
 def _as_dict(data: Any) -> dict[str, Any] | None:
     if isinstance(data, ResponseErrorMessage):
         err = data.error
-        body: dict[str, Any] = {"code": err.code, "message": one_line(err.message)}
+        body: dict[str, Any] = {"code": err.code, "message": P.one_line(err.message)}
         if err.data is not None and not (isinstance(err.data, dict) and "traceback" in err.data):
             body["data"] = err.data
         return {"jsonrpc": "2.0", "id": data.id, "error": body}

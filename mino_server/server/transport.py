@@ -101,8 +101,7 @@ def decode(body: bytes) -> dict[str, Any] | FrameError:
     try:
         message = json.loads(body)
     except (ValueError, UnicodeDecodeError) as exc:
-        reason = " ".join(str(exc).split())
-        return FrameError(P.PARSE_ERROR, f"Parse error: the message is not valid JSON ({reason}).")
+        return FrameError(P.PARSE_ERROR, f"Parse error: the message is not valid JSON ({P.one_line(exc)}).")
     except RecursionError:  # "[[[[…" thousands deep: an error for this message, not the server's end
         return FrameError(P.PARSE_ERROR, "Parse error: the message nests JSON arrays or objects too deeply.")
     if isinstance(message, list):
