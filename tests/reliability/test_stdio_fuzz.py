@@ -8,7 +8,6 @@ changes nothing outside MINO_HOME and the workspace.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -16,18 +15,12 @@ import pytest
 from fuzz import SCALE, OutsideGuard, fuzz
 from hypothesis import given
 from hypothesis import strategies as st
+from server_client import Client, contract_problems
 from tally import TALLY
 
-import mino_server
-from mino_server.scripted_model import ScriptedModel
+from mino_server.server import protocol as P
 
-APP = Path(mino_server.__file__).parent / "server" / "app.py"
-pytestmark = [
-    pytest.mark.skipif(
-        not APP.exists(), reason="mino --stdio (mino_server/server/app.py) has not landed yet"
-    ),
-    pytest.mark.timeout(120 * SCALE),
-]
+pytestmark = pytest.mark.timeout(120 * SCALE)
 
 STR = st.one_of(
     st.text(max_size=30),
@@ -59,11 +52,8 @@ PARAMS = st.one_of(
 )
 
 
-def methods() -> list[str]:
-    from mino_server.server import protocol as P
-
-    names = [m.name for m in P.ALL_METHODS if m.name not in ("exit", "shutdown")]
-    return names + ["textDocument/hover", "", "mino/", "$/x", "rpc.discover"]
+UNKNOWN_METHODS = ["textDocument/hover", "", "mino/", "$/x", "rpc.discover"]
+METHODS = [m.name for m in P.ALL_METHODS if m.name not in ("exit", "shutdown")] + UNKNOWN_METHODS
 
 
 @st.composite
@@ -72,7 +62,7 @@ def a_message(draw: st.DrawFn) -> Any:
         return draw(JSONISH)  # not a request object at all
     message: dict[str, Any] = {
         "jsonrpc": draw(st.sampled_from(["2.0"] * 6 + ["1.0", None, 2])),
-        "method": draw(st.one_of(st.sampled_from(methods()), st.text(max_size=10))),
+        "method": draw(st.one_of(st.sampled_from(METHODS), st.text(max_size=10))),
     }
     if message["method"] in ("exit", "shutdown"):
         message["method"] = "mino/state"
@@ -84,19 +74,14 @@ def a_message(draw: st.DrawFn) -> Any:
 
 
 @pytest.fixture
-def server_env(tmp_path: Path, model: ScriptedModel) -> tuple[dict[str, str], Path, Path]:
-    home, ws = tmp_path / "home", tmp_path / "ws"
-    home.mkdir()
-    ws.mkdir()
-    (home / "config.yaml").write_text('sandbox: "off"\n')
-    env = dict(os.environ, MINO_HOME=str(home), MINO_BASE_URL=model.base_url, MINO_API_KEY="test")
-    env.pop("MINO_MODEL", None)
-    return env, home, ws
+def server_env(mino_env: dict[str, str], mino_home: Path, workdir: Path) -> tuple[dict[str, str], Path, Path]:
+    """The shared mino_env, MINO_HOME and workspace, without the sandbox probe."""
+    mino_home.mkdir()
+    (mino_home / "config.yaml").write_text('sandbox: "off"\n')
+    return mino_env, mino_home, workdir
 
 
 def test_jsonrpc_message_fuzz(server_env: tuple[dict[str, str], Path, Path], tmp_path: Path) -> None:
-    from server_client import Client, contract_problems
-
     env, home, ws = server_env
     client = Client(env, ws)
     client.initialize(ws)
@@ -153,8 +138,6 @@ PIECES = st.one_of(
 
 def test_framing_fuzz(server_env: tuple[dict[str, str], Path, Path], tmp_path: Path) -> None:
     """Broken framing, then end of input: the server reports what it can, exits, never crashes."""
-    from server_client import Client, contract_problems
-
     env, home, ws = server_env
     guard = OutsideGuard(tmp_path, [home, ws])
 
@@ -186,8 +169,6 @@ def test_deeply_nested_json_is_an_error_for_that_message_only(
     server_env: tuple[dict[str, str], Path, Path],
 ) -> None:
     """Found by the framing fuzz: "[[[[…" 5000 deep ended the server with a RecursionError."""
-    from server_client import Client, contract_problems
-
     env, home, ws = server_env
     client = Client(env, ws)
     client.initialize(ws)
