@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..cancel import CancelToken
 from ..ui import APPROVAL_QUESTION, ApprovalRequest
 from . import protocol as P
-
-if TYPE_CHECKING:
-    from .app import MinoServer
-
-WARNING = 2
+from .app import WARNING, MinoServer
 
 
 class ServerUI:
