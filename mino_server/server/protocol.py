@@ -266,7 +266,7 @@ class TurnResult:
 
 @dataclass(kw_only=True)
 class CommandParams:
-    line: str = doc("a slash-command line as typed in the chat box, e.g. `/mode bypass`", slash=True)
+    line: str = doc("a slash-command line as typed in the chat box, e.g. `/mode bypass`")
 
 
 @dataclass(kw_only=True)
