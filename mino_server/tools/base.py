@@ -96,6 +96,13 @@ def require_str(
         raise ArgumentError(f"argument '{key}' must be a string")
     if not allow_empty and value == "":
         raise ArgumentError(f"argument '{key}' must not be empty")
+    if not value.isascii():
+        try:  # JSON can carry a lone surrogate ("\ud800"): it cannot be written, run or shown as text
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ArgumentError(
+                f"argument '{key}' is not valid Unicode text (it has a lone surrogate)"
+            ) from None
     return value
 
 

@@ -80,15 +80,6 @@ def _line_arg(args: dict[str, Any], key: str) -> int | None:
     return value
 
 
-def _text_arg(args: dict[str, Any], key: str, *, allow_empty: bool) -> str:
-    value = require_str(args, key, allow_empty=allow_empty) or ""
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ArgumentError(f"argument '{key}' is not valid Unicode text (it has a lone surrogate)") from None
-    return value
-
-
 def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
@@ -332,7 +323,7 @@ class WriteFileTool:
     def validate(self, args: dict[str, Any]) -> WriteArgs:
         reject_unknown(args, {"path", "content", "mode"})
         path = _path_arg(args)
-        content = _text_arg(args, "content", allow_empty=True)
+        content = require_str(args, "content", allow_empty=True) or ""
         mode = require_str(args, "mode")
         if mode not in ("create", "overwrite"):
             raise ArgumentError("argument 'mode' must be 'create' or 'overwrite'")
@@ -402,8 +393,8 @@ class EditFileTool:
     def validate(self, args: dict[str, Any]) -> EditArgs:
         reject_unknown(args, {"path", "old_text", "new_text"})
         path = _path_arg(args)
-        old = _text_arg(args, "old_text", allow_empty=False)
-        new = _text_arg(args, "new_text", allow_empty=True)
+        old = require_str(args, "old_text") or ""
+        new = require_str(args, "new_text", allow_empty=True) or ""
         if old == new:
             raise ArgumentError("new_text is the same as old_text; there is nothing to change")
         return EditArgs(path, old, new)

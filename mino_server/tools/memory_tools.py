@@ -46,16 +46,6 @@ def _check_name(args: dict[str, Any]) -> str:
     return name
 
 
-def _check_text(args: dict[str, Any], key: str, *, optional: bool = False) -> str | None:
-    value = require_str(args, key, optional=optional, allow_empty=optional)
-    if value is not None:
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            raise ArgumentError(f"argument '{key}' is not valid Unicode text") from None
-    return value
-
-
 class MemoryViewTool:
     name: ClassVar[str] = "memory_view"
     description: ClassVar[str] = (
@@ -136,10 +126,10 @@ class MemorySaveTool:
         # Pure: every rule that can be checked without the disk (replay repeats this step).
         reject_unknown(args, {"name", "type", "summary", "details", "mode"})
         name = _check_name(args)
-        type_ = _check_text(args, "type")
-        summary = _check_text(args, "summary")
-        details = _check_text(args, "details", optional=True)
-        mode = _check_text(args, "mode")
+        type_ = require_str(args, "type")
+        summary = require_str(args, "summary")
+        details = require_str(args, "details", optional=True, allow_empty=True)
+        mode = require_str(args, "mode")
         assert type_ is not None and summary is not None and mode is not None
         if mode not in MODE_LABELS:
             raise ArgumentError(f"argument 'mode' must be create or overwrite, not {mode!r}")
