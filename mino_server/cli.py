@@ -84,7 +84,9 @@ class TerminalUI:
                     self.line("Assistant>")
                     self._header = True
                 fields = [(f["label"], f["value"]) for f in event["fields"]]
-                for text in _format_lines(event["tool"], fields, event.get("warning")):
+                from .display import approval_lines
+
+                for text in approval_lines(event["tool"], fields, event.get("warning")):
                     self.line(text)
             elif kind == "tool_result":
                 self.line()
@@ -158,15 +160,6 @@ class TerminalUI:
             self.err.flush()
             if self.interactive and self.out.isatty():
                 self.show_waiting()
-
-
-def _format_lines(tool: str, fields: list[tuple[str, str]], warning: str | None) -> list[str]:
-    # Values arrive escaped already (the core escapes them once for every front end).
-    lines = [f"[Tool: {tool}]"]
-    lines += [f'{label}: "{value}"' for label, value in fields]
-    if warning:
-        lines.append(warning)
-    return lines
 
 
 def _preview(text: str) -> list[str]:

@@ -77,14 +77,11 @@ def escape_value(s: str) -> str:
     return "".join(out)
 
 
-def format_field(label: str, value: str) -> str:
-    return f'{label}: "{escape_value(value)}"'
-
-
 def approval_lines(tool: str, fields: list[tuple[str, str]], warning: str | None) -> list[str]:
-    """`[Tool: NAME]`, one line per field, then the warning; the front end adds the question."""
+    """`[Tool: NAME]`, one `Label: "value"` line per field, then the warning; the front end adds the
+    question. The values arrive escaped already: the core escapes them once for every front end."""
     lines = [f"[Tool: {tool}]"]
-    lines.extend(format_field(label, value) for label, value in fields)
+    lines.extend(f'{label}: "{value}"' for label, value in fields)
     if warning:
         lines.append(warning)
     return lines

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mino_server.display import approval_lines, escape_value, format_field, preview
+from mino_server.display import approval_lines, escape_value, preview
 
 _ESCAPE = re.compile(r'\\(x[0-9a-f]{2}|u[0-9a-f]{4}|U[0-9a-f]{8}|[nrt\\"])')
 _NAMED = {"n": "\n", "r": "\r", "t": "\t", "\\": "\\", '"': '"'}
@@ -76,15 +76,16 @@ def test_escape_examples(value: str, shown: str) -> None:
 
 
 def test_seed_example_lines() -> None:
+    raw = [
+        ("Memory", "uses-pnpm"),
+        ("Directory", "/Users/you/.mino/memory"),
+        ("Mode", "Create a new memory"),
+        ("Type", "project"),
+        ("Summary", "这个用户的项目都用 pnpm 安装依赖，从不用 npm 或 yarn。"),
+    ]
     lines = approval_lines(
         "memory_save",
-        [
-            ("Memory", "uses-pnpm"),
-            ("Directory", "/Users/you/.mino/memory"),
-            ("Mode", "Create a new memory"),
-            ("Type", "project"),
-            ("Summary", "这个用户的项目都用 pnpm 安装依赖，从不用 npm 或 yarn。"),
-        ],
+        [(label, escape_value(value)) for label, value in raw],
         "Saved memories are shown to the model in every later session and project; "
         "approval applies only to this content.",
     )
@@ -100,9 +101,12 @@ def test_seed_example_lines() -> None:
     ]
 
 
-def test_approval_lines_without_warning_and_format_field() -> None:
-    assert approval_lines("bash", [("Command", "ls\n")], None) == ["[Tool: bash]", 'Command: "ls\\n"']
-    assert format_field("Path", 'a"b') == 'Path: "a\\"b"'
+def test_approval_lines_without_warning() -> None:
+    assert approval_lines("bash", [("Command", escape_value("ls\n"))], None) == [
+        "[Tool: bash]",
+        'Command: "ls\\n"',
+    ]
+    assert approval_lines("x", [("Path", escape_value('a"b'))], None)[1] == 'Path: "a\\"b"'
 
 
 def test_preview_short_text_is_whole() -> None:
