@@ -12,11 +12,11 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_driver import MINO
 from fuzz import (
     FILE_KINDS,
     NAMES,
@@ -402,13 +402,11 @@ def test_hostile_session_store_entries(model: ScriptedModel, tmp_path: Path) -> 
             lines = agent.open()
         finally:
             agent.close()
+        # Every case, a hard link to the outside file included (its bytes are no session and no
+        # selection), is refused with exactly one line.
         restore = [x for x in lines if x.startswith("Cannot restore the active session: ")]
-        if what == "session" and kind in ("symlink-out", "fifo", "dir", "garbage"):
-            assert len(restore) == 1, (what, kind, lines)
-        if what == "selection" and kind != "hardlink":
-            assert len(restore) == 1, (what, kind, lines)
-        for x in restore:
-            short_line(x, f"{what} {kind}")
+        assert len(restore) == 1, (what, kind, lines)
+        short_line(restore[0], f"{what} {kind}")
         assert guard.changed() == [], (what, kind)
 
 
@@ -557,8 +555,11 @@ def test_memory_dir_replaced_by_hostile_entries(model: ScriptedModel, tmp_path: 
         args = {"name": "x", "type": "user", "summary": "s", "mode": "create"}
         model.add({"calls": [{"name": "memory_save", "arguments": args}]}, {"text": "ok"})
         outcome = agent.run_turn("go", CancelToken())
+        assert agent.log is not None
+        results = [r for r in agent.log.records if r["type"] == "tool_result"]
         agent.close()
         assert outcome.status == "completed", (kind, outcome)
+        assert [r["status"] for r in results] == ["failed"], (kind, results)
         changed = guard.changed()
         assert changed == [], (kind, changed)
         shutil.rmtree(root)
@@ -572,7 +573,7 @@ def test_undecodable_bytes_piped_into_the_cli(
     for locale in ("C", "C.UTF-8"):
         env = dict(mino_env, LC_ALL=locale)
         proc = subprocess.run(
-            [sys.executable, "-m", "mino_server"],
+            MINO,
             input=b"hi \xff\xfe there\n",
             env=env,
             cwd=workdir,
