@@ -57,7 +57,7 @@ from collections.abc import Iterator
 from http import HTTPStatus
 from typing import Any
 
-__all__ = ["ScriptedModel", "parse_reply"]
+__all__ = ["ScriptedModel", "contains_text", "parse_reply", "string_values"]
 
 _KEYS = (
     "text",
@@ -201,15 +201,22 @@ def _arg_chunks(arguments: str) -> list[str]:
     return [arguments[:a], arguments[a:b], arguments[b:]]
 
 
-def _strings(value: object) -> Iterator[str]:
+def string_values(value: object) -> Iterator[str]:
+    """Every string value inside a JSON value (decoded: no escapes)."""
     if isinstance(value, str):
         yield value
     elif isinstance(value, dict):
         for item in value.values():
-            yield from _strings(item)
+            yield from string_values(item)
     elif isinstance(value, list):
         for item in value:
-            yield from _strings(item)
+            yield from string_values(item)
+
+
+def contains_text(needle: str, raw: str, strings: list[str]) -> bool:
+    """`require`'s rule: in the raw body, or in one decoded string of it (so text with quotes,
+    newlines or non-ASCII matches however the client escaped it)."""
+    return needle in raw or any(needle in s for s in strings)
 
 
 def _error_body(message: str, type_: str = "invalid_request_error") -> bytes:
@@ -260,9 +267,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if not isinstance(body, dict):
             self._refuse(400, f"request #{number} is not a JSON object: {text[:300]}")
             return
-        decoded = list(_strings(body))
+        decoded = list(string_values(body))
         for needle in reply.get("require", ()):
-            if needle not in text and not any(needle in s for s in decoded):
+            if not contains_text(needle, text, decoded):
                 self._refuse(400, f"request #{number} does not contain {needle!r}")
                 return
         if "status" in reply:

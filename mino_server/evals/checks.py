@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..scripted_model import _strings
+from ..scripted_model import contains_text, string_values
 from .schema import LIVE_KEYS, Case, FileCheck, ItemCheck, RequestCheck
 
 SHOW = 160  # characters of a value quoted in a failure line
@@ -53,12 +53,7 @@ class Run:
 
 def request_text(body: dict[str, Any]) -> tuple[str, list[str]]:
     """The raw JSON text of a request body and every string value inside it (decoded)."""
-    return json.dumps(body, ensure_ascii=False), list(_strings(body))
-
-
-def _found(needle: str, raw: str, strings: list[str]) -> bool:
-    # Like the scripted model's `require`: text with quotes or non-ASCII matches however it was escaped.
-    return needle in raw or any(needle in s for s in strings)
+    return json.dumps(body, ensure_ascii=False), list(string_values(body))
 
 
 def item_text(item: dict[str, Any]) -> str:
@@ -259,10 +254,10 @@ def _request(label: str, body: dict[str, Any], check: RequestCheck, sub: Callabl
     failures = []
     raw, strings = request_text(body)
     for needle in map(sub, check.contains):
-        if not _found(needle, raw, strings):
+        if not contains_text(needle, raw, strings):
             failures.append(f"{label} does not contain {show(needle)} ({describe_request(body)})")
     for needle in map(sub, check.not_contains):
-        if _found(needle, raw, strings):
+        if contains_text(needle, raw, strings):
             failures.append(f"{label} contains {show(needle)} (in {_where(needle, body)})")
     instructions = body.get("instructions") if isinstance(body.get("instructions"), str) else ""
     for needle in map(sub, check.instructions_contains):
