@@ -381,12 +381,6 @@ class MinoServer:
             self._set_unavailable("startup", f"Mino could not start: {P.one_line(exc)}")
         finally:
             self.started.set()
-        if self.agent is not None:
-            try:  # the first turn should not pay for httpx and the tools
-                from .. import model_client  # noqa: F401
-                from ..tools import registry  # noqa: F401
-            except Exception:
-                pass
 
     def _open_agent(self) -> None:
         from ..agent import CANNOT_RESTORE, RESTORE_HINT, Agent, RecoveryRefused
