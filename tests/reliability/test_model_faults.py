@@ -121,7 +121,11 @@ def test_unicode_line_separators_in_the_stream_are_just_text(
 
 
 class _HalvesServer(http.server.ThreadingHTTPServer):
-    """A Responses-API stream that sends an emoji as two UTF-16 halves in two deltas, as some proxies do."""
+    """A Responses-API stream that sends an emoji as two UTF-16 halves in two deltas, as some proxies do.
+
+    Not ScriptedModel: it writes its events as UTF-8 JSON (ensure_ascii=False), which cannot carry a
+    lone surrogate; this server sends them as \\ud83d escapes, as such a proxy does.
+    """
 
     EVENTS = [
         {"type": "response.created", "response": {}},
