@@ -1,6 +1,6 @@
 """SIGKILL a real `mino` at random points, start it again, and check nothing was lost or run twice.
 
-MINO_CRASH_KILLS sets the number of kills (default 25, about half a minute); MINO_CRASH_SEED the
+MINO_CRASH_KILLS sets the number of kills (default 25, about 12 s); MINO_CRASH_SEED the
 seed (default fixed, so CI is repeatable; the full run in README.md uses several seeds).
 """
 
