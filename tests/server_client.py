@@ -3,8 +3,6 @@
 The server runs as a real subprocess. A reader thread parses every byte of its stdout: each message
 must be exactly `Content-Length: N\\r\\n\\r\\n` + N bytes of a JSON-RPC object; anything else is
 recorded in `violations` (the "no stdout pollution" check every test gets for free).
-
-    python tests/server_client.py --bench 10   # spawn → initialize result, median of N runs
 """
 
 from __future__ import annotations
@@ -41,9 +39,6 @@ class Pending:
     def set(self, message: dict[str, Any]) -> None:
         self.message = message
         self._done.set()
-
-    def done(self) -> bool:
-        return self._done.is_set()
 
     def result(self, timeout: float = 15.0) -> Any:
         if not self._done.wait(timeout):
@@ -262,29 +257,6 @@ class Client:
 
 
 NO_ANSWER = object()  # a handler that returns this leaves the server's request unanswered
-
-
-def bench(runs: int) -> None:
-    """Spawn → initialize result, `runs` times; prints every time and the median."""
-    import statistics
-    import tempfile
-
-    times = []
-    for _ in range(runs):
-        with tempfile.TemporaryDirectory() as tmp:
-            env = dict(os.environ, MINO_HOME=str(Path(tmp) / "home"))
-            start = time.perf_counter()
-            client = Client(env, Path(tmp))
-            client.initialize(Path(tmp), initialized=False)
-            times.append((time.perf_counter() - start) * 1000)
-            client.stop()
-    print(" ".join(f"{t:.0f}" for t in times), "ms")
-    print(f"median spawn → initialize result: {statistics.median(times):.0f} ms")
-
-
-if __name__ == "__main__":
-    if sys.argv[1:2] == ["--bench"]:
-        bench(int(sys.argv[2]) if len(sys.argv) > 2 else 10)
 
 
 def contract_problems(client: Client) -> list[str]:
