@@ -63,6 +63,15 @@ def shown(value: str, limit: int = 60) -> str:
     return escape_value(value[:limit]) + ("…" if len(value) > limit else "")
 
 
+def problem_lines(heading: str, problems: Sequence[tuple[str, str]]) -> list[str]:
+    """`heading` then one `  file: reason` line per problem; [] when there is nothing to say.
+    File names are escaped: a folder may be someone else's, and a name may hold a newline or an
+    escape sequence."""
+    if not problems:
+        return []
+    return [heading, *(f"  {shown(f, 255)}: {r}" for f, r in problems)]
+
+
 def valid_name(name: str) -> bool:
     return len(name) <= NAME_MAX_CHARS and NAME_RE.fullmatch(name) is not None
 

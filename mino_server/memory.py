@@ -248,10 +248,7 @@ def render_index(entries: Iterable[MemoryEntry]) -> str | None:
 
 def format_problems(directory: Path | str, problems: Sequence[Problem]) -> list[str]:
     """The lines for stderr (or the editor's log); [] when there is nothing to say."""
-    if not problems:
-        return []
-    lines = (f"  {frontmatter.shown(f, 255)}: {r}" for f, r in problems)  # a file name may hold a newline
-    return [f"Some memories in {directory} were not loaded:", *lines]
+    return frontmatter.problem_lines(f"Some memories in {directory} were not loaded:", problems)
 
 
 class ProblemTracker:

@@ -144,11 +144,7 @@ def scan_skills(workdir: Path) -> tuple[list[Skill], list[Problem]]:
 
 
 def format_problems(workdir: Path, problems: Sequence[Problem]) -> list[str]:
-    if not problems:
-        return []
-    # A project may be someone else's: a folder name must not put raw escape sequences on a terminal.
-    lines = (f"  {frontmatter.shown(f, 255)}: {r}" for f, r in problems)
-    return [f"Some skills in {workdir / SKILLS_DIR} were not loaded:", *lines]
+    return frontmatter.problem_lines(f"Some skills in {workdir / SKILLS_DIR} were not loaded:", problems)
 
 
 def render_catalogue(skills: Iterable[Skill]) -> str | None:
