@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import faulthook
 import pexpect
 from invariants import (
     log_consistency,
@@ -47,8 +48,6 @@ from invariants import (
 from mino_server.memory import render_memory
 from mino_server.scripted_model import ScriptedModel
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent.parent
 SID = r"Session: ([0-9a-f]{32})"
 PROMPT = "You> "
 MEMORY_NAMES = ("mem-a", "mem-b", "mem-c")
@@ -151,20 +150,16 @@ class CrashRun:
         self.report.problems.append(f"cycle {self.cycle_no} (seed {self.seed}): {text}")
 
     def env(self, model: ScriptedModel, ops_log: Path) -> dict[str, str]:
-        env = dict(os.environ)
-        env.update(
-            {
-                "MINO_HOME": str(self.home),
-                "HOME": str(self.root / "user-home"),
-                "MINO_BASE_URL": model.base_url,
-                "MINO_API_KEY": "test-key",
-                "PYTHONUNBUFFERED": "1",
-                "PYTHONPATH": os.pathsep.join([str(HERE), str(REPO)]),
-                "MINO_TEST_OPS_LOG": str(ops_log),
-            }
+        env = faulthook.environ(
+            os.environ,
+            MINO_HOME=str(self.home),
+            HOME=str(self.root / "user-home"),
+            MINO_BASE_URL=model.base_url,
+            MINO_API_KEY="test-key",
+            PYTHONUNBUFFERED="1",
+            MINO_TEST_OPS_LOG=str(ops_log),
         )
-        for var in ("MINO_MODEL", "MINO_TEST_CRASH_AT", "MINO_TEST_FAULT"):
-            env.pop(var, None)
+        env.pop("MINO_MODEL", None)
         return env
 
     def cycle(self, kill: bool) -> None:

@@ -26,8 +26,20 @@ import os
 import signal
 import stat
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_HOOK_VARS = ("MINO_TEST_CRASH_AT", "MINO_TEST_FAULT", "MINO_TEST_OPS_LOG")
+
+
+def environ(env: Mapping[str, str], **extra: str) -> dict[str, str]:
+    """`env` for `python -m faulthook` started in any folder: this folder and the repository on
+    PYTHONPATH, the hook's own variables only as `extra` gives them (never inherited)."""
+    out = {k: v for k, v in env.items() if k not in _HOOK_VARS}
+    out["PYTHONPATH"] = os.pathsep.join([_HERE, os.path.dirname(os.path.dirname(_HERE))])
+    out.update(extra)
+    return out
 
 
 class _Hook:

@@ -6,11 +6,11 @@ storage failure reaches the terminal as one clear line, and the process stops wh
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
 
+import faulthook
 import pexpect
 import pytest
 from invariants import store_problems
@@ -18,18 +18,11 @@ from tally import TALLY
 
 from mino_server.scripted_model import ScriptedModel
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent.parent
-
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the hook reads /proc/self/fd")
 
 
 def hooked_env(env: dict[str, str], fault: str | None) -> dict[str, str]:
-    env = dict(env)
-    env["PYTHONPATH"] = os.pathsep.join([str(HERE), str(REPO)])
-    if fault:
-        env["MINO_TEST_FAULT"] = fault
-    return env
+    return faulthook.environ(env, MINO_TEST_FAULT=fault) if fault else faulthook.environ(env)
 
 
 def run(env: dict[str, str], cwd: Path, stdin: str, fault: str | None) -> subprocess.CompletedProcess[str]:

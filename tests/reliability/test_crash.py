@@ -12,9 +12,10 @@ import shutil
 import sys
 from pathlib import Path
 
+import faulthook
 import pexpect
 import pytest
-from crash_harness import HERE, REPO, CrashRun
+from crash_harness import CrashRun
 from invariants import pair_calls, read_log
 from tally import TALLY
 
@@ -65,10 +66,14 @@ def test_kill_during_start_up_recovery_asks_once_per_call(tmp_path: Path) -> Non
     (sessions / f"{sid}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     (sessions / "active-session.json").write_text(json.dumps({"session_id": sid}))
     with ScriptedModel([{"text": "fine"}]) as model:
-        env = dict(os.environ, MINO_HOME=str(home), MINO_BASE_URL=model.base_url, MINO_API_KEY="k")
-        env["PYTHONPATH"] = os.pathsep.join([str(HERE), str(REPO)])
         ops = tmp_path / "ops.log"
-        env["MINO_TEST_OPS_LOG"] = str(ops)
+        env = faulthook.environ(
+            os.environ,
+            MINO_HOME=str(home),
+            MINO_BASE_URL=model.base_url,
+            MINO_API_KEY="k",
+            MINO_TEST_OPS_LOG=str(ops),
+        )
         # First start: learn which durable operation writes the `recovery` record, then kill after it.
         child = pexpect.spawn(
             sys.executable, ["-m", "faulthook"], env=env, cwd=str(work), encoding="utf-8", timeout=15
