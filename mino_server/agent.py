@@ -40,7 +40,7 @@ from .tools.base import (
     ToolFailure,
     ToolResult,
 )
-from .ui import UI, ApprovalRequest
+from .ui import TURN_RUNNING, UI, ApprovalRequest
 
 MAX_REQUESTS = 8
 MAX_TOOL_CALLS = 16
@@ -229,7 +229,7 @@ class Agent:
 
     # ---- session commands ----------------------------------------------------------------
     def new_session(self) -> str:
-        self._check_idle()
+        self.check_idle()
         sid = self.store.create()
         log = self.store.open_log(sid)
         self.store.save_selection(sid)  # saved before the new selection is shown
@@ -238,7 +238,7 @@ class Agent:
 
     def resume(self, session_id: str) -> list[str]:
         """Switch to a complete, existing session ID. Raises CommandError; the selection stays on failure."""
-        self._check_idle()
+        self.check_idle()
         if not ID_RE.match(session_id):
             raise CommandError(
                 f"Not a complete session ID: {session_id!r}. Session IDs are 32 lowercase hexadecimal "
@@ -266,7 +266,7 @@ class Agent:
 
     def clear(self, typed_id: str | None) -> bool:
         """Clear the current session when `typed_id`, trimmed, equals its ID exactly."""
-        self._check_idle()
+        self.check_idle()
         if self.log is None:
             raise CommandError(NO_SESSION)
         sid = self.log.id
@@ -286,9 +286,9 @@ class Agent:
             raise CommandError(f"Unknown permission mode {mode!r}. Modes: {', '.join(MODES)}.")
         self.mode = mode  # type: ignore[assignment]
 
-    def _check_idle(self) -> None:
+    def check_idle(self) -> None:
         if self.busy:
-            raise CommandError("A turn is running; wait for it to end or interrupt it first.")
+            raise CommandError(TURN_RUNNING)
 
     # ---- memory and skills ---------------------------------------------------------------
     def memory_snapshot(self) -> tuple[list[Any], list[tuple[str, str]]]:
@@ -604,7 +604,7 @@ class Agent:
     def compact(self, cancel: CancelToken) -> tuple[bool, str]:
         from .compaction import Compactor
 
-        self._check_idle()
+        self.check_idle()
         if self.stopped:
             raise CommandError(self.stopped)
         if self.log is None:

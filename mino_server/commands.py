@@ -21,6 +21,7 @@ CLEAR_QUESTION = (
 )
 CLEAR_PROMPT = "Type the complete session ID to clear it: "
 NOT_CLEARED = "Session was not cleared."
+NOTHING_TO_CLEAR = "No session is selected, so there is nothing to clear."
 
 MODE_HELP = {
     "manual": "asks before every command, file change and memory save",
@@ -135,11 +136,10 @@ def cmd_clear(
     cancel: CancelToken,
 ) -> None:
     _no_args("/clear", args)
-    if agent.busy:
-        raise CommandError("A turn is running; wait for it to end or interrupt it first.")
+    agent.check_idle()  # before the question, not after the answer
     sid = agent.session_id
     if sid is None:
-        raise CommandError("No session is selected, so there is nothing to clear.")
+        raise CommandError(NOTHING_TO_CLEAR)
     out("")
     out(f"Session: {sid}")
     out(CLEAR_QUESTION)

@@ -13,6 +13,7 @@ from typing import Any, Protocol
 from .cancel import CancelToken
 
 APPROVAL_QUESTION = "Approve this operation?"
+TURN_RUNNING = "A turn is running; wait for it to end or interrupt it first."
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,6 @@ from __future__ import annotations
 import itertools
 import logging
 import os
-import re
 import signal
 import sys
 import threading
@@ -31,6 +30,7 @@ from urllib.parse import unquote, urlsplit
 
 from .. import __version__
 from ..cancel import CancelToken
+from ..ui import TURN_RUNNING
 from . import protocol as P
 from .transport import FrameError, FrameWriter, decode, read_frames
 
@@ -41,7 +41,6 @@ LOCK_POLL_S = 0.25
 SHUTDOWN_WAIT_S = 5.0  # how long shutdown/exit wait for an interrupted turn to write its end
 ERROR, WARNING, INFO, LOG = 1, 2, 3, 4
 
-TURN_RUNNING = "A turn is running; wait for it to end or interrupt it first."
 COMPACT_RUNNING = "A compaction is running; wait for it to end or cancel it first."
 SESSION_CHANGING = "A session change is in progress; wait for it to finish."
 SESSION_COMMANDS = {"/new": SESSION_CHANGING, "/resume": SESSION_CHANGING, "/clear": SESSION_CHANGING}
@@ -402,8 +401,7 @@ class MinoServer:
             except StoreLocked as exc:
                 if time.monotonic() >= deadline or self.stopping.cancelled:
                     agent.close()
-                    found = re.search(r"\(pid (\d+)\)", str(exc))
-                    extra = {"pid": int(found.group(1))} if found else {}
+                    extra = {"pid": exc.pid} if exc.pid is not None else {}
                     self._set_unavailable("storeLocked", str(exc), **extra)
                     return
                 self.stopping.wait(LOCK_POLL_S)
@@ -544,10 +542,11 @@ class MinoServer:
 
     def do_sessions_clear(self, params: P.ClearParams, cancel: None) -> P.ClearResult:
         from ..agent import CommandError
+        from ..commands import NOTHING_TO_CLEAR
 
         active = self.agent.session_id
         if active is None:
-            raise CommandError("No session is selected, so there is nothing to clear.")
+            raise CommandError(NOTHING_TO_CLEAR)
         if params.id != active:
             raise CommandError(
                 f"Only the active session can be cleared; the active session is {active}, not {params.id}."

@@ -26,7 +26,11 @@ LOCK = "sessions.lock"
 
 
 class StoreLocked(Exception):
-    """Another Mino process holds the store."""
+    """Another Mino process holds the store; `pid` is the holder's, when its note could be read."""
+
+    def __init__(self, message: str, pid: int | None) -> None:
+        super().__init__(message)
+        self.pid = pid
 
 
 class StorageError(Exception):
@@ -65,7 +69,8 @@ class SessionStore:
             os.close(fd)
             raise StoreLocked(
                 f"The session store {self.dir} is in use by another Mino process (pid {holder}). "
-                "Close it first; only one Mino can use the store at a time."
+                "Close it first; only one Mino can use the store at a time.",
+                int(holder) if holder.isdigit() else None,
             ) from None
         try:
             os.ftruncate(fd, 0)
