@@ -9,7 +9,7 @@ from typing import Any
 
 from mino_server.agent import Agent
 from mino_server.cancel import CancelToken
-from mino_server.commands import run_command
+from mino_server.commands import CommandResult, run_command
 from mino_server.config import load_config
 from mino_server.ui import ApprovalRequest
 
@@ -55,10 +55,14 @@ def make_agent(base_url: str, workdir: Path, ui: RecordingUI | None = None, mode
     return Agent(config, workdir, ui or RecordingUI())
 
 
-def command(agent: Agent, line: str) -> list[str]:
+def command_result(agent: Agent, line: str) -> tuple[CommandResult, list[str]]:
+    """A slash command as the CLI runs it: its result (stop or not) and the lines it showed."""
     out: list[str] = []
-    run_command(agent, line, out.append, agent.ui.ask_text)  # type: ignore[attr-defined]
-    return out
+    return run_command(agent, line, out.append, agent.ui.ask_text), out  # type: ignore[attr-defined]
+
+
+def command(agent: Agent, line: str) -> list[str]:
+    return command_result(agent, line)[1]
 
 
 def turn(agent: Agent, text: str) -> Any:

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
-from helpers import RecordingUI, command, make_agent, texts, turn
+from helpers import RecordingUI, command, command_result, make_agent, texts, turn
 
 from mino_server import durable
 from mino_server.scripted_model import ScriptedModel
@@ -296,10 +296,7 @@ def test_storage_failure_while_clearing_stops_the_chat(
         monkeypatch.setattr(durable.os, "replace", boom)
     else:
         monkeypatch.setattr(durable, "fsync_dir", boom)
-    out: list[str] = []
-    from mino_server.commands import run_command
-
-    result = run_command(agent, "/clear", out.append, agent.ui.ask_text)  # type: ignore[attr-defined]
+    result, out = command_result(agent, "/clear")
     monkeypatch.undo()
     assert result.stop is True
     assert "Could not clear session" in out[-1] and "Cleared session" not in "\n".join(out)
@@ -319,10 +316,7 @@ def test_storage_failure_while_saving_selection_stops_the_chat(
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(durable.os, "replace", boom)
-    out: list[str] = []
-    from mino_server.commands import run_command
-
-    result = run_command(agent, "/new", out.append, lambda p: None)
+    result, out = command_result(agent, "/new")
     monkeypatch.undo()
     assert result.stop is True
     assert out[-1].startswith("Could not save the session selection")

@@ -16,12 +16,11 @@ from typing import Any
 
 import pytest
 from faults import Fault, inject
-from helpers import RecordingUI, command, make_agent, turn
+from helpers import RecordingUI, command, command_result, make_agent, turn
 from invariants import log_consistency, memory_problems, pair_calls, read_log, read_selection
 from tally import TALLY, whole
 
 from mino_server.agent import Agent
-from mino_server.commands import CommandResult, run_command
 from mino_server.memory import render_memory
 from mino_server.scripted_model import ScriptedModel
 from mino_server.sessions.store import StorageError
@@ -42,12 +41,6 @@ REPLACE_FAULTS = [
 def faults(cases: list[tuple[str, int]]) -> pytest.MarkDecorator:
     """Parametrize (kind, err) over `cases`, with ids like "write-ENOSPC"."""
     return pytest.mark.parametrize("kind,err", cases, ids=[f"{k}-{errno.errorcode[e]}" for k, e in cases])
-
-
-def run_line(agent: Agent, line: str) -> tuple[CommandResult, list[str]]:
-    """A slash command as helpers.command runs it, keeping its result too (stop or not)."""
-    out: list[str] = []
-    return run_command(agent, line, out.append, agent.ui.ask_text), out  # type: ignore[attr-defined]
 
 
 def one_line(text: str | None, err: int) -> None:
@@ -154,7 +147,7 @@ def test_selection_fault_stops_the_chat_and_keeps_a_valid_selection(
         line = f"/resume {first}"
     with pytest.MonkeyPatch.context() as mp:
         fault = inject(mp, Fault(kind, err, path=target))
-        result, out = run_line(agent, line)
+        result, out = command_result(agent, line)
     TALLY.faults += 1
     assert fault.fired
     assert result.stop is True
@@ -186,7 +179,7 @@ def test_session_file_creation_fault_stops_the_chat(
         fault = inject(
             mp, Fault(kind, err, path=".jsonl" if kind == "fsync" else str(mino_home / "sessions"))
         )
-        result, out = run_line(agent, "/new")
+        result, out = command_result(agent, "/new")
     TALLY.faults += 1
     assert fault.fired
     assert result.stop is True
@@ -234,7 +227,7 @@ def test_clear_fault_stops_the_chat_and_the_log_is_old_or_empty(
     ui.typed = [sid]
     with pytest.MonkeyPatch.context() as mp:
         fault = inject(mp, Fault(kind, err, path=str(mino_home / "sessions")))
-        result, out = run_line(agent, "/clear")
+        result, out = command_result(agent, "/clear")
     TALLY.faults += 1
     assert fault.fired
     assert result.stop is True
