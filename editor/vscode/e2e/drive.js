@@ -292,6 +292,9 @@ function memoryFile(name) {
     await box.fill('yes');
     await shot(page, '07-clear-prompt.png');
     await box.press('Enter');
+    // an answered prompt stays on screen for about 0.2 s: wait until it is gone, so that the next
+    // wait for a prompt cannot find this one
+    await title.waitFor({ state: 'hidden', timeout: 10000 });
     await toast(page, 'Session was not cleared.').first().waitFor({ timeout: 10000 });
     await frame.locator('.msg.user', { hasText: 'Remember that I use pnpm.' }).waitFor({ timeout: 5000 });
     assert(fs.statSync(path.join(HOME, 'sessions', fullId + '.jsonl')).size > 0, 'wrong ID: the log is untouched');
@@ -300,6 +303,7 @@ function memoryFile(name) {
     await title.waitFor({ timeout: 10000 });
     await box.fill(fullId);
     await box.press('Enter');
+    await title.waitFor({ state: 'hidden', timeout: 10000 });
     await toast(page, `Cleared session: ${fullId}`).first().waitFor({ timeout: 10000 });
     await frame.locator('.msg.user').first().waitFor({ state: 'detached', timeout: 10000 });
     assert(fs.statSync(path.join(HOME, 'sessions', fullId + '.jsonl')).size === 0, 'right ID: the log is empty');
@@ -310,8 +314,12 @@ function memoryFile(name) {
     await send(frame, '/clear');
     await title.waitFor({ timeout: 10000 });
     assert(/Clear Session/.test(await title.textContent()), '/clear opens the Clear Session prompt');
-    // The prompt opens while the keyboard focus is still inside the webview's iframe, and keys can keep
-    // going there: click into the prompt first (as a person would), then Escape.
+    assert((await box.inputValue()) === '', 'a new, empty prompt (not the one answered above)');
+    // the prompt has the keyboard: what is typed goes into it, not into the chat box behind
+    await page.keyboard.type('x');
+    assert((await box.inputValue()) === 'x', 'keys typed after /clear go into the Clear Session prompt');
+    assert((await frame.locator('#input').inputValue()) === '', 'and not into the chat box');
+    // (the click before Escape is what a person might do; the keys already reach the prompt)
     for (let i = 0; i < 5; i++) {
       await box.click();
       await page.keyboard.press('Escape');
