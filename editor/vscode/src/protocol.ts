@@ -18,7 +18,7 @@ export interface InitializationOptions {
 
 export interface InitializeResult {
   serverInfo: { name: string; version: string };
-  capabilities: { experimental: { mino: { protocolVersion: number; maxMessageBytes?: number } } };
+  capabilities: { experimental: { mino: { protocolVersion: number; maxMessageBytes: number } } };
 }
 
 export interface MemoryProblem {
@@ -119,7 +119,7 @@ export interface HistoryItem {
   role: HistoryRole;
   text: string;
   tool?: string;
-  status?: string;
+  status?: ToolResultStatus;
 }
 export interface HistoryResult {
   items: HistoryItem[];
@@ -172,7 +172,7 @@ export interface ToolCallEvent {
   tool: string;
   fields: Field[];
   /** shown after the fields (e.g. memory_save's warning) */
-  warning?: string | null;
+  warning: string | null;
   decision: ToolDecision;
 }
 export interface ToolResultEvent {
@@ -300,7 +300,7 @@ export const REQUIRED_FIELDS: Record<string, { params: string[]; result?: string
 export const EVENT_FIELDS: Record<MinoEventType, string[]> = {
   text_delta: ['turnId', 'type', 'text'],
   assistant_message: ['turnId', 'type', 'text'],
-  tool_call: ['turnId', 'type', 'callId', 'tool', 'fields', 'decision'],
+  tool_call: ['turnId', 'type', 'callId', 'tool', 'fields', 'warning', 'decision'],
   tool_result: ['turnId', 'type', 'callId', 'tool', 'status', 'text'],
   approval_resolved: ['turnId', 'type', 'callId', 'outcome'],
   notice: ['turnId', 'type', 'text'],
@@ -313,7 +313,7 @@ export const ErrorCodes = {
   internal: -32603,
   busy: -32001,
   notInitialized: -32002,
-  /** the server cannot serve: store locked by another Mino (`data.kind: "storeLocked"`), bad config, start-up failed */
+  /** the server cannot serve: store locked by another Mino (`data.kind: "storeLocked"`), bad config, store cannot be opened, start-up failed */
   unavailable: -32003,
   /** a valid request that cannot be done now; nothing changed */
   refused: -32004,
@@ -323,7 +323,7 @@ export const ErrorCodes = {
 } as const;
 
 export interface UnavailableData {
-  kind: 'storeLocked' | 'config' | 'startup';
+  kind: 'storeLocked' | 'config' | 'storage' | 'startup';
   pid?: number;
 }
 

@@ -12,7 +12,7 @@ import {
   type MessageConnection,
 } from 'vscode-jsonrpc/node';
 import { MinoClient, type RpcEndpoint } from './minoClient';
-import type { PermissionMode } from '../protocol';
+import type { InitializeResult, PermissionMode } from '../protocol';
 
 export interface StdioOptions {
   command: string;
@@ -24,11 +24,6 @@ export interface StdioOptions {
   onStderr?: (text: string) => void;
   /** Registers handlers before `initialize` (a `mino/confirm` may come during start-up). */
   wire?: (client: MinoClient) => void;
-}
-
-export interface InitializeResult {
-  serverInfo?: { name: string; version?: string };
-  capabilities: { experimental?: { mino?: { protocolVersion: number } } } & Record<string, unknown>;
 }
 
 export interface StdioSession {

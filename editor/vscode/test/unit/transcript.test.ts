@@ -30,7 +30,7 @@ test('text after a tool call starts a new message', () => {
   const { t } = setup();
   const evs: MinoEvent[] = [
     { turnId: 'T', type: 'text_delta', text: 'Let me save that.' },
-    { turnId: 'T', type: 'tool_call', callId: 'c1', tool: 'memory_save', fields: [{ label: 'Memory', value: '"x"' }], decision: 'ask' },
+    { turnId: 'T', type: 'tool_call', callId: 'c1', tool: 'memory_save', fields: [{ label: 'Memory', value: '"x"' }], warning: null, decision: 'ask' },
     { turnId: 'T', type: 'tool_result', callId: 'c1', tool: 'memory_save', status: 'completed', text: 'Saved memory x.' },
     { turnId: 'T', type: 'text_delta', text: 'Done.' },
     { turnId: 'T', type: 'turn_end', status: 'completed' },
@@ -62,7 +62,7 @@ const approve: ApproveParams = {
 
 test('an approval attaches to its call card and its outcome is shown', () => {
   const { t } = setup();
-  t.applyEvent({ turnId: 'T', type: 'tool_call', callId: 'c1', tool: 'memory_save', fields: approve.fields, decision: 'ask' });
+  t.applyEvent({ turnId: 'T', type: 'tool_call', callId: 'c1', tool: 'memory_save', fields: approve.fields, warning: approve.warning, decision: 'ask' });
   t.approvalRequested('K', approve);
   let items = t.snapshot();
   assert.equal(items.length, 1);
