@@ -2,7 +2,7 @@
  * The Mino editor protocol, version 1 (see PROTOCOL.md at the shared root and the project's own
  * protocol document). Every type of the JSON-RPC contract between `mino --stdio` and this extension
  * lives in this one file; `test/unit/protocolSchema.test.ts` checks it against
- * `docs/protocol.schema.json` when that file exists.
+ * `docs/protocol.schema.json`.
  *
  * No imports: this module is shared by the extension host, the webview bundle and the tests.
  */
@@ -259,25 +259,13 @@ export interface ServerNotifications {
 
 /**
  * The fields this extension sends and reads, per method; the schema test compares them with
- * docs/protocol.schema.json. Client requests: `params` are sent, `result` is read. Server requests:
- * `params` are read, `result` is sent. Notifications: `params` are read. Everything read must be
+ * docs/protocol.schema.json. A method has a `result` here when it is a request. What the client
+ * sends (the schema says who sends each method): `params` are sent, `result` is read. What the
+ * server sends: `params` are read, `result` is sent. Everything read must be
  * required (always present) in the schema; everything sent must exist there, and every field the
  * schema requires must be sent. Keep in step with the interfaces above.
  */
 const STATE_FIELDS = ['sessionId', 'restoreProblem', 'mode', 'workdir', 'model', 'busy', 'sandbox', 'memory'];
-export const CLIENT_REQUESTS = [
-  'mino/state',
-  'mino/turn',
-  'mino/command',
-  'mino/sessions/list',
-  'mino/sessions/new',
-  'mino/sessions/resume',
-  'mino/sessions/clear',
-  'mino/mode',
-  'mino/compact',
-  'mino/memory/list',
-  'mino/history',
-] as const;
 export const REQUIRED_FIELDS: Record<string, { params: string[]; result?: string[] }> = {
   'mino/state': { params: [], result: STATE_FIELDS },
   'mino/turn': { params: ['text'], result: ['turnId', 'status', 'text'] },

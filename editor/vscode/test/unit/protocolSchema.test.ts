@@ -1,32 +1,26 @@
 /**
  * Checks src/protocol.ts against the JSON Schema the Python side generates at
- * docs/protocol.schema.json (repo root): every method the extension uses exists there; what the
- * extension reads is always present; what it sends exists and covers what the schema requires;
- * every event type is known on both sides. Skipped until the schema exists.
+ * docs/protocol.schema.json (repo root): every method the extension uses exists there, sent by the
+ * side and of the kind protocol.ts says; what the extension reads is always present; what it sends
+ * exists and covers what the schema requires; every event type is known on both sides; the error
+ * codes and the protocol version are the schema's.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { CLIENT_REQUESTS, EVENT_FIELDS, Methods, REQUIRED_FIELDS } from '../../src/protocol';
-import { extractEventTypes, extractSchemaMethods, methodParamsSchema } from '../../src/core/schema';
+import { ErrorCodes, EVENT_FIELDS, Methods, PROTOCOL_VERSION, REQUIRED_FIELDS } from '../../src/protocol';
+import { eventTypes, fieldsOf, schemaMethods } from './schema';
 
 // out/test/unit -> editor/vscode -> repo root
 const repoRoot = path.resolve(__dirname, '..', '..', '..', '..', '..');
 const schemaPath = process.env.MINO_PROTOCOL_SCHEMA ?? path.join(repoRoot, 'docs', 'protocol.schema.json');
-const haveSchema = fs.existsSync(schemaPath);
-const skip = haveSchema ? false : `no protocol schema yet at ${schemaPath} (the Python side generates it)`;
+const schema: unknown = JSON.parse(fs.readFileSync(schemaPath, 'utf8'));
 
-function loadSchema(): unknown {
-  return JSON.parse(fs.readFileSync(schemaPath, 'utf8'));
-}
-
-test('protocol.ts methods and fields agree with docs/protocol.schema.json', { skip }, () => {
-  const schema = loadSchema();
-  const methods = extractSchemaMethods(schema);
+test('protocol.ts methods and fields agree with docs/protocol.schema.json', () => {
+  const methods = schemaMethods(schema);
   assert.ok(methods.size > 0, 'no methods found in the schema');
   const problems: string[] = [];
-  const clientRequests: readonly string[] = CLIENT_REQUESTS;
   for (const method of Object.values(Methods)) {
     const m = methods.get(method);
     if (!m) {
@@ -35,15 +29,16 @@ test('protocol.ts methods and fields agree with docs/protocol.schema.json', { sk
     }
     const want = REQUIRED_FIELDS[method];
     assert.ok(want, `REQUIRED_FIELDS lacks ${method}`);
-    const isClientRequest = clientRequests.includes(method);
-    const sent = isClientRequest ? want.params : (want.result ?? []);
-    const read = isClientRequest ? (want.result ?? []) : want.params;
-    const schemaSent = isClientRequest ? m.params : m.result;
-    const schemaSentRequired = isClientRequest ? m.requiredParams : m.requiredResult;
-    const schemaReadRequired = isClientRequest ? m.requiredResult : m.requiredParams;
-    for (const f of sent) if (!schemaSent.has(f)) problems.push(`${method}: we send "${f}", the schema has no such field`);
-    for (const f of schemaSentRequired) if (!sent.includes(f)) problems.push(`${method}: the schema requires "${f}", we do not send it`);
-    for (const f of read) if (!schemaReadRequired.has(f)) problems.push(`${method}: we read "${f}", the schema does not always send it`);
+    // REQUIRED_FIELDS gives a result for requests only
+    if ((want.result !== undefined) !== (m.kind === 'request')) problems.push(`${method}: a ${m.kind} in the schema`);
+    const weSend = m.sender === 'client';
+    const sent = weSend ? want.params : (want.result ?? []);
+    const read = weSend ? (want.result ?? []) : want.params;
+    const schemaSent = weSend ? m.params : m.result;
+    const schemaRead = weSend ? m.result : m.params;
+    for (const f of sent) if (!schemaSent.all.has(f)) problems.push(`${method}: we send "${f}", the schema has no such field`);
+    for (const f of schemaSent.required) if (!sent.includes(f)) problems.push(`${method}: the schema requires "${f}", we do not send it`);
+    for (const f of read) if (!schemaRead.required.has(f)) problems.push(`${method}: we read "${f}", the schema does not always send it`);
   }
   for (const method of Object.keys(REQUIRED_FIELDS)) {
     assert.ok((Object.values(Methods) as string[]).includes(method), `REQUIRED_FIELDS names unknown method ${method}`);
@@ -51,9 +46,8 @@ test('protocol.ts methods and fields agree with docs/protocol.schema.json', { sk
   assert.deepEqual(problems, []);
 });
 
-test('every mino/event type is known on both sides, with the fields the chat reads', { skip }, () => {
-  const schema = loadSchema();
-  const events = extractEventTypes(schema, methodParamsSchema(schema, 'mino/event'));
+test('every mino/event type is known on both sides, with the fields the chat reads', () => {
+  const events = eventTypes(schema);
   assert.ok(events.size > 0, 'no event types found in the schema');
   const problems: string[] = [];
   for (const [type, fields] of Object.entries(EVENT_FIELDS)) {
@@ -68,28 +62,45 @@ test('every mino/event type is known on both sides, with the fields the chat rea
   assert.deepEqual(problems, []);
 });
 
-test('the schema reader understands the usual layouts', () => {
-  const a = extractSchemaMethods({
-    $defs: { State: { type: 'object', properties: { sessionId: {}, mode: {} }, required: ['sessionId'] } },
-    methods: {
-      'mino/state': { params: { type: 'object', properties: {} }, result: { $ref: '#/$defs/State' } },
-      'mino/event': { params: { oneOf: [{ properties: { turnId: {}, type: {} }, required: ['turnId', 'type'] }, { properties: { text: {}, turnId: {} }, required: ['turnId'] }] } },
+test('error codes and protocol version are the schema\'s', () => {
+  const s = schema as { 'x-protocolVersion': unknown; 'x-errorCodes': Record<string, string> };
+  assert.equal(PROTOCOL_VERSION, s['x-protocolVersion']);
+  // "invalid params" -> invalidParams, "internal error" -> internal
+  const camel = (name: string) => name.replace(/ error$/, '').replace(/ (\w)/g, (_, c: string) => c.toUpperCase());
+  for (const [name, code] of Object.entries(ErrorCodes)) {
+    const theirs = s['x-errorCodes'][String(code)];
+    assert.ok(theirs !== undefined, `ErrorCodes.${name} = ${code} is not in the schema`);
+    assert.equal(camel(theirs), name, `error ${code}`);
+  }
+});
+
+test('the schema reader follows $refs and takes a oneOf\'s common required fields', () => {
+  const root = {
+    'x-methods': {
+      'mino/state': { sender: 'client', kind: 'request', params: { $ref: '#/$defs/mino~1state.params' }, result: { $ref: '#/$defs/mino~1state.result' } },
+      'mino/event': { sender: 'server', kind: 'notification', params: { $ref: '#/$defs/Event' } },
     },
-  });
-  assert.deepEqual([...a.get('mino/state')!.result].sort(), ['mode', 'sessionId']);
-  assert.deepEqual([...a.get('mino/state')!.requiredResult], ['sessionId']);
-  assert.deepEqual([...a.get('mino/event')!.params].sort(), ['text', 'turnId', 'type']);
-  assert.deepEqual([...a.get('mino/event')!.requiredParams], ['turnId']);
-  const b = extractSchemaMethods({
-    methods: [{ name: 'mino/turn', params: [{ name: 'text', required: true, schema: { type: 'string' } }], result: { name: 'r', schema: { properties: { turnId: {}, status: {} } } } }],
-  });
-  assert.deepEqual([...b.get('mino/turn')!.params], ['text']);
-  assert.deepEqual([...b.get('mino/turn')!.requiredParams], ['text']);
-  assert.deepEqual([...b.get('mino/turn')!.result].sort(), ['status', 'turnId']);
-  const ev = extractEventTypes(
-    { $defs: { A: { properties: { type: { const: 'a' }, x: {} }, required: ['type', 'x'] } } },
-    { oneOf: [{ $ref: '#/$defs/A' }, { properties: { type: { enum: ['b'] } } }] },
-  );
+    $defs: {
+      'mino/state.params': { type: 'object', properties: {} },
+      'mino/state.result': { $ref: '#/$defs/State' },
+      State: { type: 'object', properties: { sessionId: {}, mode: {} }, required: ['sessionId'] },
+      Event: { oneOf: [{ $ref: '#/$defs/A' }, { $ref: '#/$defs/B' }] },
+      A: { properties: { type: { const: 'a' }, turnId: {}, x: {} }, required: ['type', 'turnId', 'x'] },
+      B: { properties: { type: { const: 'b' }, turnId: {} }, required: ['type'] },
+    },
+  };
+  const methods = schemaMethods(root);
+  const state = methods.get('mino/state')!;
+  assert.deepEqual([state.sender, state.kind], ['client', 'request']);
+  assert.deepEqual([...state.params.all], []);
+  assert.deepEqual([...state.result.all].sort(), ['mode', 'sessionId']);
+  assert.deepEqual([...state.result.required], ['sessionId']);
+  const event = methods.get('mino/event')!;
+  assert.deepEqual([...event.params.all].sort(), ['turnId', 'type', 'x']);
+  assert.deepEqual([...event.params.required], ['type']);
+  assert.deepEqual([...event.result.all], []);
+  const ev = eventTypes(root);
   assert.deepEqual([...ev.keys()], ['a', 'b']);
-  assert.deepEqual([...ev.get('a')!.required], ['type', 'x']);
+  assert.deepEqual([...ev.get('a')!.required], ['type', 'turnId', 'x']);
+  assert.deepEqual([...fieldsOf(root, { $ref: '#/$defs/B' }).all].sort(), ['turnId', 'type']);
 });
