@@ -6,6 +6,7 @@
  * through `answer(key, true)`; cancellation, `approval_resolved` from the server, a restart of the
  * server and `dispose()` all end it as not approved.
  */
+import type { CancellationTokenLike } from '../client/minoClient';
 import type { ApprovalOutcome, ApproveParams } from '../protocol';
 
 export type AnswerSource = 'notification' | 'panel' | 'server' | 'cancelled' | 'shutdown';
@@ -14,7 +15,6 @@ export interface PendingApproval {
   /** Unguessable handle used by UI surfaces (notification command links, webview messages). */
   readonly key: string;
   readonly params: ApproveParams;
-  readonly createdAt: number;
 }
 
 export type ApprovalChange =
@@ -24,11 +24,8 @@ export type ApprovalChange =
 interface Entry {
   approval: PendingApproval;
   resolve: (approved: boolean) => void;
-}
-
-export interface CancelLike {
-  readonly isCancellationRequested: boolean;
-  onCancellationRequested(listener: () => unknown): { dispose(): unknown };
+  /** the subscription to the request's cancellation, dropped when it settles */
+  cancellation?: { dispose(): unknown };
 }
 
 export class ApprovalBroker {
@@ -53,34 +50,22 @@ export class ApprovalBroker {
   }
 
   /** Registers a request; the promise resolves with the first answer (true only when approved). */
-  request(params: ApproveParams, token?: CancelLike): Promise<boolean> {
+  request(params: ApproveParams, token?: CancellationTokenLike): Promise<boolean> {
     // A repeated request for the same call replaces the old one, which ends denied.
-    for (const e of this.entries.values()) {
-      if (e.approval.params.callId === params.callId) this.settle(e.approval.key, 'cancelled', 'cancelled');
-    }
-    const approval: PendingApproval = { key: this.newKey(), params, createdAt: Date.now() };
+    const old = this.findByCallId(params.callId);
+    if (old) this.settle(old.key, 'cancelled', 'cancelled');
+    const approval: PendingApproval = { key: this.newKey(), params };
     return new Promise<boolean>((resolve) => {
-      this.entries.set(approval.key, { approval, resolve });
-      if (token) {
-        if (token.isCancellationRequested) {
-          this.fire({ kind: 'added', approval });
-          this.settle(approval.key, 'cancelled', 'cancelled');
-          return;
-        }
-        const sub = token.onCancellationRequested(() => this.settle(approval.key, 'cancelled', 'cancelled'));
-        void this.whenSettled(approval.key).then(() => sub.dispose());
+      const entry: Entry = { approval, resolve };
+      this.entries.set(approval.key, entry);
+      const cancel = () => this.settle(approval.key, 'cancelled', 'cancelled');
+      if (token?.isCancellationRequested) {
+        this.fire({ kind: 'added', approval });
+        cancel();
+        return;
       }
+      if (token) entry.cancellation = token.onCancellationRequested(cancel);
       this.fire({ kind: 'added', approval });
-    });
-  }
-
-  private readonly settledWaiters = new Map<string, (() => void)[]>();
-  private whenSettled(key: string): Promise<void> {
-    if (!this.entries.has(key)) return Promise.resolve();
-    return new Promise((r) => {
-      const list = this.settledWaiters.get(key) ?? [];
-      list.push(r);
-      this.settledWaiters.set(key, list);
     });
   }
 
@@ -88,10 +73,9 @@ export class ApprovalBroker {
     const e = this.entries.get(key);
     if (!e) return false;
     this.entries.delete(key);
+    e.cancellation?.dispose();
     // Only a person's explicit answer approves.
     e.resolve(outcome === 'approved' && (source === 'notification' || source === 'panel'));
-    for (const w of this.settledWaiters.get(key) ?? []) w();
-    this.settledWaiters.delete(key);
     this.fire({ kind: 'settled', approval: e.approval, outcome, source });
     return true;
   }
@@ -103,12 +87,9 @@ export class ApprovalBroker {
 
   /** `mino/event approval_resolved`: the server has ended it (answer, cancel, turn end). */
   resolvedByServer(callId: string, outcome: ApprovalOutcome): void {
-    for (const e of [...this.entries.values()]) {
-      if (e.approval.params.callId === callId) {
-        // The server has already ended it; what we would answer now no longer counts.
-        this.settle(e.approval.key, outcome, 'server');
-      }
-    }
+    // The server has already ended it; what we would answer now no longer counts.
+    const a = this.findByCallId(callId);
+    if (a) this.settle(a.key, outcome, 'server');
   }
 
   /** The server went away: everything still pending ends as not approved. */
@@ -116,10 +97,7 @@ export class ApprovalBroker {
     for (const key of [...this.entries.keys()]) this.settle(key, 'cancelled', source);
   }
 
-  get(key: string): PendingApproval | undefined {
-    return this.entries.get(key)?.approval;
-  }
-
+  /** At most one approval is pending per call: a repeated request replaces the old one. */
   findByCallId(callId: string): PendingApproval | undefined {
     for (const e of this.entries.values()) if (e.approval.params.callId === callId) return e.approval;
     return undefined;

@@ -8,6 +8,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { resolveCommand } from '../../src/core/launch';
 import { startStdio, type StdioSession } from '../../src/client/stdio';
+import type { ApproveHandler } from '../../src/client/minoClient';
 import type { ApproveParams, MinoEvent, PermissionMode, State } from '../../src/protocol';
 
 // out/test/integration -> editor/vscode -> repo root
@@ -95,7 +96,7 @@ export interface Mino {
   states: State[];
   approvals: ApproveParams[];
   /** what the next mino/approve gets; default: deny */
-  approve: (p: ApproveParams, token: { isCancellationRequested: boolean; onCancellationRequested(l: () => unknown): { dispose(): unknown } }) => Promise<boolean>;
+  approve: ApproveHandler;
   model: ScriptedModel;
   /** Closes Mino and the model; returns what the model printed on stderr (its recorded errors). */
   close(): Promise<string>;

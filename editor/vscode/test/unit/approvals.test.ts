@@ -17,7 +17,7 @@ function params(callId = 'call_1'): ApproveParams {
 
 class Token {
   isCancellationRequested = false;
-  private ls: (() => void)[] = [];
+  ls: (() => void)[] = [];
   onCancellationRequested(l: () => void) {
     this.ls.push(l);
     return { dispose: () => (this.ls = this.ls.filter((x) => x !== l)) };
@@ -96,6 +96,18 @@ test('cancellation of the request denies', async () => {
   t.cancel();
   assert.equal(await p, false);
   assert.equal(b.count, 0);
+});
+
+test('an answer drops the subscription to the cancellation; a later cancel changes nothing', async () => {
+  const { b, changes } = broker();
+  const t = new Token();
+  const p = b.request(params(), t);
+  assert.equal(t.ls.length, 1);
+  b.answer(b.list()[0].key, true, 'panel');
+  assert.equal(t.ls.length, 0);
+  t.cancel();
+  assert.equal(await p, true);
+  assert.equal(changes.length, 2);
 });
 
 test('an already-cancelled token denies at once', async () => {
