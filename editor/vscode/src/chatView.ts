@@ -79,10 +79,6 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
     this.applyBadge();
   }
 
-  get visible(): boolean {
-    return !!this.view?.visible;
-  }
-
   post(m: HostToWebview): void {
     void this.view?.webview.postMessage(m);
   }

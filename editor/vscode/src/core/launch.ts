@@ -82,7 +82,4 @@ export class Backoff {
   reset(): void {
     this.attempt = 0;
   }
-  get attempts(): number {
-    return this.attempt;
-  }
 }

@@ -34,8 +34,6 @@ export type ChatItem =
   | { kind: 'notice'; id: string; level: 'info' | 'warning' | 'error'; text: string }
   | { kind: 'command'; id: string; line: string; output: string[] };
 
-export type ChatItemKind = ChatItem['kind'];
-
 export type Patch = { op: 'upsert'; item: ChatItem } | { op: 'delta'; id: string; text: string } | { op: 'remove'; id: string };
 
 export type ConnectionStatus = 'starting' | 'running' | 'stopped' | 'failed';
@@ -57,8 +55,7 @@ export type HostToWebview =
   | { type: 'state'; state: State | null }
   | { type: 'connection'; connection: ConnectionView }
   | { type: 'turn'; running: boolean }
-  | { type: 'focusApproval'; key: string }
-  | { type: 'focusInput' };
+  | { type: 'focusApproval'; key: string };
 
 /** Commands the webview may ask the host to run (the restore-problem and connection buttons). */
 export const WEBVIEW_COMMANDS = ['mino.resumeSession', 'mino.newSession', 'mino.showLog', 'mino.restartServer'] as const;

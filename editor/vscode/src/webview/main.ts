@@ -224,9 +224,6 @@ window.addEventListener('message', (ev: MessageEvent<HostToWebview>) => {
       }
       break;
     }
-    case 'focusInput':
-      input.focus();
-      break;
   }
 });
 
