@@ -1,5 +1,6 @@
 /** Small pure helpers for what the palette commands and the status bar show. */
 import type { MemoryInfo, PermissionMode, SessionInfo, State } from '../protocol';
+import type { ConnectionStatus } from './messages';
 
 export function shortId(id: string | null | undefined): string {
   return id ? id.slice(0, 8) : '—';
@@ -64,12 +65,15 @@ export const MODE_INFO: Record<PermissionMode, { label: string; detail: string }
   },
 };
 
-export function statusText(state: State | null, status: 'starting' | 'running' | 'stopped' | 'failed'): string {
+/** `manual · 0123abcd` (or `manual · no session`): the status bar's words, also under the chat box. */
+export function modeAndSession(state: State): string {
+  return `${state.mode} · ${state.sessionId ? shortId(state.sessionId) : 'no session'}`;
+}
+
+export function statusText(state: State | null, status: ConnectionStatus): string {
   if (status === 'starting') return '$(loading~spin) Mino';
   if (status !== 'running' || !state) return '$(error) Mino: stopped';
-  const busy = state.busy ? '$(loading~spin) ' : '';
-  if (!state.sessionId) return `${busy}Mino: ${state.mode} · no session`;
-  return `${busy}Mino: ${state.mode} · ${shortId(state.sessionId)}`;
+  return `${state.busy ? '$(loading~spin) ' : ''}Mino: ${modeAndSession(state)}`;
 }
 
 export function statusTooltip(state: State | null): string {

@@ -3,6 +3,7 @@
  * approvals only on an explicit click of Approve or Deny on a card.
  */
 import type { ChatItem, ConnectionView, HostToWebview, WebviewToHost } from '../core/messages';
+import { modeAndSession } from '../core/format';
 import { Mirror } from '../core/mirror';
 import type { State } from '../protocol';
 import { escapeHtml, renderItem } from './render';
@@ -120,7 +121,7 @@ function renderStatus(): void {
   sendBtn.hidden = turnRunning;
   sendBtn.disabled = !running;
   if (state && running) {
-    statusEl.textContent = `${state.mode} · ${state.sessionId ? state.sessionId.slice(0, 8) : 'no session'}`;
+    statusEl.textContent = modeAndSession(state);
     statusEl.title = `Session ${state.sessionId ?? '(none)'} · permission mode ${state.mode} · ${state.model}`;
   } else {
     statusEl.textContent = '';
