@@ -46,6 +46,8 @@ export class Controller implements vscode.Disposable {
   private state: State | null = null;
   private turn: { cts: vscode.CancellationTokenSource; stopping: boolean } | undefined;
   private reloading: Promise<void> = Promise.resolve();
+  /** The session whose history the transcript shows (or is being reloaded from). */
+  private shownSession: string | null | undefined;
   private readonly notificationEnds = new Map<string, () => void>();
 
   constructor(context: vscode.ExtensionContext) {
@@ -100,6 +102,8 @@ export class Controller implements vscode.Disposable {
   }
 
   private async onStarted(client: MinoClient): Promise<void> {
+    // a new server process: load its history even when the session is the one shown before
+    this.shownSession = undefined;
     try {
       this.setState(await client.state());
     } catch (e) {
@@ -109,8 +113,9 @@ export class Controller implements vscode.Disposable {
         this.sendSnapshot();
         return;
       }
+      void this.reloadHistory();
     }
-    await this.reloadHistory();
+    await this.reloading;
   }
 
   private onStopped(): void {
@@ -123,12 +128,12 @@ export class Controller implements vscode.Disposable {
     this.transcript.endTurn(undefined);
   }
 
+  /** A new State; when it names another session than the one shown, the history is reloaded. */
   private setState(s: State): void {
-    const previous = this.state;
     this.state = s;
     this.view.post({ type: 'state', state: s });
     this.updateStatusBar();
-    if (previous && previous.sessionId !== s.sessionId && !this.turn) void this.reloadHistory();
+    if (s.sessionId !== this.shownSession && !this.turn) void this.reloadHistory();
   }
 
   private updateStatusBar(): void {
@@ -141,6 +146,7 @@ export class Controller implements vscode.Disposable {
 
   /** Rebuilds the transcript from `mino/history` (start-up, window reload, session switch). */
   private reloadHistory(): Promise<void> {
+    this.shownSession = this.state?.sessionId;
     const run = async () => {
       const client = this.server.client;
       if (!client) return;
@@ -266,9 +272,9 @@ export class Controller implements vscode.Disposable {
         if (!client) return;
         try {
           const r = await client.command(action.line);
-          await this.reloading;
-          this.transcript.addCommand(action.line, Array.isArray(r?.output) ? r.output : []);
           if (r?.state) this.setState(r.state);
+          await this.reloading; // /new, /resume: the output goes below the other session's history
+          this.transcript.addCommand(action.line, Array.isArray(r?.output) ? r.output : []);
         } catch (e) {
           this.transcript.addCommand(action.line, []);
           this.transcript.addNotice(this.describeError(e), 'error');
@@ -382,8 +388,8 @@ export class Controller implements vscode.Disposable {
     const client = this.requireClient();
     if (!client) return;
     const s = await client.newSession();
-    this.setState(s);
-    await this.reloadHistory();
+    this.setState(s); // another session: setState (or the mino/stateChanged before it) reloads the history
+    await this.reloading;
     this.transcript.addNotice(`Session: ${s.sessionId ?? '(none)'}`);
   }
 
@@ -409,7 +415,7 @@ export class Controller implements vscode.Disposable {
     }
     const s = await client.resumeSession(pick.id);
     this.setState(s);
-    await this.reloadHistory();
+    await this.reloading;
     this.transcript.addNotice(`Session: ${s.sessionId ?? pick.id}`);
   }
 
