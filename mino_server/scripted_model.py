@@ -244,6 +244,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             return
         raw = self.rfile.read(int(length))
         read_at = time.perf_counter()
+        if len(raw) < int(length):
+            # The client went away mid-body (killed, cancelled): no request was made, nothing to answer.
+            self.close_connection = True
+            return
         if self.path.split("?", 1)[0].rstrip("/") != "/v1/responses":
             self._refuse(404, f"unexpected POST {self.path}")
             return

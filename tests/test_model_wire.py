@@ -390,3 +390,14 @@ def test_command_line_serves_a_yaml_file(tmp_path: Path) -> None:
     finally:
         process.terminate()
         process.wait(5)
+
+
+def test_a_body_cut_short_by_the_client_is_not_a_request(model: ScriptedModel) -> None:
+    model.add({"text": "kept for the next request"})
+    host, port = model.base_url.split("//")[1].split("/")[0].split(":")
+    with socket.create_connection((host, int(port))) as sock:  # a client killed while sending its body
+        sock.sendall(b'POST /v1/responses HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"mod')
+    time.sleep(0.3)
+    assert model.requests == [] and model.errors == [] and model.remaining == 1
+    reply = httpx.post(f"{model.base_url}/responses", json={"input": []}, timeout=5)
+    assert reply.status_code == 200 and "kept for the next request" in reply.text
