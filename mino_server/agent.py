@@ -562,7 +562,7 @@ class Agent:
             return ToolResult(INVALID_ARGUMENTS, f"Invalid arguments: {exc}")
         except ToolFailure as exc:
             return ToolResult(exc.status, str(exc))
-        decision = decide(tool.kind(ctx), self.mode)
+        decision = decide(prepared.kind or tool.kind(ctx), self.mode)
         fields = [(label, escape_value(value)) for label, value in prepared.fields]
         self.ui.event(
             {

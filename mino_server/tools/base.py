@@ -4,7 +4,7 @@ A call goes through four steps, each with its own rule:
 1. `validate(args)`   — pure: no disk, no network (it is repeated on replay). Raise ArgumentError.
 2. `prepare(args, ctx)` — may read disk: capture the state the user will approve (a file's hash,
    whether it exists), build the approval display. Raise ToolFailure to end the call before asking.
-3. the decision (decision.decide(tool.kind(ctx), mode)) and, if needed, the question.
+3. the decision (decision.decide(prepared.kind or tool.kind(ctx), mode)) and, if needed, the question.
 4. `run(args, ctx, prepared)` — do it; check the state captured in prepare is unchanged first.
 """
 
@@ -50,6 +50,9 @@ class Prepared:
     fields: list[tuple[str, str]]
     warning: str | None = None
     state: Any = None  # e.g. the file's sha256 or None when absent; checked again in run()
+    # Set when the arguments decide the row of the decision table (a write into .git/, bash asking to
+    # run outside the sandbox); None means tool.kind(ctx).
+    kind: Kind | None = None
 
 
 @dataclass
