@@ -118,6 +118,7 @@ class Agent:
         else:
             lines += [CANNOT_RESTORE + (self.restore_problem or ""), RESTORE_HINT, mode_line(self.mode)]
         lines.append(self.sandbox_line)
+        lines.extend(workdir_warnings(self.workdir, self.config.home))
         return lines
 
     def _warm_up_turn(self) -> None:
@@ -682,6 +683,26 @@ class _Background:
         if self._error is not None:
             raise self._error
         return self._value
+
+
+def workdir_warnings(workdir: Path, home: Path) -> list[str]:
+    """Start-up warnings for a working directory that gives tools more reach than a project should.
+
+    File tools refuse MINO_HOME and the sandbox hides it, but a person should still know when their
+    settings, sessions and memories sit inside the folder the model works in (Mino started in ~)."""
+    warnings = []
+    home = home.resolve()
+    if workdir == Path(workdir.anchor):
+        warnings.append(
+            f"Warning: the working directory is {workdir}, the whole file system: tools can read and "
+            "(with your approval) change any file in it. Start Mino in a project folder instead."
+        )
+    if home == workdir or workdir in home.parents:
+        warnings.append(
+            f"Warning: the working directory {workdir} contains Mino's home {home}. File tools will not "
+            "write there and sandboxed commands do not see it, but consider starting Mino in a project folder."
+        )
+    return warnings
 
 
 def front_item(index: str | None, summary: str | None) -> dict[str, Any] | None:
