@@ -20,7 +20,7 @@ import dataclasses
 import re
 import types
 import typing
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal, Union
 
 PROTOCOL_VERSION = 1
@@ -122,14 +122,36 @@ def internal_error_message(exc: BaseException) -> str:
     return f"Internal error in the Mino server: {exc.__class__.__name__}: {one_line(exc) or 'no details'}"
 
 
-# ---- vocabularies ------------------------------------------------------------------------------
-Mode = Literal["manual", "accept-edits", "bypass"]
-TurnStatus = Literal["completed", "limit", "interrupted", "failed"]
-ToolStatus = Literal["completed", "denied", "failed", "invalid_arguments", "unknown"]
-Decision = Literal["run", "ask", "show"]
-Outcome = Literal["approved", "denied", "cancelled"]
-Role = Literal["user", "assistant", "tool"]
-MemoryType = Literal["user", "feedback", "project", "reference"]
+# ---- vocabularies, events and shared shapes: defined once in the core (core/contract.py) -------
+from ..core.contract import (  # noqa: E402, F401  (re-exported: the protocol's names for the core's classes)
+    APPROVAL_QUESTION,
+    ApprovalField,
+    ApprovalRequest,
+    ApprovalResolved,
+    AssistantMessage,
+    Decision,
+    Event,
+    HistoryItem,
+    MemoryProblem,
+    MemoryStatus,
+    MemoryType,
+    Mode,
+    Notice,
+    Outcome,
+    Role,
+    State,
+    TextDelta,
+    ToolCall,
+    ToolResultEvent,
+    ToolStatus,
+    TurnEnd,
+    TurnResult,
+    TurnStatus,
+    doc,
+    optional,
+)
+
+ApproveParams = ApprovalRequest  # the server sends the core's question as it is
 
 SESSION_ID_PATTERN = r"^[0-9a-f]{32}$"
 SESSION_ID_HINT = (
@@ -137,60 +159,10 @@ SESSION_ID_HINT = (
 )
 
 
-def optional(doc: str = "") -> Any:
-    """A field that may be absent on the wire (omitted when None)."""
-    return field(default=None, metadata={"optional": True, "doc": doc})
-
-
-def doc(text: str, **meta: Any) -> Any:
-    """A required field with a comment for the generated documentation (and optional checks)."""
-    return field(metadata={"doc": text, **meta})
-
-
 # ---- shared shapes -----------------------------------------------------------------------------
 @dataclass(kw_only=True)
 class Empty:
     """No parameters: `{}` (or params left out)."""
-
-
-@dataclass(kw_only=True)
-class MemoryProblem:
-    """A memory file that was not loaded, and why."""
-
-    file: str
-    reason: str
-
-
-@dataclass(kw_only=True)
-class MemoryStatus:
-    dir: str = doc("MINO_HOME/memory")
-    count: int = doc("memories in the index")
-    problems: list[MemoryProblem]
-
-
-@dataclass(kw_only=True)
-class State:
-    """What the server is working on; sent as `mino/stateChanged` after every change of session, mode or busy."""
-
-    sessionId: str | None = doc("the active session; null in the command-only state")
-    restoreProblem: str | None = doc(
-        'why no session is active, as one line starting "Cannot restore the active session: "; '
-        "fixed by mino/sessions/resume or mino/sessions/new"
-    )
-    mode: Mode
-    workdir: str = doc("where tools act; fixed at initialize")
-    model: str
-    busy: bool = doc("a turn or a compaction is running")
-    sandbox: str | None = doc('"bwrap" or "sandbox-exec"; null when commands run unsandboxed')
-    memory: MemoryStatus
-
-
-@dataclass(kw_only=True)
-class ApprovalField:
-    """One line of an approval display: `Label: "value"`."""
-
-    label: str
-    value: str = doc("already escaped for display (SPEC §6): show it as is, in quotes")
 
 
 # ---- lifecycle ---------------------------------------------------------------------------------
@@ -254,14 +226,6 @@ class TurnParams:
     text: str = doc(
         "what the user typed; not empty, not a slash command (those go to mino/command)", nonblank=True
     )
-
-
-@dataclass(kw_only=True)
-class TurnResult:
-    turnId: str = doc('"" when the turn never started (no session selected, or the chat stopped)')
-    status: TurnStatus
-    text: str = doc("the assistant's messages of this turn, joined by blank lines")
-    error: str | None = optional("why the turn did not complete (absent when completed)")
 
 
 @dataclass(kw_only=True)
@@ -332,31 +296,11 @@ class MemoryList:
 
 
 @dataclass(kw_only=True)
-class HistoryItem:
-    turnId: str | None
-    role: Role
-    text: str
-    tool: str | None = optional("role tool: the tool's name")
-    status: ToolStatus | None = optional("role tool: the result status")
-
-
-@dataclass(kw_only=True)
 class History:
     items: list[HistoryItem] = doc("in order, oldest first")
 
 
 # ---- server → client ---------------------------------------------------------------------------
-@dataclass(kw_only=True)
-class ApproveParams:
-    turnId: str
-    callId: str
-    tool: str
-    fields: list[ApprovalField]
-    warning: str | None
-    question: str = doc('"Approve this operation?"')
-    workdir: str
-
-
 @dataclass(kw_only=True)
 class ApproveResult:
     approved: bool
@@ -372,82 +316,6 @@ class ConfirmParams:
 @dataclass(kw_only=True)
 class ConfirmResult:
     confirmed: bool
-
-
-@dataclass(kw_only=True)
-class TextDelta:
-    """Streamed text, as it arrives."""
-
-    type: Literal["text_delta"]
-    turnId: str
-    text: str
-
-
-@dataclass(kw_only=True)
-class AssistantMessage:
-    """A whole assistant message (after its deltas)."""
-
-    type: Literal["assistant_message"]
-    turnId: str
-    text: str
-
-
-@dataclass(kw_only=True)
-class ToolCall:
-    """A tool call, displayed exactly as its approval would be."""
-
-    type: Literal["tool_call"]
-    turnId: str
-    callId: str
-    tool: str
-    fields: list[ApprovalField]
-    warning: str | None = doc("shown after the fields (e.g. memory_save's warning)")
-    decision: Decision = doc(
-        "run: read-only, shown quietly; ask: a mino/approve follows; show: runs without asking"
-    )
-
-
-@dataclass(kw_only=True)
-class ToolResultEvent:
-    """A tool call's result."""
-
-    type: Literal["tool_result"]
-    turnId: str
-    callId: str
-    tool: str
-    status: ToolStatus
-    text: str
-
-
-@dataclass(kw_only=True)
-class ApprovalResolved:
-    """A pending approval ended (answer, cancel or turn end): dismiss it everywhere."""
-
-    type: Literal["approval_resolved"]
-    turnId: str
-    callId: str
-    outcome: Outcome
-
-
-@dataclass(kw_only=True)
-class Notice:
-    """A line to show in the chat (limits reached, compaction, skipped skills)."""
-
-    type: Literal["notice"]
-    turnId: str | None = doc("null for notices outside a turn")
-    text: str
-
-
-@dataclass(kw_only=True)
-class TurnEnd:
-    """The last event of a turn."""
-
-    type: Literal["turn_end"]
-    turnId: str
-    status: TurnStatus
-
-
-Event = Union[TextDelta, AssistantMessage, ToolCall, ToolResultEvent, ApprovalResolved, Notice, TurnEnd]  # noqa: UP007
 
 
 @dataclass(kw_only=True)

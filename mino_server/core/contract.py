@@ -1,0 +1,223 @@
+"""What the core tells a front end, defined once: vocabularies, events, approval requests, outcomes, state.
+
+Every front end consumes these classes: the CLI and the eval runner match on their types, the
+editor server sends them as JSON (mino_server/server/protocol.py puts them in its method table),
+and the extension's TypeScript types are generated from them (docgen.py). Field names are the wire
+names (camelCase), so the server serialises an object as it is and nothing is mapped by hand.
+
+Standard library only: this module is on every start-up path.
+"""
+
+from __future__ import annotations
+
+import typing
+from dataclasses import dataclass, field
+from typing import Any, Literal, Union
+
+# ---- field helpers (their metadata feeds the generated docs, schema and TypeScript) -------------
+
+
+def optional(doc: str = "") -> Any:
+    """A field that may be absent on the wire (omitted when None)."""
+    return field(default=None, metadata={"optional": True, "doc": doc})
+
+
+_NO_DEFAULT: Any = object()
+
+
+def doc(text: str, default: Any = _NO_DEFAULT, **meta: Any) -> Any:
+    """A required field with a comment for the generated documentation (and optional checks).
+
+    `default` only spares the core from passing a constant; on the wire the field is still required."""
+    if default is _NO_DEFAULT:
+        return field(metadata={"doc": text, **meta})
+    return field(default=default, metadata={"doc": text, **meta})
+
+
+# ---- vocabularies: each Literal is the type, each tuple the run-time list ----------------------
+Mode = Literal["manual", "accept-edits", "bypass"]
+MODES: tuple[Mode, ...] = typing.get_args(Mode)
+
+# The rows of the permission decision table (mino_server/decision.py; docs/BEHAVIOUR.md).
+Kind = Literal["read_only", "project_write", "sandboxed", "other"]
+KINDS: tuple[Kind, ...] = typing.get_args(Kind)
+
+Decision = Literal["run", "ask", "show"]
+
+ToolStatus = Literal["completed", "denied", "failed", "invalid_arguments", "unknown"]
+TOOL_STATUSES: tuple[ToolStatus, ...] = typing.get_args(ToolStatus)
+COMPLETED: ToolStatus = "completed"
+DENIED: ToolStatus = "denied"
+FAILED: ToolStatus = "failed"
+INVALID_ARGUMENTS: ToolStatus = "invalid_arguments"
+UNKNOWN: ToolStatus = "unknown"
+
+TurnStatus = Literal["completed", "limit", "interrupted", "failed"]
+TURN_STATUSES: tuple[TurnStatus, ...] = typing.get_args(TurnStatus)
+
+Outcome = Literal["approved", "denied", "cancelled"]
+Role = Literal["user", "assistant", "tool"]
+
+MemoryType = Literal["user", "feedback", "project", "reference"]
+MEMORY_TYPES: tuple[MemoryType, ...] = typing.get_args(MemoryType)
+
+ToolName = Literal["read_file", "bash", "write_file", "edit_file", "skill_view", "memory_view", "memory_save"]
+TOOL_NAMES: tuple[ToolName, ...] = typing.get_args(ToolName)
+
+APPROVAL_QUESTION = "Approve this operation?"
+
+
+# ---- approvals ----------------------------------------------------------------------------------
+@dataclass(kw_only=True, frozen=True)
+class ApprovalField:
+    """One line of an approval display: `Label: "value"`."""
+
+    label: str
+    value: str = doc(
+        "already escaped for display (docs/BEHAVIOUR.md, approval display): show it as is, in quotes"
+    )
+
+
+@dataclass(kw_only=True, frozen=True)
+class ApprovalRequest:
+    """A question for the person about one tool call; the answer is yes or no."""
+
+    turnId: str
+    callId: str
+    tool: str
+    fields: list[ApprovalField]
+    warning: str | None
+    question: str = doc('"Approve this operation?"', default=APPROVAL_QUESTION)
+    workdir: str
+
+
+# ---- turn events --------------------------------------------------------------------------------
+@dataclass(kw_only=True, frozen=True)
+class TextDelta:
+    """Streamed text, as it arrives."""
+
+    type: Literal["text_delta"] = "text_delta"
+    turnId: str
+    text: str
+
+
+@dataclass(kw_only=True, frozen=True)
+class AssistantMessage:
+    """A whole assistant message (after its deltas)."""
+
+    type: Literal["assistant_message"] = "assistant_message"
+    turnId: str
+    text: str
+
+
+@dataclass(kw_only=True, frozen=True)
+class ToolCall:
+    """A tool call, displayed exactly as its approval would be."""
+
+    type: Literal["tool_call"] = "tool_call"
+    turnId: str
+    callId: str
+    tool: str
+    fields: list[ApprovalField]
+    warning: str | None = doc("shown after the fields (e.g. memory_save's warning)")
+    decision: Decision = doc(
+        "run: read-only, shown quietly; ask: a mino/approve follows; show: runs without asking"
+    )
+
+
+@dataclass(kw_only=True, frozen=True)
+class ToolResultEvent:
+    """A tool call's result."""
+
+    type: Literal["tool_result"] = "tool_result"
+    turnId: str
+    callId: str
+    tool: str
+    status: ToolStatus
+    text: str
+
+
+@dataclass(kw_only=True, frozen=True)
+class ApprovalResolved:
+    """A pending approval ended (answer, cancel or turn end): dismiss it everywhere."""
+
+    type: Literal["approval_resolved"] = "approval_resolved"
+    turnId: str
+    callId: str
+    outcome: Outcome
+
+
+@dataclass(kw_only=True, frozen=True)
+class Notice:
+    """A line to show in the chat (limits reached, compaction, skipped skills)."""
+
+    type: Literal["notice"] = "notice"
+    turnId: str | None = doc("null for notices outside a turn")
+    text: str
+
+
+@dataclass(kw_only=True, frozen=True)
+class TurnEnd:
+    """The last event of a turn."""
+
+    type: Literal["turn_end"] = "turn_end"
+    turnId: str
+    status: TurnStatus
+
+
+Event = Union[TextDelta, AssistantMessage, ToolCall, ToolResultEvent, ApprovalResolved, Notice, TurnEnd]  # noqa: UP007
+EVENT_TYPES: tuple[type, ...] = typing.get_args(Event)
+
+
+# ---- outcomes and views -------------------------------------------------------------------------
+@dataclass(kw_only=True)
+class TurnResult:
+    """How a turn ended."""
+
+    turnId: str = doc('"" when the turn never started (no session selected, or the chat stopped)')
+    status: TurnStatus
+    text: str = doc("the assistant's messages of this turn, joined by blank lines")
+    error: str | None = optional("why the turn did not complete (absent when completed)")
+
+
+@dataclass(kw_only=True, frozen=True)
+class MemoryProblem:
+    """A memory file that was not loaded, and why."""
+
+    file: str
+    reason: str
+
+
+@dataclass(kw_only=True)
+class MemoryStatus:
+    dir: str = doc("MINO_HOME/memory")
+    count: int = doc("memories in the index")
+    problems: list[MemoryProblem]
+
+
+@dataclass(kw_only=True)
+class State:
+    """What a conversation is working on; sent as `mino/stateChanged` after every change of session, mode or busy."""
+
+    sessionId: str | None = doc("the active session; null in the command-only state")
+    restoreProblem: str | None = doc(
+        'why no session is active, as one line starting "Cannot restore the active session: "; '
+        "fixed by mino/sessions/resume or mino/sessions/new"
+    )
+    mode: Mode
+    workdir: str = doc("where tools act; fixed at initialize")
+    model: str
+    busy: bool = doc("a turn or a compaction is running")
+    sandbox: str | None = doc('"bwrap" or "sandbox-exec"; null when commands run unsandboxed')
+    memory: MemoryStatus
+
+
+@dataclass(kw_only=True)
+class HistoryItem:
+    """One entry of what a chat panel shows for a session."""
+
+    turnId: str | None
+    role: Role
+    text: str
+    tool: str | None = optional("role tool: the tool's name")
+    status: ToolStatus | None = optional("role tool: the result status")
