@@ -82,7 +82,8 @@ def _timed_model_class() -> type:
         handler_class = _TimedHandler
 
         def __init__(self, replies: list[dict] | None = None) -> None:
-            super().__init__(replies)
+            # Not strict: the floor agent sends its question and echoed output items as lists of parts.
+            super().__init__(replies, strict=False)
             self.delta_sent: list[float] = []  # start of the write of each text-delta frame
             self.response_ends: list[float] = []  # end of the write holding a stream's last byte
 

@@ -437,9 +437,13 @@ class Agent:
                 compactor.observe_usage(response.usage)
                 if response.text:
                     answer.append(response.text)
-                    log.append("assistant_message", turn_id, text=response.text)
+                    cut = {"incomplete": True, "reason": response.incomplete} if response.incomplete else {}
+                    log.append("assistant_message", turn_id, text=response.text, **cut)
                     turn_items.append(assistant_item(response.text))
                     self.ui.event({"type": "assistant_message", "turnId": turn_id, "text": response.text})
+                if response.incomplete:  # cut short: the text is kept (and replayed as such), no call runs
+                    status, error = "limit", f"The model's answer was cut short ({response.incomplete})."
+                    break
                 if not response.calls:
                     break
                 for call in response.calls:

@@ -205,6 +205,8 @@ def _loop(agent: Any, ui: TerminalUI) -> int:
             import readline  # noqa: F401  (line editing and history at the prompt)
         except ImportError:
             pass
+    # Piped runs end non-zero when a line went unanswered in full, so scripts can rely on the status.
+    unanswered = False
     while True:
         try:
             line = _read_line(ui)
@@ -214,7 +216,7 @@ def _loop(agent: Any, ui: TerminalUI) -> int:
         if line is None:
             if ui.interactive:
                 ui.line()
-            return 0
+            return 1 if unanswered and not ui.interactive else 0
         text = line.strip()
         if not text:
             continue
@@ -227,9 +229,11 @@ def _loop(agent: Any, ui: TerminalUI) -> int:
         if agent.log is None and not agent.stopped:
             ui.line("No session is selected. Use /sessions, then /resume <id>, or /new.")
             ui.line()
+            unanswered = True
             continue
         ui.line()
         outcome = _run_turn(agent, ui, line.rstrip("\n"))
+        unanswered = unanswered or outcome.status != "completed"
         if outcome.status == "interrupted":
             ui.line("Interrupted.")
             ui.line()

@@ -29,7 +29,10 @@ SUMMARY_REQUEST = "Summarise the conversation above as instructed."
 
 def item_chars(item: dict[str, Any]) -> int:
     if item.get("type") == "message":
-        return 16 + sum(len(part.get("text", "")) for part in item["content"])
+        content = item["content"]
+        if isinstance(content, str):
+            return 16 + len(content)
+        return 16 + sum(len(part.get("text", "")) for part in content)
     if item.get("type") == "function_call":
         return 32 + len(item["name"]) + len(item["arguments"])
     if item.get("type") == "function_call_output":
@@ -99,6 +102,8 @@ class Compactor:
         body = {"instructions": SUMMARY_INSTRUCTIONS, "input": items}  # no memory index, no tools
         response = self.agent._client_for_turn().stream(body, lambda _delta: None, cancel)
         summary = response.text.strip()
+        if response.incomplete:  # a summary cut short would silently lose what it never got to
+            raise CompactionFailed(f"the summary was cut short ({response.incomplete})")
         if not summary:
             raise CompactionFailed("the summary request returned no text")
         self.log.append("compaction", summary=summary, through_seq=max(r["seq"] for r in older))

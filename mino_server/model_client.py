@@ -9,6 +9,9 @@ Design notes:
   in-flight socket so the worker stops too.
 - Retries (429, 5xx, connection errors, timeouts) happen only before the first SSE event arrived:
   after that the caller may already have shown text, and replaying it would duplicate it.
+- Many servers behind `base_url` bridge to chat completions and apply strict chat templates: the
+  input goes out with adjacent messages of one role merged (`alternating`), an answer cut short
+  (`response.incomplete`) comes back as a result, not an error, and usage of 0 means "not counted".
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from mino_server.cancel import Cancelled, CancelToken
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["FunctionCall", "ModelClient", "ModelError", "ModelResponse"]
+__all__ = ["FunctionCall", "ModelClient", "ModelError", "ModelResponse", "alternating"]
 
 _RETRY_AFTER_CAP_S = 30.0
 _ENDED_EARLY = "Model stream ended before the response completed"
@@ -54,7 +57,8 @@ class FunctionCall:
 class ModelResponse:
     text: str
     calls: list[FunctionCall]
-    usage: dict | None
+    usage: dict | None  # only counts the service reported as positive numbers; None when it gave none
+    incomplete: str | None = None  # why the answer was cut short (e.g. max_output_tokens); no calls then
 
 
 class _Retryable(Exception):
@@ -75,27 +79,129 @@ def _one_line(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _service_message(response: httpx.Response) -> str:
-    """The service's own error message (OpenAI: {"error": {"message": ...}}), else the body or the reason."""
-    raw = response.content
-    try:
-        data = json.loads(raw)
-    except ValueError:
-        data = None
-    if isinstance(data, dict):
-        error = data.get("error")
-        if isinstance(error, dict) and isinstance(error.get("message"), str) and error["message"].strip():
-            return _one_line(error["message"])
-        for candidate in (error, data.get("message"), data.get("detail")):
-            if isinstance(candidate, str) and candidate.strip():
-                return _one_line(candidate)
+def _message_in(data: object) -> str | None:
+    """The human message inside an error object: OpenAI's {"error": {"message"}}, a bare
+    {"error": "..."}, {"message"}, FastAPI's {"detail": "..." | [{"msg"}]}, or a failed response."""
+    if not isinstance(data, dict):
+        return None
+    error = data.get("error")
+    if isinstance(error, dict):
+        found = _message_in(error) or _message_in({"message": error.get("code")})
+        if found:
+            return found
+    detail = data.get("detail")
+    if isinstance(detail, list):
+        detail = "; ".join(str(d.get("msg")) for d in detail if isinstance(d, dict) and d.get("msg"))
+    for candidate in (error, data.get("message"), detail):
+        if isinstance(candidate, str) and candidate.strip():
+            return _one_line(candidate)
+    response = data.get("response")  # an SSE `response.failed` event sent as the error body
+    return _message_in(response) if isinstance(response, dict) else None
+
+
+def _body_message(raw: bytes) -> str | None:
+    """The service's message in an error body, whether JSON, SSE lines (`data: {...}`, as LiteLLM's
+    proxy sends when a streamed request fails before it starts) or plain text; None for HTML or nothing."""
     text = raw.decode("utf-8", "replace").strip()
-    if text and not text.lstrip().startswith("<"):  # skip HTML error pages from proxies
-        return _one_line(text, 200)
+    if not text or text.startswith("<"):  # skip HTML error pages from proxies
+        return None
+    try:
+        return _message_in(json.loads(text)) or _one_line(text, 200)
+    except ValueError:
+        pass
+    lines = text.splitlines()
+    data = [line[5:].strip() for line in lines if line.startswith("data:")]
+    if data and all(not line.strip() or line.startswith(("data:", "event:", "id:", ":")) for line in lines):
+        for payload in data:
+            if payload and payload != "[DONE]":
+                try:
+                    found = _message_in(json.loads(payload))
+                except ValueError:
+                    found = _one_line(payload, 200)
+                if found:
+                    return found
+        return None
+    return _one_line(text, 200)
+
+
+def _service_message(response: httpx.Response) -> str:
+    """The service's own error message, else the status's reason phrase."""
+    found = _body_message(response.content)
+    if found:
+        return found
     try:
         return HTTPStatus(response.status_code).phrase
     except ValueError:
         return "error"
+
+
+def _usage(raw: object) -> dict | None:
+    """The token counts the service reported. A 0 or a missing count means it did not count (llama.cpp
+    servers report none; LiteLLM's bridge passes 0s): it is left out, and with nothing left, None."""
+    if not isinstance(raw, dict):
+        return None
+    usage = {
+        key: raw[key]
+        for key in ("input_tokens", "output_tokens", "total_tokens")
+        if type(raw.get(key)) is int and raw[key] > 0
+    }
+    return usage if "input_tokens" in usage or "output_tokens" in usage else None
+
+
+def _message_text(content: object) -> str | None:
+    """A message's text: string content as is, a list of text parts joined; None if it has other parts."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return None
+    texts = []
+    for part in content:
+        if not (
+            isinstance(part, dict) and part.get("type") in _TEXT_PARTS and isinstance(part.get("text"), str)
+        ):
+            return None
+        texts.append(part["text"])
+    return "".join(texts)
+
+
+_TEXT_PARTS = ("input_text", "output_text", "text")
+
+
+def alternating(items: list) -> list:
+    """`items` with each run of adjacent messages of one role merged into one message.
+
+    A chat-completions bridge turns the input into chat messages, and strict chat templates reject
+    two of one role in a row: a turn that failed before any answer leaves its user message just
+    before the next one; the front assistant message may meet an assistant message. Text-only
+    messages are merged into one string (paragraphs); anything else keeps its parts, concatenated.
+    An assistant message followed by function_call items is left alone (the bridge makes one message).
+    """
+    out: list = []
+    for item in items:
+        prev = out[-1] if out else None
+        if (
+            isinstance(item, dict)
+            and isinstance(prev, dict)
+            and item.get("type", "message") == "message" == prev.get("type", "message")
+            and isinstance(item.get("role"), str)
+            and item.get("role") == prev.get("role")
+        ):
+            a, b = _message_text(prev.get("content")), _message_text(item.get("content"))
+            if a is not None and b is not None:
+                merged = "\n\n".join(t for t in (a, b) if t)
+            else:
+                kind = "output_text" if item["role"] == "assistant" else "input_text"
+                merged = [
+                    part
+                    for content in (prev.get("content"), item.get("content"))
+                    for part in (
+                        content if isinstance(content, list) else [{"type": kind, "text": str(content or "")}]
+                    )
+                ]
+            out[-1] = {**prev, "content": merged}
+            continue
+        out.append(item)
+    return out
 
 
 def _retry_after(response: httpx.Response) -> float | None:
@@ -266,6 +372,8 @@ class ModelClient:
         """
         cancel.check()
         payload = {**body, "model": self.model, "stream": True, "store": False}
+        if isinstance(payload.get("input"), list):
+            payload["input"] = alternating(payload["input"])
         content = json.dumps(payload, ensure_ascii=False).encode("utf-8")
         job = _Job()
         unregister = cancel.on_cancel(job.abort)
@@ -370,7 +478,10 @@ class ModelClient:
                 data = json.loads(response.read())
             except (ValueError, httpx.HTTPError):
                 raise ModelError("Model request failed: the service sent an unreadable response") from None
-            return self._finish(data if isinstance(data, dict) else {}, _Accumulator())
+            data = data if isinstance(data, dict) else {}
+            if data.get("error") and not data.get("output"):
+                raise ModelError(f"Model request failed: {_message_in(data) or 'the service sent an error'}")
+            return self._finish(data, _Accumulator(), _incomplete_reason(data))
         acc = _Accumulator()
         result: ModelResponse | None = None
         try:
@@ -465,28 +576,30 @@ class ModelClient:
         elif kind == "response.output_item.done":
             if isinstance(event.get("item"), dict) and isinstance(event.get("output_index"), int):
                 acc.items[event["output_index"]] = event["item"]
-        elif kind == "response.completed":
+        elif kind in ("response.completed", "response.incomplete"):
             response = event.get("response")
-            return self._finish(response if isinstance(response, dict) else {}, acc)
+            response = response if isinstance(response, dict) else {}
+            reason = _incomplete_reason(response)
+            if kind == "response.incomplete" and reason is None:
+                reason = "incomplete"
+            return self._finish(response, acc, reason)
         elif kind == "response.failed":
             response = event.get("response")
-            error = response.get("error") if isinstance(response, dict) else None
-            message = error.get("message") if isinstance(error, dict) else None
-            raise ModelError(f"Model request failed: {_one_line(str(message or 'the response failed'))}")
-        elif kind == "response.incomplete":
-            response = event.get("response")
-            details = response.get("incomplete_details") if isinstance(response, dict) else None
-            reason = details.get("reason") if isinstance(details, dict) else None
-            raise ModelError(f"Model response was cut short ({reason or 'incomplete'})")
-        elif kind == "error":
-            message = event.get("message") or event.get("code") or "unknown error"
-            raise ModelError(f"Model request failed: {_one_line(str(message))}")
+            message = _message_in(response) if isinstance(response, dict) else None
+            raise ModelError(f"Model request failed: {message or 'the response failed'}")
+        elif kind == "error" or (kind is None and "error" in event):
+            # OpenAI: {"type": "error", "message"}; some proxies: {"error": {"message"}} with no type.
+            message = _message_in(event) or _message_in({"message": event.get("code")}) or "unknown error"
+            raise ModelError(f"Model request failed: {message}")
         return None
 
     @staticmethod
-    def _finish(response: dict, acc: _Accumulator) -> ModelResponse:
-        """Prefer the final output; else the finished items; else what the deltas built."""
-        usage = response.get("usage") if isinstance(response.get("usage"), dict) else None
+    def _finish(response: dict, acc: _Accumulator, incomplete: str | None = None) -> ModelResponse:
+        """Prefer the final output; else the finished items; else what the deltas built.
+
+        An answer cut short keeps the text the person saw streamed, and no calls: their arguments
+        may be cut too, and a half-made call must never run."""
+        usage = _usage(response.get("usage"))
         output = response.get("output")
         items = [i for i in output if isinstance(i, dict)] if isinstance(output, list) else []
         if not any(i.get("type") in ("message", "function_call") for i in items):
@@ -500,7 +613,9 @@ class ModelClient:
         text: list[str] = []
         calls: list[FunctionCall] = []
         for item in items:
-            if item.get("type") == "message" and isinstance(item.get("content"), list):
+            if item.get("type") == "message" and isinstance(item.get("content"), str):
+                text.append(item["content"])  # some compatible servers answer with string content
+            elif item.get("type") == "message" and isinstance(item.get("content"), list):
                 for part in item["content"]:
                     if isinstance(part, dict) and part.get("type") in ("output_text", "refusal"):
                         value = part.get("text") if part.get("type") == "output_text" else part.get("refusal")
@@ -514,4 +629,21 @@ class ModelClient:
                 calls.append(
                     FunctionCall(call_id=call_id, name=_valid(item["name"]), arguments=_valid(arguments))
                 )
+        if incomplete is not None:
+            shown = "".join(acc.text)
+            return ModelResponse(
+                text=shown or _valid("".join(text)),
+                calls=[],
+                usage=usage,
+                incomplete=_one_line(incomplete, 80),
+            )
         return ModelResponse(text=_valid("".join(text)), calls=calls, usage=usage)
+
+
+def _incomplete_reason(response: dict) -> str | None:
+    """Why a response was cut short (`status: incomplete`, `incomplete_details.reason`), or None."""
+    details = response.get("incomplete_details")
+    reason = details.get("reason") if isinstance(details, dict) else None
+    if isinstance(reason, str) and reason.strip():
+        return reason
+    return "incomplete" if response.get("status") == "incomplete" else None

@@ -32,7 +32,19 @@ Reply keys (all optional; validated by `parse_reply`):
 - `malformed` (true): send a `data:` line that is not JSON after the first two events.
 - `delay` (float s): pause between events (slow stream).
 - `usage` ({input_tokens, output_tokens}): overrides the defaults, input = request bytes // 4 and
-  output = streamed characters // 4.
+  output = streamed characters // 4. `null`: the response carries no usage (llama.cpp servers);
+  zeros are sent as given (LiteLLM's chat-completions bridge sends 0s when the backend counted none).
+- `incomplete` (str, e.g. "max_output_tokens"): stream the text (and calls) as given, then end with
+  `response.incomplete` (status "incomplete", `incomplete_details.reason`) instead of completed.
+- `error_format` ("json", "sse" or "text"; with `status`): the error body's shape. "sse" sends
+  `data: {"error": {...}}` then `data: [DONE]` as text/event-stream, as LiteLLM's proxy does when a
+  streamed request fails before it starts; "text" sends the message as text/plain.
+
+Strict input (`ScriptedModel(strict=True)`, the default): every request is checked as a strict
+chat-completions bridge would take it (LiteLLM in front of llama-cpp-python, with a chat template
+that demands alternating roles). A text-only message must carry string content (such bridges drop
+or refuse a list of parts), and no two adjacent messages may have the same role. A violation is
+recorded in `errors` and answered with HTTP 400, like a script violation.
 
 A request when no reply is left records "unexpected request #N: <first 300 chars of body>" and gets
 HTTP 400 `{"error": {"message": "scripted model: ...", "type": "invalid_request_error"}}`.
@@ -72,7 +84,11 @@ _KEYS = (
     "malformed",
     "delay",
     "usage",
+    "incomplete",
+    "error_format",
 )
+_ERROR_FORMATS = ("json", "sse", "text")
+_TEXT_PARTS = ("input_text", "output_text")
 _CALL_KEYS = ("name", "arguments", "call_id")
 
 
@@ -171,10 +187,24 @@ def parse_reply(obj: object, where: str = "reply") -> dict:
         if not isinstance(obj["malformed"], bool):
             raise bad("malformed", "must be true or false")
         reply["malformed"] = obj["malformed"]
-    if "usage" in obj:
+    if "incomplete" in obj:
+        if not isinstance(obj["incomplete"], str) or not obj["incomplete"]:
+            raise bad("incomplete", "must be the reason, e.g. max_output_tokens")
+        if "fail" in obj:
+            raise bad("incomplete", "cannot be combined with 'fail'")
+        reply["incomplete"] = obj["incomplete"]
+    if "error_format" in obj:
+        if obj["error_format"] not in _ERROR_FORMATS:
+            raise bad("error_format", f"must be one of {', '.join(_ERROR_FORMATS)}")
+        if "status" not in obj:
+            raise bad("error_format", "needs 'status'")
+        reply["error_format"] = obj["error_format"]
+    if "usage" in obj and obj["usage"] is None:
+        reply["usage"] = None
+    elif "usage" in obj:
         usage = obj["usage"]
         if not isinstance(usage, dict):
-            raise bad("usage", "must be a mapping with input_tokens and/or output_tokens")
+            raise bad("usage", "must be a mapping with input_tokens and/or output_tokens, or null")
         for key, value in usage.items():
             if key not in ("input_tokens", "output_tokens"):
                 raise bad(f"usage.{key}", "is not a known key (input_tokens, output_tokens)")
@@ -217,6 +247,33 @@ def contains_text(needle: str, raw: str, strings: list[str]) -> bool:
     """`require`'s rule: in the raw body, or in one decoded string of it (so text with quotes,
     newlines or non-ASCII matches however the client escaped it)."""
     return needle in raw or any(needle in s for s in strings)
+
+
+def input_problems(body: dict) -> list[str]:
+    """What a strict chat-completions bridge would refuse or drop in a request's `input` (see the
+    module doc): text-only messages sent as lists of parts, and adjacent messages of one role."""
+    items = body.get("input")
+    if not isinstance(items, list):
+        return []
+    problems: list[str] = []
+    previous: object = None
+    for i, item in enumerate(items):
+        is_message = isinstance(item, dict) and item.get("type", "message") == "message" and "role" in item
+        role = item.get("role") if is_message else None  # type: ignore[union-attr]
+        if is_message:
+            content = item.get("content")  # type: ignore[union-attr]
+            if isinstance(content, list) and all(
+                isinstance(part, dict) and part.get("type") in _TEXT_PARTS for part in content
+            ):
+                problems.append(
+                    f"input[{i}]: a text-only {role} message sent as a list of parts, not a string"
+                )
+            elif not isinstance(content, str | list):
+                problems.append(f"input[{i}]: {role} message content is neither a string nor a list")
+            if role == previous:
+                problems.append(f"input[{i}]: two {role} messages in a row (roles must alternate)")
+        previous = role
+    return problems
 
 
 def _error_body(message: str, type_: str = "invalid_request_error") -> bytes:
@@ -271,6 +328,11 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if not isinstance(body, dict):
             self._refuse(400, f"request #{number} is not a JSON object: {text[:300]}")
             return
+        if model.strict:
+            problems = input_problems(body)
+            if problems:
+                self._refuse(400, f"request #{number}: {'; '.join(problems)}")
+                return
         decoded = list(string_values(body))
         for needle in reply.get("require", ()):
             if not contains_text(needle, text, decoded):
@@ -299,14 +361,24 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             if status >= 500
             else "invalid_request_error"
         )
-        self._send_json(status, _error_body(message, type_), reply.get("headers", {}))
+        shape = reply.get("error_format", "json")
+        if shape == "sse":
+            payload = b"data: " + _error_body(message, type_) + b"\n\ndata: [DONE]\n\n"
+            content_type = "text/event-stream"
+        elif shape == "text":
+            payload, content_type = message.encode(), "text/plain; charset=utf-8"
+        else:
+            payload, content_type = _error_body(message, type_), "application/json"
+        self._send_json(status, payload, reply.get("headers", {}), content_type)
 
-    def _send_json(self, status: int, payload: bytes, headers: dict[str, str]) -> None:
+    def _send_json(
+        self, status: int, payload: bytes, headers: dict[str, str], content_type: str = "application/json"
+    ) -> None:
         try:
             phrase = HTTPStatus(status).phrase
         except ValueError:
             phrase = "Error"
-        head = [f"HTTP/1.1 {status} {phrase}", "Content-Type: application/json"]
+        head = [f"HTTP/1.1 {status} {phrase}", f"Content-Type: {content_type}"]
         head += [f"{name}: {value}" for name, value in headers.items()]
         head.append(f"Content-Length: {len(payload)}")
         self.wfile.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + payload)
@@ -373,7 +445,8 @@ class ScriptedModel:
     # The request handler; benchmarks subclass it to time-stamp what is sent.
     handler_class: type[http.server.BaseHTTPRequestHandler] = _Handler
 
-    def __init__(self, replies: list[dict] | None = None, *, port: int = 0) -> None:
+    def __init__(self, replies: list[dict] | None = None, *, port: int = 0, strict: bool = True) -> None:
+        self.strict = strict  # check every request's input as a strict chat bridge would (module doc)
         self._lock = threading.Lock()
         self._queue: deque[dict] = deque()
         self._added = 0
@@ -545,7 +618,8 @@ class ScriptedModel:
             emit("response.output_text.done", **where, text=text, logprobs=[])
             part = {**part, "text": text}
             emit("response.content_part.done", **where, part=part)
-            item = {**item, "status": "completed", "content": [part]}
+            done = "incomplete" if "incomplete" in reply else "completed"
+            item = {**item, "status": done, "content": [part]}
             emit("response.output_item.done", output_index=index, item=item)
             output.append(item)
             streamed += len(text)
@@ -575,15 +649,25 @@ class ScriptedModel:
             emit("response.output_item.done", output_index=index, item=item)
             output.append(item)
             streamed += len(call["name"]) + len(arguments)
-        usage = {"input_tokens": body_bytes // 4, "output_tokens": streamed // 4, **reply.get("usage", {})}
-        usage = {
-            "input_tokens": usage["input_tokens"],
-            "input_tokens_details": {"cached_tokens": 0},
-            "output_tokens": usage["output_tokens"],
-            "output_tokens_details": {"reasoning_tokens": 0},
-            "total_tokens": usage["input_tokens"] + usage["output_tokens"],
+        counts = {
+            "input_tokens": body_bytes // 4,
+            "output_tokens": streamed // 4,
+            **(reply.get("usage") or {}),
         }
-        if "fail" in reply:
+        usage: dict[str, Any] | None = {
+            "input_tokens": counts["input_tokens"],
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": counts["output_tokens"],
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": counts["input_tokens"] + counts["output_tokens"],
+        }
+        if "usage" in reply and reply["usage"] is None:
+            usage = None
+        if "incomplete" in reply:
+            details = {"reason": reply["incomplete"]}
+            final = {**response, "status": "incomplete", "incomplete_details": details}
+            emit("response.incomplete", response={**final, "output": output, "usage": usage})
+        elif "fail" in reply:
             error = {"code": "server_error", "message": reply["fail"]}
             emit(
                 "response.failed", response={**response, "status": "failed", "error": error, "output": output}

@@ -74,7 +74,8 @@ def texts(request: dict[str, Any]) -> list[str]:
     out = []
     for item in request["input"]:
         if item.get("type") == "message":
-            out.extend(part["text"] for part in item["content"])
+            content = item["content"]  # a string (what Mino sends) or a list of parts
+            out.extend([content] if isinstance(content, str) else (part["text"] for part in content))
         elif item.get("type") == "function_call":
             out.append(item["arguments"])
         elif item.get("type") == "function_call_output":

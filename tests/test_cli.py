@@ -242,7 +242,9 @@ def test_stream_cut_mid_answer_fails_the_turn_and_the_next_works(
     ends = [r["status"] for r in log.records if r["type"] == "turn_end"]
     log.close()
     assert ends == ["failed", "completed"]
-    assert texts(model.requests[1]) == ["first", "second"]
+    # The failed turn's line reaches the model merged with the next: never two user messages in a row.
+    assert texts(model.requests[1]) == ["first\n\nsecond"]
+    assert proc.returncode == 1  # a piped run with a failed turn says so in its exit status
 
 
 def test_ctrl_c_interrupts_a_slow_stream(

@@ -164,7 +164,7 @@ def test_file_changed_after_approval_is_not_written(
 def first_item_text(request: dict) -> str | None:
     item = request["input"][0]
     if item.get("role") == "assistant":
-        return item["content"][0]["text"]
+        return item["content"]
     return None
 
 
@@ -282,7 +282,7 @@ def test_compact_request_shape_and_next_front_item(
     items = model.requests[4]["input"]
     front = items[0]
     assert front["role"] == "assistant"
-    text = front["content"][0]["text"]
+    text = front["content"]
     assert text.startswith(INDEX_LABEL) and text.index("uses-pnpm") < text.index("The user asked question 0")
     assert items[1]["role"] == "user"  # one assistant item, then the kept turns verbatim
     assert texts(model.requests[4])[1:] == ["question 1", "answer 1", "question 2", "answer 2", "question 3"]
@@ -328,7 +328,7 @@ def test_automatic_compaction_with_a_small_window(
         agent.close()
     summary_req, follow = model.requests[-2], model.requests[-1]
     assert "tools" not in summary_req and "question 0" in json.dumps(summary_req)
-    assert "SUMMARY-OF-OLD" in follow["input"][0]["content"][0]["text"]
+    assert "SUMMARY-OF-OLD" in follow["input"][0]["content"]
     joined = json.dumps(follow)
     assert (
         "question 0" not in joined

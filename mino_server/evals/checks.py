@@ -59,7 +59,10 @@ def request_text(body: dict[str, Any]) -> tuple[str, list[str]]:
 def item_text(item: dict[str, Any]) -> str:
     kind = item.get("type")
     if kind == "message":
-        return "".join(part.get("text", "") for part in item.get("content", []) if isinstance(part, dict))
+        content = item.get("content", [])
+        if isinstance(content, str):  # text-only messages are sent as strings
+            return content
+        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
     if kind == "function_call":
         return f"{item.get('name', '')} {item.get('arguments', '')}"
     if kind == "function_call_output":

@@ -234,7 +234,10 @@ def replay_items(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if t == "user_message":
             items.append(user_item(r["text"]))
         elif t == "assistant_message":
-            items.append(assistant_item(r["text"]))
+            text = r["text"]
+            if r.get("incomplete"):  # the model sees what the person saw: the text, and that it was cut
+                text = "\n\n".join(t for t in (text, cut_short_note(r.get("reason"))) if t)
+            items.append(assistant_item(text))
         elif t == "tool_call":
             result = results.get(r["call_id"])
             if result is None:
@@ -244,12 +247,20 @@ def replay_items(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return items
 
 
+# Text-only messages carry string content (valid Responses input): chat-completions bridges pass it
+# through, where a list of parts was dropped or refused (llama-cpp-python behind LiteLLM).
 def user_item(text: str) -> dict[str, Any]:
-    return {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}
+    return {"type": "message", "role": "user", "content": text}
 
 
 def assistant_item(text: str) -> dict[str, Any]:
-    return {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]}
+    return {"type": "message", "role": "assistant", "content": text}
+
+
+def cut_short_note(reason: object) -> str:
+    """What the model is told after an answer the service cut short (e.g. at max_output_tokens)."""
+    why = reason if isinstance(reason, str) and reason else "incomplete"
+    return f"[This answer was cut short by the model service ({why}).]"
 
 
 def call_item(call_id: str, name: str, arguments: str) -> dict[str, Any]:

@@ -584,4 +584,4 @@ def test_undecodable_bytes_piped_into_the_cli(
         assert proc.returncode == 0 and b"Assistant> got it" in proc.stdout, proc.stdout
     for body in model.requests:
         sent = [i for i in body["input"] if i.get("role") == "user"]
-        assert sent[-1]["content"][0]["text"] == "hi \ufffd\ufffd there"
+        assert sent[-1]["content"] == "hi \ufffd\ufffd there"
