@@ -612,7 +612,7 @@ class MinoServer:
                 unregister()
         if not future.done():
             # Nobody needs the answer any more: forget the request and let the client dismiss it.
-            self.rpc._request_futures.pop(msg_id, None)
+            self.rpc.forget_request(msg_id)
             future.cancel()
             self.notify("$/cancelRequest", {"id": msg_id})
             return None

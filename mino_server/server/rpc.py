@@ -6,6 +6,12 @@ requests are validated and busy-checked in arrival order before a worker runs th
 `$/cancelRequest` cancels a turn's CancelToken instead of a thread future (which cannot be
 cancelled once running), no traceback reaches the client, and frames go through FrameWriter.
 
+The server's own requests (mino/approve, mino/confirm) are kept apart from the client's: pygls
+keeps both in one `_request_futures` dict, so a client's *response* carrying the id of its own
+in-flight request would complete that request's future (the turn answered with whatever the
+response said, and the pool worker still running it died when it finished). Here a response is
+matched only against `_server_request_futures`, once; anything else is logged and ignored.
+
 Only pygls.server / pygls.protocol are used (not pygls.lsp.server); they still import
 lsprotocol.types, which is why app.py imports this module in a background thread.
 """
@@ -13,8 +19,9 @@ lsprotocol.types, which is why app.py imports this module in a background thread
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
-from concurrent.futures import Future
+from concurrent.futures import Future, InvalidStateError
 from typing import TYPE_CHECKING, Any
 
 import cattrs
@@ -38,6 +45,12 @@ log = logging.getLogger("mino.server")
 
 class MinoProtocol(JsonRPCProtocol):
     app: MinoServer
+
+    def __init__(self, server: JsonRPCServer, converter: Any) -> None:
+        super().__init__(server, converter)
+        # Requests the server sent and still waits for, by id: the only ids a response may answer.
+        self._server_request_futures: dict[Any, Future[Any]] = {}
+        self._server_request_lock = threading.Lock()
 
     # ---- incoming --------------------------------------------------------------------------
     def _handle_request(self, msg_id: Any, method_name: str, params: Any) -> None:
@@ -81,7 +94,45 @@ class MinoProtocol(JsonRPCProtocol):
             log.error("request %r failed", msg_id, exc_info=exc)
             self._send_response(msg_id, error=_internal(exc))
 
+    def _handle_response(self, msg_id: Any, result: Any = None, error: ResponseError | None = None) -> None:
+        with self._server_request_lock:
+            future = self._server_request_futures.pop(msg_id, None)
+        if future is None or future.done():
+            # Not an id the server is waiting on: never issued, answered already, or given up on.
+            log.warning("ignored a response to id %r: the server is not waiting for it", msg_id)
+            return
+        try:
+            if error is not None:
+                future.set_exception(JsonRpcException.from_error(error))
+            else:
+                future.set_result(result)
+        except InvalidStateError:  # the waiting side gave up (cancel, shutdown) at this moment
+            log.info("ignored a late response to id %r", msg_id)
+
     # ---- outgoing --------------------------------------------------------------------------
+    def send_request(
+        self,
+        method: str,
+        params: Any | None = None,
+        callback: Callable[[Any], None] | None = None,
+        msg_id: Any = None,
+    ) -> Future[Any]:
+        """A request to the client; its future is completed by the matching response only."""
+        if callback is not None or msg_id is None:
+            raise ValueError("MinoProtocol.send_request needs a msg_id and takes no callback")
+        future: Future[Any] = Future()
+        with self._server_request_lock:
+            if msg_id in self._server_request_futures:
+                raise ValueError(f"request id {msg_id!r} is already waiting for an answer")
+            self._server_request_futures[msg_id] = future
+        self._send_data(JsonRPCRequestMessage(id=msg_id, method=method, params=params, jsonrpc="2.0"))
+        return future
+
+    def forget_request(self, msg_id: Any) -> None:
+        """Stop waiting for the answer to a request the server sent; a late answer is ignored."""
+        with self._server_request_lock:
+            self._server_request_futures.pop(msg_id, None)
+
     def _send_data(self, data: Any) -> None:
         message = _as_dict(data)
         if message is not None:
