@@ -13,11 +13,11 @@ import { ChatViewProvider, CHAT_VIEW_ID } from './chatView';
 import { MinoServer } from './server';
 import {
   ErrorCodes,
-  PERMISSION_MODES,
-  type ApproveParams,
+  MODES,
+  type ApprovalRequest,
   type ConfirmParams,
-  type MinoEvent,
-  type PermissionMode,
+  type Event,
+  type Mode,
   type State,
 } from './protocol';
 import type { CancellationTokenLike , MinoClient} from './client/minoClient';
@@ -173,7 +173,7 @@ export class Controller implements vscode.Disposable {
     });
   }
 
-  private onEvent(e: MinoEvent): void {
+  private onEvent(e: Event): void {
     if (e.type === 'approval_resolved') this.broker.resolvedByServer(e.callId, e.outcome);
     this.transcript.applyEvent(e);
   }
@@ -181,7 +181,7 @@ export class Controller implements vscode.Disposable {
   // ---------------------------------------------------------------------------------------------
   // approvals and confirmations
 
-  private onApprove(p: ApproveParams, token: CancellationTokenLike): Promise<boolean> {
+  private onApprove(p: ApprovalRequest, token: CancellationTokenLike): Promise<boolean> {
     this.channel.info(`approval requested: ${p.tool} (call ${p.callId})`);
     return this.broker.request(p, token);
   }
@@ -454,7 +454,7 @@ export class Controller implements vscode.Disposable {
     const client = this.requireClient();
     if (!client) return;
     const current = this.state?.mode;
-    const items = PERMISSION_MODES.map((m) => ({
+    const items = MODES.map((m) => ({
       label: `${m === current ? '$(check) ' : ''}${MODE_INFO[m].label}`,
       description: m === current ? 'current' : '',
       detail: MODE_INFO[m].detail,
@@ -462,7 +462,7 @@ export class Controller implements vscode.Disposable {
     }));
     const pick = await vscode.window.showQuickPick(items, { title: 'Mino: Set Permission Mode', placeHolder: 'How much may Mino do without asking?' });
     if (!pick) return;
-    const mode: PermissionMode = pick.mode;
+    const mode: Mode = pick.mode;
     if (mode === 'bypass') {
       const ok = await vscode.window.showWarningMessage(
         'Switch Mino to bypass mode?',

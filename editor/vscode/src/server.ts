@@ -15,14 +15,14 @@ import {
 import { MinoClient, errorMessage, type RpcEndpoint } from './client/minoClient';
 import { Backoff, classifyExit, resolveCommand, type ExitReason } from './core/launch';
 import type { ConnectionView } from './core/messages';
-import type { PermissionMode } from './protocol';
-import { PERMISSION_MODES } from './protocol';
+import type { Mode } from './protocol';
+import { MODES } from './protocol';
 
 export interface LaunchConfig {
   command: string;
   args: string[];
   env: Record<string, string>;
-  mode: PermissionMode | undefined; // undefined: the server uses config.yaml's mode
+  mode: Mode | undefined; // undefined: the server uses config.yaml's mode
   cwd: string;
 }
 
@@ -38,7 +38,7 @@ export function readLaunchConfig(folder: vscode.WorkspaceFolder): LaunchConfig {
       env && typeof env === 'object'
         ? Object.fromEntries(Object.entries(env as Record<string, unknown>).map(([k, v]) => [k, String(v)]))
         : {},
-    mode: (PERMISSION_MODES as readonly string[]).includes(mode) ? (mode as PermissionMode) : undefined,
+    mode: (MODES as readonly string[]).includes(mode) ? (mode as Mode) : undefined,
     cwd: folder.uri.fsPath,
   };
 }

@@ -4,19 +4,19 @@
  * plain vscode-jsonrpc connection to a child process (in the integration tests).
  */
 import type {
-  ApproveParams,
+  ApprovalRequest,
   ApproveResult,
+  ClearResult,
   ClientRequests,
   CommandResult,
   CompactResult,
   ConfirmParams,
   ConfirmResult,
-  HistoryResult,
-  MemoryListResult,
-  MinoEvent,
-  PermissionMode,
-  SessionsClearResult,
-  SessionsListResult,
+  Event,
+  History,
+  MemoryList,
+  Mode,
+  SessionList,
   State,
   TurnResult,
 } from '../protocol';
@@ -40,7 +40,7 @@ export interface RpcEndpoint {
   onNotification(method: string, handler: (params: never) => void): DisposableLike;
 }
 
-export type ApproveHandler = (params: ApproveParams, token: CancellationTokenLike) => Promise<boolean>;
+export type ApproveHandler = (params: ApprovalRequest, token: CancellationTokenLike) => Promise<boolean>;
 export type ConfirmHandler = (params: ConfirmParams, token: CancellationTokenLike) => Promise<boolean>;
 
 /** A JSON-RPC error as thrown by vscode-jsonrpc (`ResponseError`) or the language client. */
@@ -66,7 +66,7 @@ function isObject(x: unknown): x is Record<string, unknown> {
 }
 
 /** Minimal shape check of an approval request, so a malformed one is denied, never shown half. */
-export function isApproveParams(p: unknown): p is ApproveParams {
+export function isApprovalRequest(p: unknown): p is ApprovalRequest {
   if (!isObject(p)) return false;
   if (typeof p.callId !== 'string' || typeof p.tool !== 'string' || typeof p.turnId !== 'string') return false;
   if (typeof p.question !== 'string' || typeof p.workdir !== 'string') return false;
@@ -75,7 +75,7 @@ export function isApproveParams(p: unknown): p is ApproveParams {
   return p.fields.every((f) => isObject(f) && typeof f.label === 'string' && typeof f.value === 'string');
 }
 
-export function isMinoEvent(e: unknown): e is MinoEvent {
+export function isEvent(e: unknown): e is Event {
   return isObject(e) && typeof e.type === 'string' && (typeof e.turnId === 'string' || e.turnId === null);
 }
 
@@ -86,13 +86,13 @@ export class MinoClient {
 
   private request<M extends keyof ClientRequests>(
     method: M,
-    params: ClientRequests[M][0],
+    params: ClientRequests[M]['params'],
     token?: CancellationTokenLike,
-  ): Promise<ClientRequests[M][1]> {
+  ): Promise<ClientRequests[M]['result']> {
     // Never pass an undefined token: vscode-jsonrpc would send [params, null] as positional params.
     return token
-      ? this.rpc.sendRequest<ClientRequests[M][1]>(method, params, token)
-      : this.rpc.sendRequest<ClientRequests[M][1]>(method, params);
+      ? this.rpc.sendRequest<ClientRequests[M]['result']>(method, params, token)
+      : this.rpc.sendRequest<ClientRequests[M]['result']>(method, params);
   }
 
   state(): Promise<State> {
@@ -105,7 +105,7 @@ export class MinoClient {
   command(line: string): Promise<CommandResult> {
     return this.request(Methods.command, { line });
   }
-  listSessions(): Promise<SessionsListResult> {
+  listSessions(): Promise<SessionList> {
     return this.request(Methods.sessionsList, {});
   }
   newSession(): Promise<State> {
@@ -114,27 +114,27 @@ export class MinoClient {
   resumeSession(id: string): Promise<State> {
     return this.request(Methods.sessionsResume, { id });
   }
-  clearSession(id: string, typedId: string): Promise<SessionsClearResult> {
+  clearSession(id: string, typedId: string): Promise<ClearResult> {
     return this.request(Methods.sessionsClear, { id, typedId });
   }
-  setMode(mode: PermissionMode): Promise<State> {
+  setMode(mode: Mode): Promise<State> {
     return this.request(Methods.mode, { mode });
   }
   /** Cancelling `token` stops the summary request ("Compaction interrupted; history is unchanged."). */
   compact(token?: CancellationTokenLike): Promise<CompactResult> {
     return this.request(Methods.compact, {}, token);
   }
-  listMemories(): Promise<MemoryListResult> {
+  listMemories(): Promise<MemoryList> {
     return this.request(Methods.memoryList, {});
   }
-  history(): Promise<HistoryResult> {
+  history(): Promise<History> {
     return this.request(Methods.history, {});
   }
 
-  onEvent(handler: (e: MinoEvent) => void): DisposableLike {
+  onEvent(handler: (e: Event) => void): DisposableLike {
     return this.keep(
       this.rpc.onNotification(Methods.event, ((params: unknown) => {
-        if (isMinoEvent(params)) handler(params);
+        if (isEvent(params)) handler(params);
       })),
     );
   }
@@ -154,7 +154,7 @@ export class MinoClient {
   onApprove(handler: ApproveHandler): DisposableLike {
     return this.keep(
       this.rpc.onRequest(Methods.approve, (async (params: unknown, token: CancellationTokenLike): Promise<ApproveResult> => {
-        if (!isApproveParams(params)) return { approved: false };
+        if (!isApprovalRequest(params)) return { approved: false };
         try {
           const approved = await handler(params, token);
           return { approved: approved === true && !token.isCancellationRequested };

@@ -12,14 +12,14 @@ import {
   type MessageConnection,
 } from 'vscode-jsonrpc/node';
 import { MinoClient, type RpcEndpoint } from './minoClient';
-import type { InitializeResult, PermissionMode } from '../protocol';
+import type { InitializeResult, Mode } from '../protocol';
 
 export interface StdioOptions {
   command: string;
   args?: string[];
   env?: Record<string, string | undefined>;
   cwd: string;
-  mode?: PermissionMode;
+  mode?: Mode;
   /** Called with every stderr chunk (the server logs there). */
   onStderr?: (text: string) => void;
   /** Registers handlers before `initialize` (a `mino/confirm` may come during start-up). */
@@ -36,7 +36,7 @@ export interface StdioSession {
   close(timeoutMs?: number): Promise<number | null>;
 }
 
-export function initializeParams(cwd: string, mode?: PermissionMode): Record<string, unknown> {
+export function initializeParams(cwd: string, mode?: Mode): Record<string, unknown> {
   const uri = pathToFileURL(cwd).toString();
   return {
     processId: process.pid,

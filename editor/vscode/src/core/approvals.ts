@@ -7,19 +7,19 @@
  * server and `dispose()` all end it as not approved.
  */
 import type { CancellationTokenLike } from '../client/minoClient';
-import type { ApprovalOutcome, ApproveParams } from '../protocol';
+import type { ApprovalRequest, Outcome } from '../protocol';
 
 export type AnswerSource = 'notification' | 'panel' | 'server' | 'cancelled' | 'shutdown';
 
 export interface PendingApproval {
   /** Unguessable handle used by UI surfaces (notification command links, webview messages). */
   readonly key: string;
-  readonly params: ApproveParams;
+  readonly params: ApprovalRequest;
 }
 
 export type ApprovalChange =
   | { kind: 'added'; approval: PendingApproval }
-  | { kind: 'settled'; approval: PendingApproval; outcome: ApprovalOutcome; source: AnswerSource };
+  | { kind: 'settled'; approval: PendingApproval; outcome: Outcome; source: AnswerSource };
 
 interface Entry {
   approval: PendingApproval;
@@ -50,7 +50,7 @@ export class ApprovalBroker {
   }
 
   /** Registers a request; the promise resolves with the first answer (true only when approved). */
-  request(params: ApproveParams, token?: CancellationTokenLike): Promise<boolean> {
+  request(params: ApprovalRequest, token?: CancellationTokenLike): Promise<boolean> {
     // A repeated request for the same call replaces the old one, which ends denied.
     const old = this.findByCallId(params.callId);
     if (old) this.settle(old.key, 'cancelled', 'cancelled');
@@ -69,7 +69,7 @@ export class ApprovalBroker {
     });
   }
 
-  private settle(key: string, outcome: ApprovalOutcome, source: AnswerSource): boolean {
+  private settle(key: string, outcome: Outcome, source: AnswerSource): boolean {
     const e = this.entries.get(key);
     if (!e) return false;
     this.entries.delete(key);
@@ -86,7 +86,7 @@ export class ApprovalBroker {
   }
 
   /** `mino/event approval_resolved`: the server has ended it (answer, cancel, turn end). */
-  resolvedByServer(callId: string, outcome: ApprovalOutcome): void {
+  resolvedByServer(callId: string, outcome: Outcome): void {
     // The server has already ended it; what we would answer now no longer counts.
     const a = this.findByCallId(callId);
     if (a) this.settle(a.key, outcome, 'server');

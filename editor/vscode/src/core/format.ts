@@ -1,5 +1,5 @@
 /** Small pure helpers for what the palette commands and the status bar show. */
-import type { MemoryInfo, PermissionMode, SessionInfo, State } from '../protocol';
+import type { MemoryInfo, Mode, SessionInfo, State } from '../protocol';
 import type { ConnectionStatus } from './messages';
 
 export function shortId(id: string | null | undefined): string {
@@ -50,7 +50,7 @@ export function sessionPickItems(sessions: SessionInfo[], currentId: string | nu
   });
 }
 
-export const MODE_INFO: Record<PermissionMode, { label: string; detail: string }> = {
+export const MODE_INFO: Record<Mode, { label: string; detail: string }> = {
   manual: {
     label: 'manual',
     detail: 'Ask before every edit, command and memory save. Reading files is never asked.',

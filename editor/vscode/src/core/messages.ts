@@ -3,16 +3,16 @@
  * Pure and shared by both sides; every message coming from the webview is validated by
  * `parseWebviewMessage` before the host acts on it.
  */
-import type { ApprovalOutcome, Field, State, ToolDecision } from '../protocol';
+import type { ApprovalField, Decision, Outcome, State } from '../protocol';
 
 export interface ApprovalView {
   /** The broker's unguessable key; the webview answers with it. */
   key: string;
-  fields: Field[];
+  fields: ApprovalField[];
   warning: string | null;
   question: string;
   workdir: string;
-  state: 'pending' | ApprovalOutcome;
+  state: 'pending' | Outcome;
 }
 
 export type ChatItem =
@@ -24,9 +24,9 @@ export type ChatItem =
       turnId: string;
       callId: string;
       tool: string;
-      fields: Field[];
+      fields: ApprovalField[];
       warning?: string | null;
-      decision?: ToolDecision;
+      decision?: Decision;
       approval?: ApprovalView;
       status?: string;
       result?: string;

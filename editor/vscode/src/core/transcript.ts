@@ -3,7 +3,7 @@
  * rebuilt from `mino/history` (window reload, session switch) and updated by `mino/event`s and
  * approvals. Every change goes out as a list of patches. Pure: no `vscode` import.
  */
-import type { ApprovalOutcome, ApproveParams, HistoryItem, MinoEvent } from '../protocol';
+import type { ApprovalRequest, Event, HistoryItem, Outcome } from '../protocol';
 import type { ApprovalView, ChatItem, Patch } from './messages';
 
 type ToolItem = Extract<ChatItem, { kind: 'tool' }>;
@@ -116,7 +116,7 @@ export class Transcript {
     if (item && item.kind === 'assistant' && item.streaming) this.put({ ...item, streaming: false }, patches);
   }
 
-  applyEvent(ev: MinoEvent): void {
+  applyEvent(ev: Event): void {
     const patches: Patch[] = [];
     switch (ev.type) {
       case 'text_delta': {
@@ -186,7 +186,7 @@ export class Transcript {
   }
 
   /** An approval request: shown on the card of its call (created if the call was not announced). */
-  approvalRequested(key: string, p: ApproveParams): void {
+  approvalRequested(key: string, p: ApprovalRequest): void {
     const patches: Patch[] = [];
     this.closeText(p.turnId, patches);
     const item = this.toolItem(p.turnId, p.callId, p.tool, patches);
@@ -202,13 +202,13 @@ export class Transcript {
     this.emit(patches);
   }
 
-  approvalSettled(callId: string, outcome: ApprovalOutcome): void {
+  approvalSettled(callId: string, outcome: Outcome): void {
     const patches: Patch[] = [];
     this.markApproval(callId, outcome, patches);
     if (patches.length) this.emit(patches);
   }
 
-  private markApproval(callId: string, outcome: ApprovalOutcome, patches: Patch[]): void {
+  private markApproval(callId: string, outcome: Outcome, patches: Patch[]): void {
     for (const i of this.items) {
       if (i.kind === 'tool' && i.callId === callId && i.approval?.state === 'pending') {
         this.put({ ...i, approval: { ...i.approval, state: outcome } }, patches);

@@ -12,7 +12,7 @@
  */
 import MarkdownIt from 'markdown-it';
 import type { ChatItem, ApprovalView } from '../core/messages';
-import type { Field } from '../protocol';
+import type { ApprovalField } from '../protocol';
 
 const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
 
@@ -54,7 +54,7 @@ export function renderMarkdown(text: string): string {
 }
 
 /** `Label: "value"`, label and value exactly as the server sent them (values are already escaped for display). */
-export function renderFields(fields: Field[]): string {
+export function renderFields(fields: ApprovalField[]): string {
   if (!fields.length) return '';
   const rows = fields
     .map(

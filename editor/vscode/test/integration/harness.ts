@@ -9,7 +9,7 @@ import * as path from 'node:path';
 import { resolveCommand } from '../../src/core/launch';
 import { startStdio, type StdioSession } from '../../src/client/stdio';
 import type { ApproveHandler } from '../../src/client/minoClient';
-import type { ApproveParams, MinoEvent, PermissionMode, State } from '../../src/protocol';
+import type { ApprovalRequest, Event, Mode, State } from '../../src/protocol';
 
 // out/test/integration -> editor/vscode -> repo root
 export const REPO_ROOT = path.resolve(__dirname, '..', '..', '..', '..', '..');
@@ -92,9 +92,9 @@ export interface Mino {
   session: StdioSession;
   home: string;
   workdir: string;
-  events: MinoEvent[];
+  events: Event[];
   states: State[];
-  approvals: ApproveParams[];
+  approvals: ApprovalRequest[];
   /** what the next mino/approve gets; default: deny */
   approve: ApproveHandler;
   model: ScriptedModel;
@@ -105,7 +105,7 @@ export interface Mino {
 export interface MinoOptions {
   mino: string;
   replies: Reply[];
-  mode?: PermissionMode;
+  mode?: Mode;
   home?: string;
   confirm?: (message: string) => boolean;
 }

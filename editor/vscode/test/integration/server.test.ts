@@ -11,7 +11,7 @@ import { CancellationTokenSource } from 'vscode-jsonrpc/node';
 import { findMino, startMino, until, type Mino, type Reply } from './harness';
 import { isRpcError } from '../../src/client/minoClient';
 import { Transcript } from '../../src/core/transcript';
-import { ErrorCodes, SESSION_ID_RE, type MinoEvent, type State } from '../../src/protocol';
+import { ErrorCodes, SESSION_ID_RE, type Event, type State } from '../../src/protocol';
 
 const MINO = findMino();
 const skip = MINO ? false : 'no mino executable found (set MINO_COMMAND, or install the Python package into .venv)';
@@ -32,7 +32,7 @@ const memorySave = (name: string, summary = 'The user installs dependencies with
   calls: [{ name: 'memory_save', arguments: { name, type: 'project', summary, mode: 'create' } }],
 });
 
-function types(events: MinoEvent[]): string[] {
+function types(events: Event[]): string[] {
   return events.map((e) => e.type);
 }
 

@@ -1,9 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ApprovalBroker, type ApprovalChange } from '../../src/core/approvals';
-import type { ApproveParams } from '../../src/protocol';
+import type { ApprovalRequest } from '../../src/protocol';
 
-function params(callId = 'call_1'): ApproveParams {
+function params(callId = 'call_1'): ApprovalRequest {
   return {
     turnId: 't1',
     callId,

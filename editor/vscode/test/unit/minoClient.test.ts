@@ -11,7 +11,7 @@ import {
   type MessageConnection,
 } from 'vscode-jsonrpc/node';
 import { MinoClient, errorMessage, isRpcError, type RpcEndpoint } from '../../src/client/minoClient';
-import type { MinoEvent, State } from '../../src/protocol';
+import type { Event, State } from '../../src/protocol';
 
 function pair(): { client: MinoClient; clientConn: MessageConnection; server: MessageConnection; close(): void } {
   const c2s = new PassThrough();
@@ -139,7 +139,7 @@ test('confirm: yes only on explicit true', async () => {
 
 test('events and state notifications reach their handlers; junk is dropped', async () => {
   const { client, clientConn, server, close } = pair();
-  const events: MinoEvent[] = [];
+  const events: Event[] = [];
   const states: State[] = [];
   client.onEvent((e) => events.push(e));
   client.onStateChanged((s) => states.push(s));

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { Mirror } from '../../src/core/mirror';
 import { Transcript, MAX_ITEMS } from '../../src/core/transcript';
 import type { Patch } from '../../src/core/messages';
-import type { ApprovalOutcome } from '../../src/protocol';
+import { DECISIONS, OUTCOMES, TOOL_STATUSES, TURN_STATUSES } from '../../src/protocol';
 
 function rng(seed: number) {
   let s = seed >>> 0;
@@ -20,7 +20,7 @@ function rng(seed: number) {
 
 /** A random but well-formed run of turns: deltas, messages, calls, approvals, results, notices. */
 function* script(rand: () => number, turns: number): Generator<(t: Transcript) => void> {
-  const pick = <T>(xs: T[]): T => xs[Math.floor(rand() * xs.length)];
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)];
   let call = 0;
   for (let n = 0; n < turns; n++) {
     const turnId = `turn${n}`;
@@ -35,21 +35,21 @@ function* script(rand: () => number, turns: number): Generator<(t: Transcript) =
       } else if (r < 0.8) {
         const callId = `call_${++call}`;
         const fields = [{ label: 'Memory', value: `m${call}\\n` }];
-        yield (t) => t.applyEvent({ turnId, type: 'tool_call', callId, tool: 'memory_save', fields, warning: 'w', decision: pick(['ask', 'run', 'show']) });
+        yield (t) => t.applyEvent({ turnId, type: 'tool_call', callId, tool: 'memory_save', fields, warning: 'w', decision: pick(DECISIONS) });
         if (rand() < 0.6) {
           yield (t) => t.approvalRequested(`key${call}`, { turnId, callId, tool: 'memory_save', fields, warning: 'w', question: 'Approve this operation?', workdir: '/ws' });
-          const outcome = pick<ApprovalOutcome>(['approved', 'denied', 'cancelled']);
+          const outcome = pick(OUTCOMES);
           yield (t) => t.approvalSettled(callId, outcome);
           yield (t) => t.applyEvent({ turnId, type: 'approval_resolved', callId, outcome });
         }
-        yield (t) => t.applyEvent({ turnId, type: 'tool_result', callId, tool: 'memory_save', status: pick(['completed', 'denied', 'failed']), text: 'result' });
+        yield (t) => t.applyEvent({ turnId, type: 'tool_result', callId, tool: 'memory_save', status: pick(TOOL_STATUSES), text: 'result' });
       } else if (r < 0.9) {
         yield (t) => t.applyEvent({ turnId: rand() < 0.5 ? turnId : null, type: 'notice', text: 'a notice' });
       } else {
         yield (t) => t.addCommand('/sessions', ['* abc', '  def']);
       }
     }
-    yield (t) => t.applyEvent({ turnId, type: 'turn_end', status: pick(['completed', 'interrupted', 'limit']) });
+    yield (t) => t.applyEvent({ turnId, type: 'turn_end', status: pick(TURN_STATUSES) });
     yield (t) => t.endTurn(turnId);
   }
 }

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Transcript } from '../../src/core/transcript';
 import type { Patch } from '../../src/core/messages';
-import type { ApproveParams, MinoEvent } from '../../src/protocol';
+import type { ApprovalRequest, Event } from '../../src/protocol';
 
 function setup() {
   const patches: Patch[] = [];
@@ -28,7 +28,7 @@ test('text deltas stream into one assistant item, assistant_message settles it',
 
 test('text after a tool call starts a new message', () => {
   const { t } = setup();
-  const evs: MinoEvent[] = [
+  const evs: Event[] = [
     { turnId: 'T', type: 'text_delta', text: 'Let me save that.' },
     { turnId: 'T', type: 'tool_call', callId: 'c1', tool: 'memory_save', fields: [{ label: 'Memory', value: '"x"' }], warning: null, decision: 'ask' },
     { turnId: 'T', type: 'tool_result', callId: 'c1', tool: 'memory_save', status: 'completed', text: 'Saved memory x.' },
@@ -50,7 +50,7 @@ test('text after a tool call starts a new message', () => {
   assert.deepEqual(tool.fields, [{ label: 'Memory', value: '"x"' }]);
 });
 
-const approve: ApproveParams = {
+const approve: ApprovalRequest = {
   turnId: 'T',
   callId: 'c1',
   tool: 'memory_save',
@@ -130,6 +130,6 @@ test('notices, commands and snapshots are copies', () => {
 
 test('unknown event types are ignored', () => {
   const { t, patches } = setup();
-  t.applyEvent({ turnId: 'T', type: 'something_new' } as unknown as MinoEvent);
+  t.applyEvent({ turnId: 'T', type: 'something_new' } as unknown as Event);
   assert.equal(patches.length, 0);
 });
