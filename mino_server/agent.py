@@ -547,7 +547,7 @@ class Agent:
         self, turn_id: str, call: Any, ctx: ToolContext, tools: dict[str, Tool], cancel: CancelToken
     ) -> ToolResult:
         """Validate, decide, ask, run: one function call. Every path ends in a ToolResult."""
-        from .display import escape_value
+        from .display import approval_fields
 
         tool = tools.get(call.name)
         if tool is None:
@@ -568,7 +568,7 @@ class Agent:
         except ToolFailure as exc:
             return ToolResult(exc.status, str(exc))
         decision = decide(prepared.kind or tool.kind(ctx), self.mode)
-        fields = [(label, escape_value(value)) for label, value in prepared.fields]
+        fields, warning = approval_fields(prepared.fields, prepared.warning)  # shown the same everywhere
         self.ui.event(
             {
                 "type": "tool_call",
@@ -576,14 +576,12 @@ class Agent:
                 "callId": call.call_id,
                 "tool": tool.name,
                 "fields": [{"label": label, "value": value} for label, value in fields],
-                "warning": prepared.warning,
+                "warning": warning,
                 "decision": decision,
             }
         )
         if decision == "ask":
-            request = ApprovalRequest(
-                turn_id, call.call_id, tool.name, fields, prepared.warning, str(self.workdir)
-            )
+            request = ApprovalRequest(turn_id, call.call_id, tool.name, fields, warning, str(self.workdir))
             try:
                 approved = bool(self.ui.approve(request, cancel))
             except Exception:

@@ -1,14 +1,29 @@
-"""The approval display (SPEC §6): values in double quotes with nothing invisible left in them.
+"""What a person sees: the approval display (SPEC §6) and the one sanitiser for the terminal.
 
+Approval values (escape_value) are shown in double quotes with nothing invisible left in them.
 Printable text stays as it is (Chinese, Cyrillic look-alikes, emoji). Everything a person cannot
 see becomes an escape: `\\n`, `\\t`, `\\r`, `\\\\`, `\\"`, and `\\xhh` / `\\uhhhh` / `\\Uhhhhhhhh` for the
 rest (`\\x` only for ASCII controls, as Go's %q). Every backslash in the value is escaped, so the
 output decodes back to exactly one value.
+
+field_value() is what every front end shows for one approval field: escape_value's text, with long
+runs of one blank or invisible character collapsed to a count and an over-long value shortened in
+the middle. Its markers are `\\{` ... `}`: escape_value never writes a backslash followed by `{`
+(a backslash of the value is `\\\\`), so a marker cannot be mistaken for the value's own text:
+
+    \\{4000 spaces}            4000 spaces in a row
+    \\{300 × \\t}              300 copies of one escaped character in a row
+    \\{12000 characters not shown}   the middle of an over-long value, cut
+
+terminal_text() is the one filter for every string from outside (model text, tool output, file
+names, error messages) on its way to a terminal: it neutralises what could drive the terminal.
 """
 
 from __future__ import annotations
 
+import re
 import unicodedata
+from dataclasses import dataclass
 
 _NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "\\": "\\\\", '"': '\\"'}
 
@@ -77,6 +92,133 @@ def escape_value(s: str) -> str:
     return "".join(out)
 
 
+# ---- approval fields ----------------------------------------------------------------------------
+# Shown characters. Above FIELD_MAX_CHARS a field is shortened (a 2 KiB text preview still fits);
+# then it shows at most 2,000 and a marker: 10 rows of a 200-column terminal, 25 of an 80-column one.
+FIELD_MAX_CHARS = 2200
+FIELD_HEAD_CHARS = 1500  # kept from the start of a shortened field
+FIELD_TAIL_CHARS = 500  # kept from its end
+BLANK_RUN = 16  # this many copies of one blank or escaped character in a row are shown as a count
+
+_RUN = re.compile(rf"(.)\1{{{BLANK_RUN - 1},}}", re.S)
+# One shown unit of escape_value's output: one escape or one literal character. escape_value maps
+# every character of the value to exactly one unit, so units count the value's characters.
+_UNIT = re.compile(r"\\(?:x[0-9a-f]{2}|u[0-9a-f]{4}|U[0-9a-f]{8}|.)|.", re.S)
+
+
+@dataclass(frozen=True)
+class _Segment:
+    start: int  # where it is in the value
+    stop: int
+    shown: str
+    run: bool  # a collapsed run: shown whole or not at all
+
+
+def field_value(value: str) -> tuple[str, int]:
+    """The inside of the quotes for one approval field, and how many characters of `value` were cut.
+
+    Nothing in a field can push its beginning out of view: a run of BLANK_RUN or more of one space
+    or one escaped character is shown as `\\{N spaces}` / `\\{N × ESC}`, and a field still longer
+    than FIELD_MAX_CHARS keeps its first and last characters around `\\{N characters not shown}`.
+    """
+    segments = _segments(value)
+    if sum(len(seg.shown) for seg in segments) <= FIELD_MAX_CHARS:
+        return "".join(seg.shown for seg in segments), 0
+    head, head_end = _head(value, segments, FIELD_HEAD_CHARS)
+    tail, tail_start = _tail(value, segments, FIELD_TAIL_CHARS, head_end)
+    cut = tail_start - head_end
+    return f"{head}\\{{{cut} characters not shown}}{tail}", cut
+
+
+def _segments(value: str) -> list[_Segment]:
+    """The value as escaped stretches and collapsed runs (found in the value: a regex, not a loop).
+
+    Escaping a stretch on its own is the same as in the whole value: what precedes it is the end of
+    a run, a blank or an escape, which escape_value treats like the start of a value."""
+    out: list[_Segment] = []
+    pos = 0
+    for m in _RUN.finditer(value):
+        ch = m.group(1)
+        if ch != " " and (ch in '\\"' or escape_value(ch) == ch):
+            continue  # a run of something visible ("=====") is shown as it is
+        if m.start() > pos:
+            out.append(_Segment(pos, m.start(), escape_value(value[pos : m.start()]), False))
+        what = "spaces" if ch == " " else f"× {escape_value(ch)}"
+        out.append(_Segment(m.start(), m.end(), f"\\{{{m.end() - m.start()} {what}}}", True))
+        pos = m.end()
+    if pos < len(value):
+        out.append(_Segment(pos, len(value), escape_value(value[pos:]), False))
+    return out
+
+
+def _head(value: str, segments: list[_Segment], budget: int) -> tuple[str, int]:
+    """The longest start that fits in `budget` shown characters, and where it ends in the value."""
+    parts: list[str] = []
+    end = 0
+    for seg in segments:
+        if len(seg.shown) <= budget:
+            parts.append(seg.shown)
+            budget -= len(seg.shown)
+            end = seg.stop
+            continue
+        if not seg.run:  # each character shows as at least one: `budget` characters are enough
+            units = _UNIT.findall(escape_value(value[seg.start : seg.start + budget]))
+            taken = _fitting(units, budget)
+            parts.extend(taken)
+            end = seg.start + len(taken)
+        break
+    return "".join(parts), end
+
+
+def _tail(value: str, segments: list[_Segment], budget: int, floor: int) -> tuple[str, int]:
+    """The longest end after `floor` that fits in `budget` shown characters, and where it starts."""
+    parts: list[str] = []
+    begin = len(value)
+    for seg in reversed(segments):
+        if seg.stop <= floor:
+            break
+        if seg.start >= floor and len(seg.shown) <= budget:
+            parts.append(seg.shown)
+            budget -= len(seg.shown)
+            begin = seg.start
+            continue
+        if not seg.run:
+            units = _UNIT.findall(escape_value(value[max(seg.start, floor, seg.stop - budget) : seg.stop]))
+            taken = _fitting(units[::-1], budget)[::-1]
+            parts.append("".join(taken))
+            begin = seg.stop - len(taken)
+        break
+    return "".join(reversed(parts)), begin
+
+
+def _fitting(units: list[str], budget: int) -> list[str]:
+    """The first of `units` whose shown length fits in `budget`."""
+    for count, unit in enumerate(units):
+        budget -= len(unit)
+        if budget < 0:
+            return units[:count]
+    return units
+
+
+def approval_fields(
+    fields: list[tuple[str, str]], warning: str | None
+) -> tuple[list[tuple[str, str]], str | None]:
+    """The shown fields (field_value) and the warning, with a line for each field that was cut.
+
+    Done once, in the core: the terminal, the editor and the eval runner show the same."""
+    shown: list[tuple[str, str]] = []
+    lines = [warning] if warning else []
+    for label, value in fields:
+        text, cut = field_value(value)
+        shown.append((label, text))
+        if cut:
+            lines.append(
+                f"{label} is too long to show in full: {cut} of its {len(value)} characters are not shown "
+                "(cut from the middle). Deny unless you trust what you cannot see."
+            )
+    return shown, "\n".join(lines) or None
+
+
 def approval_lines(tool: str, fields: list[tuple[str, str]], warning: str | None) -> list[str]:
     """`[Tool: NAME]`, one `Label: "value"` line per field, then the warning; the front end adds the
     question. The values arrive escaped already: the core escapes them once for every front end."""
@@ -121,3 +263,23 @@ def utf8_boundary(data: bytes, pos: int) -> int:
 
 def _size(n: int) -> str:
     return f"{n} bytes" if n < 1024 else f"{n / 1024:.1f} KiB"
+
+
+# ---- the terminal -------------------------------------------------------------------------------
+# What could drive a terminal: C0 controls but \n and \t (ESC starts every escape sequence), DEL,
+# C1 controls (U+009B is a one-character CSI for some terminals), lone surrogates (cannot be
+# written as UTF-8) and the bidi embeddings, overrides and isolates (they reorder what is shown).
+# A carriage return could overwrite the line: only CR LF passes, as a line end.
+_TERMINAL_UNSAFE = re.compile("\r\n?|[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+def terminal_text(text: str) -> str:
+    """`text` made safe to write to a terminal: every character above is shown as its escape
+    (`\\x1b`, `\\r`, `\\u009b`, as escape_value writes them), so nothing is silently dropped.
+    Everything else, backslashes included, is left as it is: this is for reading, not decoding."""
+    return _TERMINAL_UNSAFE.sub(_terminal_escape, text)
+
+
+def _terminal_escape(m: re.Match[str]) -> str:
+    found = m.group()
+    return "\n" if found == "\r\n" else _escape_char(found)

@@ -9,7 +9,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mino_server.display import approval_lines, escape_value, preview
+from mino_server.display import (
+    BLANK_RUN,
+    FIELD_HEAD_CHARS,
+    FIELD_MAX_CHARS,
+    FIELD_TAIL_CHARS,
+    approval_fields,
+    approval_lines,
+    escape_value,
+    field_value,
+    preview,
+    terminal_text,
+)
 
 _ESCAPE = re.compile(r'\\(x[0-9a-f]{2}|u[0-9a-f]{4}|U[0-9a-f]{8}|[nrt\\"])')
 _NAMED = {"n": "\n", "r": "\r", "t": "\t", "\\": "\\", '"': '"'}
@@ -173,3 +184,182 @@ def test_printable_letters_survive_unchanged(value: str) -> None:
 @given(st.lists(st.sampled_from(["word", " ", "中文", "а"]), max_size=20).map("".join))
 def test_spaces_between_words_stay_spaces(value: str) -> None:
     assert escape_value(value) == value
+
+
+# ---- field_value: runs collapsed, over-long values shortened (finding 9) ------------------------
+_MARKER = re.compile(r"\\\{(\d+) (spaces|× (\\[^}]+)|characters not shown)\}")
+
+
+def decode_field(shown: str) -> tuple[str, int | None, str]:
+    """(decoded text before the cut, characters cut or None, decoded text after it)."""
+    parts: list[str] = []
+    before: str | None = None
+    cut: int | None = None
+    pos = 0
+    for m in _MARKER.finditer(shown):
+        parts.append(shown[pos : m.start()])
+        if m.group(2) == "spaces":
+            parts.append(escape_value(" ") * int(m.group(1)))
+        elif m.group(3):
+            parts.append(m.group(3) * int(m.group(1)))
+        else:
+            assert before is None, "two cut markers"
+            before, cut, parts = decode("".join(parts)), int(m.group(1)), []
+        pos = m.end()
+    parts.append(shown[pos:])
+    rest = decode("".join(parts))
+    return (before, cut, rest) if before is not None else (rest, None, "")
+
+
+def test_the_padded_command_of_the_finding() -> None:
+    value = "cp ~/.ssh/id_rsa ./pub/ ;" + " " * 4000 + "npm run lint"
+    assert field_value(value) == ("cp ~/.ssh/id_rsa ./pub/ ;\\{4000 spaces}npm run lint", 0)
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        ("a" + " " * (BLANK_RUN - 1) + "b", "a" + " " * (BLANK_RUN - 1) + "b"),  # indentation stays
+        (" " * BLANK_RUN, f"\\{{{BLANK_RUN} spaces}}"),
+        ("x\t" + "\t" * 30, "x\\{31 × \\t}"),
+        ("\u00a0" * 500 + "rm -rf ~", "\\{500 × \\u00a0}rm -rf ~"),
+        ("\u200b" * 20 + "\n" * 20, "\\{20 × \\u200b}\\{20 × \\n}"),
+        ("\x1b" * 16, "\\{16 × \\x1b}"),
+        ("=" * 80, "=" * 80),  # a run of something visible is shown as it is
+        ("\\" * 20 + '"' * 20, "\\\\" * 20 + '\\"' * 20),  # backslashes and quotes are visible too
+        ("", ""),
+    ],
+)
+def test_runs_are_collapsed_with_their_count(value: str, shown: str) -> None:
+    assert field_value(value) == (shown, 0)
+    assert decode_field(shown) == (value, None, "")
+
+
+def test_a_value_of_its_own_markers_cannot_pass_for_one() -> None:
+    # The value's backslash is shown as \\: the marker text it typed is not a marker.
+    assert field_value("\\{4000 spaces}")[0] == "\\\\{4000 spaces}"
+
+
+def test_an_over_long_value_keeps_its_start_and_end_and_says_what_was_cut() -> None:
+    value = "cp ~/.ssh/id_rsa ./pub/ ; " + "true; " * 2000 + "npm run lint"
+    shown, cut = field_value(value)
+    assert shown.startswith("cp ~/.ssh/id_rsa ./pub/ ; true; ") and shown.endswith("true; npm run lint")
+    assert len(shown) <= FIELD_HEAD_CHARS + FIELD_TAIL_CHARS + 40
+    head, n, tail = decode_field(shown)
+    assert n == cut and len(head) + cut + len(tail) == len(value)
+    assert value.startswith(head) and value.endswith(tail)
+    assert len(head) == FIELD_HEAD_CHARS and len(tail) == FIELD_TAIL_CHARS
+
+
+def test_a_two_kib_preview_is_shown_whole() -> None:
+    text = "".join(
+        f"{i:3d} " + "ordinary source text, as a preview shows it; " * 2 + "x\n" for i in range(20)
+    )
+    head, note = preview(text)
+    assert note is None and len(head.encode()) > 1900
+    assert field_value(head) == (escape_value(head), 0)
+
+
+def test_escapes_are_never_split_by_the_cut() -> None:
+    value = "\x00" * 5 + "é\u200b" * 3000 + "end"
+    shown, cut = field_value(value)
+    head, n, tail = decode_field(shown)  # decode() fails on a broken escape
+    assert cut == n and value.startswith(head) and value.endswith(tail)
+    assert len(head) + cut + len(tail) == len(value)
+
+
+def test_a_huge_value_is_quick() -> None:
+    import time
+
+    value = "ab\x00" * 1_000_000
+    started = time.monotonic()
+    shown, cut = field_value(value)
+    assert time.monotonic() - started < 5
+    assert len(shown) < FIELD_MAX_CHARS and cut > 2_990_000
+
+
+RUNNY = st.lists(
+    st.tuples(
+        st.sampled_from([" ", "a", "\t", "\u00a0", "é", "\u0301", "\\", '"', "\x1b", "中"]),
+        st.integers(1, 40),
+    ),
+    max_size=200,
+).map(lambda runs: "".join(ch * n for ch, n in runs))
+
+
+@given(st.one_of(RUNNY, st.text(alphabet=st.characters(codec=None, exclude_categories=()))))
+def test_field_value_hides_nothing_and_reads_back(value: str) -> None:
+    shown, cut = field_value(value)
+    assert not any(hidden(ch) for ch in shown) and "\n" not in shown
+    head, n, tail = decode_field(shown)
+    if cut == 0:
+        assert n is None and head == value
+    else:
+        assert n == cut and value.startswith(head) and value.endswith(tail)
+        assert len(head) + cut + len(tail) == len(value)
+        assert len(shown) <= FIELD_HEAD_CHARS + FIELD_TAIL_CHARS + 40
+
+
+@given(RUNNY.map(lambda v: v * 20))
+def test_long_runny_values_are_cut_consistently(value: str) -> None:
+    shown, cut = field_value(value)
+    head, n, tail = decode_field(shown)
+    assert (n or 0) == cut and value.startswith(head) and value.endswith(tail)
+    assert len(head) + cut + len(tail) == len(value)
+    assert len(shown) <= max(FIELD_MAX_CHARS, FIELD_HEAD_CHARS + FIELD_TAIL_CHARS + 40)
+
+
+def test_approval_fields_adds_a_warning_line_for_a_cut_field() -> None:
+    fields, warning = approval_fields([("Command", "x" * 5000), ("Directory", "/w")], "Fixed sentence.")
+    assert fields[1] == ("Directory", "/w") and fields[0][1].startswith("x" * FIELD_HEAD_CHARS + "\\{")
+    assert warning is not None
+    first, second = warning.split("\n")
+    assert first == "Fixed sentence."
+    cut = 5000 - FIELD_HEAD_CHARS - FIELD_TAIL_CHARS
+    assert second == (
+        f"Command is too long to show in full: {cut} of its 5000 characters are not shown "
+        "(cut from the middle). Deny unless you trust what you cannot see."
+    )
+    assert approval_fields([("Command", " " * 5000)], None) == ([("Command", "\\{5000 spaces}")], None)
+
+
+# ---- terminal_text: the one sanitiser for outside text (finding 3) -----------------------------
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("plain 中文 😀 \\x1b stays", "plain 中文 😀 \\x1b stays"),
+        ("a\nb\tc", "a\nb\tc"),
+        ("\x1b[30;40m\x1b[8mhidden", "\\x1b[30;40m\\x1b[8mhidden"),
+        ("line\r\n", "line\n"),
+        ("Approve\rDenied", "Approve\\rDenied"),
+        ("\r\r\n", "\\r\n"),
+        ("\x00\x07\x08\x0b\x0c\x7f", "\\x00\\x07\\x08\\x0b\\x0c\\x7f"),
+        ("\x85\x9b31m\x9d", "\\u0085\\u009b31m\\u009d"),
+        ("\u202egnp.exe\u2066x\u2069", "\\u202egnp.exe\\u2066x\\u2069"),
+        ("\udc80", "\\udc80"),
+    ],
+)
+def test_terminal_text_examples(text: str, shown: str) -> None:
+    assert terminal_text(text) == shown
+
+
+TERMINAL_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\r\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+@given(st.text(alphabet=st.characters(codec=None, exclude_categories=())))
+def test_terminal_text_leaves_nothing_that_drives_a_terminal(text: str) -> None:
+    shown = terminal_text(text)
+    assert not TERMINAL_UNSAFE.search(shown)
+    shown.encode("utf-8")  # no lone surrogate left
+    # Nothing silently dropped: every other character is still there, in order, and each of these
+    # is shown as its escape (a CR before LF is the line end itself).
+    rest = iter(shown)
+    assert all(c in rest for c in TERMINAL_UNSAFE.sub("", text.replace("\r\n", "\n")))
+    for c in set(TERMINAL_UNSAFE.findall(text.replace("\r\n", "\n"))):
+        assert escape_value(c) in shown
+
+
+@given(st.text(alphabet=st.characters(codec=None, exclude_categories=())))
+def test_escaped_approval_text_passes_the_terminal_unchanged(value: str) -> None:
+    shown = field_value(value)[0]
+    assert terminal_text(shown) == shown
