@@ -6,7 +6,9 @@ leaves the old or the new bytes, never a mix. Appends are flushed and fsynced be
 
 from __future__ import annotations
 
+import errno
 import os
+import secrets
 import tempfile
 from pathlib import Path
 
@@ -56,6 +58,44 @@ def atomic_write(path: Path, data: bytes, mode: int = FILE_MODE) -> None:
     try:
         fsync_dir(folder)
     except OSError as exc:  # too late to keep the old bytes: say so, callers must not claim "nothing written"
+        raise NotDurable(exc.errno, exc.strerror) from exc
+
+
+def atomic_write_at(dir_fd: int, name: str, data: bytes, mode: int = FILE_MODE) -> None:
+    """atomic_write inside the folder `dir_fd` refers to: the temp file is created, renamed and the
+    folder fsynced through that descriptor, so a folder renamed or swapped for a link meanwhile
+    cannot send any of it elsewhere. `dir_fd` must be open for reading (fsync needs it)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    for _ in range(100):  # a name clash is as unlikely as in tempfile.mkstemp; it retries the same way
+        tmp = f".{name}.{secrets.token_hex(4)}.tmp"
+        try:
+            fd = os.open(tmp, flags, 0o600, dir_fd=dir_fd)
+            break
+        except FileExistsError:
+            continue
+    else:
+        raise FileExistsError(errno.EEXIST, "no free temporary file name")
+    try:
+        os.fchmod(fd, mode)
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        os.fsync(fd)
+        os.close(fd)
+        fd = -1
+        os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except BaseException:
+        if fd >= 0:
+            os.close(fd)
+        try:
+            os.unlink(tmp, dir_fd=dir_fd)
+        except OSError:
+            pass
+        raise
+    try:
+        os.fsync(dir_fd)
+    except OSError as exc:
         raise NotDurable(exc.errno, exc.strerror) from exc
 
 

@@ -75,6 +75,16 @@ class _Hook:
             return None
         return path if self.inside(path) else None
 
+    def at(self, path: Any, dir_fd: int | None) -> str:
+        """The path a call with `dir_fd` (the file tools' writes) means."""
+        path = os.fspath(path)
+        if dir_fd is None:
+            return path
+        try:
+            return os.path.join(os.readlink(f"/proc/self/fd/{dir_fd}"), path)
+        except OSError:
+            return path
+
     def step(self, kind: str, path: str) -> str | None:
         """Count one durable operation; returns 'torn' when the caller must tear it, else None."""
         self.count += 1
@@ -129,17 +139,19 @@ class _Hook:
                 die()
 
         def replace(src: Any, dst: Any, **kw: Any) -> None:
-            if not self.inside(os.fspath(dst)):
+            where = self.at(dst, kw.get("dst_dir_fd"))
+            if not self.inside(where):
                 return real["replace"](src, dst, **kw)
-            how = self.step("replace", os.fspath(dst))
+            how = self.step("replace", where)
             real["replace"](src, dst, **kw)
             if how:
                 die()
 
         def open_(path: Any, flags: int, mode: int = 0o777, **kw: Any) -> int:
-            if not flags & os.O_CREAT or not self.inside(os.fspath(path)):
+            where = self.at(path, kw.get("dir_fd"))
+            if not flags & os.O_CREAT or not self.inside(where):
                 return real["open"](path, flags, mode, **kw)
-            how = self.step("create", os.fspath(path))
+            how = self.step("create", where)
             fd = real["open"](path, flags, mode, **kw)
             if how:
                 die()
@@ -147,9 +159,10 @@ class _Hook:
 
         def mkdir(path: Any, mode: int = 0o777, **kw: Any) -> None:
             # An existing folder gives EEXIST even on a full disk: only a real creation counts.
-            if not self.inside(os.fspath(path)) or os.path.lexists(path):
+            where = self.at(path, kw.get("dir_fd"))
+            if not self.inside(where) or os.path.lexists(where):
                 return real["mkdir"](path, mode, **kw)
-            how = self.step("mkdir", os.fspath(path))
+            how = self.step("mkdir", where)
             real["mkdir"](path, mode, **kw)
             if how:
                 die()

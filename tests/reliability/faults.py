@@ -56,6 +56,12 @@ def fd_path(fd: int) -> str:
     return raw.split(b"\0", 1)[0].decode()
 
 
+def at_path(path: Any, dir_fd: int | None) -> str:
+    """The path an `os` call with `dir_fd` means, for matching a fault by path."""
+    path = os.fspath(path)
+    return os.path.join(fd_path(dir_fd), path) if dir_fd is not None else path
+
+
 class FaultyOS:
     """`os` for the durable modules, with one fault."""
 
@@ -92,9 +98,15 @@ class FaultyOS:
         os.fsync(fd)
 
     def replace(self, src: Any, dst: Any, **kw: Any) -> None:
-        if self._match("replace", os.fspath(dst)):
+        if self._match("replace", at_path(dst, kw.get("dst_dir_fd"))):
             raise self.fault.error()
         os.replace(src, dst, **kw)
+
+    def open(self, path: Any, flags: int, mode: int = 0o777, *, dir_fd: int | None = None) -> int:
+        # The file tools' temp file: created relative to a folder descriptor (mkstemp is hooked below).
+        if dir_fd is not None and flags & os.O_CREAT and self._match("create", at_path(path, dir_fd)):
+            raise self.fault.error()
+        return os.open(path, flags, mode, dir_fd=dir_fd)
 
     def ftruncate(self, fd: int, length: int) -> None:
         if self._match("ftruncate", fd_path(fd)):
