@@ -3,6 +3,10 @@
 The turn runs in a worker thread; the main thread owns the terminal: it reads lines, answers
 approval questions and turns Ctrl-C into a cancel. With piped stdin nobody can say yes, so
 anything that needs a person's yes is refused with a line saying so.
+
+Model text, tool output, file names and error messages come from outside: everything TerminalUI
+writes as text passes display.terminal_text, so none of it can move the cursor, recolour or hide
+what follows. Mino's own few control sequences go through TerminalUI._control only.
 """
 
 from __future__ import annotations
@@ -15,10 +19,13 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .cancel import CancelToken
+from .display import terminal_text
 from .ui import APPROVAL_QUESTION, ApprovalRequest
 
 RESULT_PREVIEW_LINES = 20
 WAITING = "\x1b[2m… waiting for the model\x1b[0m"
+ERASE_LINE = "\r\x1b[K"
+RESET = "\x1b[0m"  # default colours and attributes, before an approval block
 
 
 @dataclass
@@ -38,25 +45,65 @@ class TerminalUI:
         self._in_text = False
         self._header = False
         self._waiting = False
+        self._fresh = True  # the last character written ended a line (or nothing was written yet)
+        self._held_cr = False  # a text delta ended in CR: a CR LF split across deltas is a line end
 
     # ---- output --------------------------------------------------------------------------
-    def write(self, text: str) -> None:
+    def write(self, text: str, *, err: bool = False, delta: bool = False) -> None:
+        """Text, sanitised (terminal_text) on its way out: the only way text reaches the terminal."""
         with self._lock:
-            if self._waiting:
-                self.out.write("\r\x1b[K")
-                self._waiting = False
-            self.out.write(text)
-            self.out.flush()
+            self._erase_waiting()
+            if self._held_cr and text:
+                self._held_cr = False
+                if not text.startswith("\n"):
+                    self._put(self.out, terminal_text("\r"))  # a lone CR: shown, never obeyed
+            if delta and text.endswith("\r"):
+                text, self._held_cr = text[:-1], True
+            self._put(self.err if err else self.out, terminal_text(text))
 
     def line(self, text: str = "") -> None:
         self.write(text + "\n")
 
+    def error_line(self, text: str) -> None:
+        self.write(text + "\n", err=True)
+
+    def _put(self, stream: TextIO, shown: str) -> None:
+        if shown:
+            stream.write(shown)
+            self._fresh = shown.endswith("\n")
+        stream.flush()
+
+    def _control(self, sequence: str) -> None:
+        """Mino's own terminal control (never text from outside); only when output is a terminal."""
+        if self.out.isatty():
+            self.out.write(sequence)
+            self.out.flush()
+
+    def _erase_waiting(self) -> None:
+        if self._waiting:
+            self._control(ERASE_LINE)  # the indicator sat on a fresh line: it is fresh again
+            self._waiting = False
+
+    def _begin_block(self) -> None:
+        """An approval block starts on a fresh line, in default colours, whatever came before."""
+        with self._lock:
+            self._erase_waiting()
+            self._control(RESET)
+            if not self._fresh:
+                self.write("\n")
+            self._in_text = False
+
+    def typed(self) -> None:
+        """A person pressed Enter at a prompt: the terminal is at the start of a line."""
+        self._fresh = True
+
     def show_waiting(self) -> None:
-        # A quiet indicator on a terminal only; erased by the first thing the turn prints.
+        # A quiet indicator on a terminal only, on a fresh line; erased by the next thing printed.
         if self.interactive and self.out.isatty():
             with self._lock:
-                self.out.write(WAITING)
-                self.out.flush()
+                if not self._fresh:
+                    return
+                self._control(WAITING)
                 self._waiting = True
 
     def begin_turn(self) -> None:
@@ -71,15 +118,13 @@ class TerminalUI:
                 if not self._in_text:
                     self.write("Assistant> ")
                     self._in_text = self._header = True
-                self.write(event["text"])
+                self.write(event["text"], delta=True)
             elif kind == "assistant_message":
                 if self._in_text:
                     self.write("\n\n")
                 self._in_text = False
             elif kind == "tool_call":
-                if self._in_text:
-                    self.write("\n")
-                    self._in_text = False
+                self._begin_block()
                 if not self._header:
                     self.line("Assistant>")
                     self._header = True
@@ -91,7 +136,7 @@ class TerminalUI:
             elif kind == "tool_result":
                 self.line()
                 self.line(f"[Tool result: {event['status']}]")
-                for text in _preview(event["text"]):
+                for text in _preview(event["text"]):  # sanitised by write(), line by line
                     self.line(text)
                 self.line()
                 self._header = False
@@ -128,6 +173,7 @@ class TerminalUI:
         except EOFError:
             self.line()
             return False
+        self.typed()
         return answer.strip().lower() in ("y", "yes")
 
     def confirm(self, kind: str, session_id: str, message: str) -> bool:
@@ -142,23 +188,21 @@ class TerminalUI:
             self.line(prompt)
             return None
         try:
-            return input(prompt)
+            typed = input(prompt)
         except EOFError:
             self.line()
             return ""
+        self.typed()
+        return typed
 
     def memory_problems(self, directory: str, problems: list[tuple[str, str]]) -> None:
         from .memory import format_problems
 
         with self._lock:
-            if self._waiting:
-                self.out.write("\r\x1b[K")
-                self.out.flush()
-                self._waiting = False
+            waiting = self._waiting
             for text in format_problems(directory, problems):
-                self.err.write(text + "\n")
-            self.err.flush()
-            if self.interactive and self.out.isatty():
+                self.error_line(text)  # file names and reasons come from the memory folder
+            if waiting:
                 self.show_waiting()
 
 
@@ -179,7 +223,7 @@ def run_cli(model: str | None, base_url: str | None, mode: str | None) -> int:
     try:
         config = load_config(model=model, base_url=base_url, mode=mode)
     except ConfigError as exc:
-        print(f"mino: {exc}", file=sys.stderr)
+        ui.error_line(f"mino: {exc}")
         return 2
     agent = Agent(config, Path.cwd(), ui)
     try:
@@ -187,10 +231,10 @@ def run_cli(model: str | None, base_url: str | None, mode: str | None) -> int:
             for text in agent.open():
                 ui.line(text)
         except StoreLocked as exc:
-            print(f"mino: {exc}", file=sys.stderr)
+            ui.error_line(f"mino: {exc}")
             return 1
         except (RecoveryRefused, StorageError) as exc:
-            print(f"mino: {exc}", file=sys.stderr)
+            ui.error_line(f"mino: {exc}")
             return 1
         return _loop(agent, ui)
     finally:
@@ -238,7 +282,7 @@ def _loop(agent: Any, ui: TerminalUI) -> int:
             ui.line("Interrupted.")
             ui.line()
         elif outcome.status == "failed" and outcome.error:
-            print(f"Error: {outcome.error}", file=sys.stderr, flush=True)
+            ui.error_line(f"Error: {outcome.error}")
             ui.line()
         if agent.stopped:
             return 1
@@ -247,9 +291,11 @@ def _loop(agent: Any, ui: TerminalUI) -> int:
 def _read_line(ui: TerminalUI) -> str | None:
     if ui.interactive:
         try:
-            return input("You> ")
+            line = input("You> ")
         except EOFError:
             return None
+        ui.typed()
+        return line
     raw = sys.stdin.readline()
     return raw if raw else None
 

@@ -64,7 +64,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         opts = _parse(argv)
     except UsageError as exc:
-        sys.stderr.write(f"mino: {exc}\n{USAGE}")
+        from .display import terminal_text  # an argument is quoted back: shown, never obeyed
+
+        sys.stderr.write(f"mino: {terminal_text(str(exc))}\n{USAGE}")
         return 2
     if opts["stdio"]:
         from .server.app import serve

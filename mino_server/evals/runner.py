@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ..cancel import CancelToken
+from ..display import terminal_text
 from ..ui import ApprovalRequest
 from .checks import Run, Turn, describe_request, grade
 from .schema import PLACEHOLDER_RE, Case, CaseError, load_case
@@ -388,7 +389,7 @@ def eval_main(argv: list[str], out: TextIO | None = None, err: TextIO | None = N
             raise UsageError(f"no *.yaml case files in {opts.directory}")
         live = live_model() if opts.live else None
     except UsageError as exc:
-        message = f"mino eval: {exc}\n" if str(exc) else ""
+        message = f"mino eval: {terminal_text(str(exc))}\n" if str(exc) else ""
         err.write(message + (f"{USAGE}\n" if exc.show_usage else ""))
         return 2
     try:
@@ -415,12 +416,12 @@ def _run_all(opts: Options, files: list[Path], live: LiveModel | None, out: Text
             result = run_case(case, live)
         results.append(result)
         if not opts.json:
-            out.write(" ".join(result.line().split("\n")) + "\n")
+            out.write(terminal_text(" ".join(result.line().split("\n"))) + "\n")
             out.flush()
     if not results:
         what = "live: true cases" if opts.live else "cases"
         which = f" matching -k {opts.name_filter!r}" if opts.name_filter else ""
-        err.write(f"mino eval: no {what}{which} in {opts.directory}\n")
+        err.write(terminal_text(f"mino eval: no {what}{which} in {opts.directory}") + "\n")
         return 2
     passed = sum(r.passed for r in results)
     failed = len(results) - passed
@@ -442,11 +443,19 @@ def _run_all(opts: Options, files: list[Path], live: LiveModel | None, out: Text
                 for r in results
             ],
         }
-        out.write(json.dumps(report, ensure_ascii=False, indent=2) + "\n")
+        out.write(_json_for_terminal(report) + "\n")
     else:
         out.write(f"{passed} passed, {failed} failed\n")
     out.flush()
     return 1 if failed else 0
+
+
+def _json_for_terminal(report: dict[str, Any]) -> str:
+    """The report as JSON that is also safe on a terminal: json.dumps escapes the C0 controls; DEL
+    becomes a JSON escape here, and terminal_text writes the rest it catches (C1, bidi controls,
+    lone surrogates) as `\\uhhhh`, which JSON reads back as the same characters."""
+    text = json.dumps(report, ensure_ascii=False, indent=2).replace("\x7f", "\\u007f")
+    return terminal_text(text)
 
 
 __all__ = ["eval_main", "run_case"]
