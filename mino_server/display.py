@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass
 
 _NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "\\": "\\\\", '"': '\\"'}
 
@@ -106,12 +105,16 @@ _RUN = re.compile(rf"(.)\1{{{BLANK_RUN - 1},}}", re.S)
 _UNIT = re.compile(r"\\(?:x[0-9a-f]{2}|u[0-9a-f]{4}|U[0-9a-f]{8}|.)|.", re.S)
 
 
-@dataclass(frozen=True)
 class _Segment:
-    start: int  # where it is in the value
-    stop: int
-    shown: str
-    run: bool  # a collapsed run: shown whole or not at all
+    """A stretch of the value and how it is shown (a plain class: the CLI imports this at start-up)."""
+
+    __slots__ = ("run", "shown", "start", "stop")
+
+    def __init__(self, start: int, stop: int, shown: str, run: bool) -> None:
+        self.start = start  # where it is in the value
+        self.stop = stop
+        self.shown = shown
+        self.run = run  # a collapsed run: shown whole or not at all
 
 
 def field_value(value: str) -> tuple[str, int]:
