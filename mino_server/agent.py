@@ -136,7 +136,7 @@ class Agent:
     def _detect_sandbox(self) -> tuple[Any, str]:
         from .tools import sandbox
 
-        return sandbox.detect(self.config.sandbox)
+        return sandbox.detect(self.config.sandbox, self.config.sandbox_unix_sockets)
 
     def _startup_selection(self) -> list[str]:
         from .sessions.store import SelectionError

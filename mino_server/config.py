@@ -46,6 +46,7 @@ class Config:
     mode: Mode = "manual"
     request_timeout_s: float = DEFAULT_TIMEOUT_S
     sandbox: str = "auto"
+    sandbox_unix_sockets: bool = False  # true: sandboxed commands may use unix sockets (no seccomp filter)
     soul: str = DEFAULT_SOUL
 
     @property
@@ -93,7 +94,16 @@ def _read_config_file(path: Path) -> dict[str, Any]:
     return data
 
 
-KNOWN_KEYS = {"model", "base_url", "api_key_env", "context_window", "mode", "request_timeout_s", "sandbox"}
+KNOWN_KEYS = {
+    "model",
+    "base_url",
+    "api_key_env",
+    "context_window",
+    "mode",
+    "request_timeout_s",
+    "sandbox",
+    "sandbox_unix_sockets",
+}
 
 
 def load_config(
@@ -147,6 +157,11 @@ def load_config(
         cfg.sandbox = "off" if data["sandbox"] is False else data["sandbox"]
         if cfg.sandbox not in ("auto", "off"):
             raise ConfigError(f"{path}: 'sandbox' must be 'auto' or 'off', got {data['sandbox']!r}")
+    if "sandbox_unix_sockets" in data:
+        value = data["sandbox_unix_sockets"]
+        if not isinstance(value, bool):
+            raise ConfigError(f"{path}: 'sandbox_unix_sockets' must be true or false, got {value!r}")
+        cfg.sandbox_unix_sockets = value
     # Environment, then flags.
     cfg.model = env.get("MINO_MODEL") or cfg.model
     cfg.base_url = env.get("MINO_BASE_URL") or cfg.base_url

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import subprocess
@@ -43,8 +44,8 @@ def test_probe_failure_gives_bwrap_reason(monkeypatch: pytest.MonkeyPatch) -> No
     """A machine where bwrap cannot create namespaces: its last stderr line is the reason."""
     failing = ["bash", "-c", "echo 'bwrap: setting up uid map: Permission denied' >&2; exit 1"]
     monkeypatch.setattr(sandbox_module.shutil, "which", lambda name: "/usr/bin/bwrap")
-    monkeypatch.setattr(sandbox_module, "bwrap_argv", lambda argv, workdir: failing)
-    assert detect() == (
+    monkeypatch.setattr(sandbox_module, "bwrap_argv", lambda *args: failing)
+    assert detect(unix_sockets=True) == (
         None,
         "Sandbox: unavailable (bwrap cannot create a sandbox here: bwrap: setting up uid map: Permission denied)",
     )
@@ -70,13 +71,60 @@ def test_bwrap_argv() -> None:
     assert argv[-4:] == ["--", "bash", "-c", "ls"]
     joined = " ".join(argv)
     for option in ["--ro-bind / /", "--dev /dev", "--proc /proc", "--tmpfs /tmp", "--unshare-net",
-                   "--unshare-pid", "--die-with-parent", "--new-session"]:  # fmt: skip
+                   "--unshare-pid", "--die-with-parent", "--new-session", "--cap-drop ALL"]:  # fmt: skip
         assert option in joined
+    assert "--seccomp" not in argv
     bind = argv.index("--bind")
     assert argv[bind + 1 : bind + 3] == [wd, wd]
     assert bind > argv.index("--tmpfs")  # a workdir under /tmp must not be hidden by the tmpfs
     assert argv[argv.index("--chdir") + 1] == wd
-    assert Sandbox("bwrap").wrap(["true"], Path(wd)) == bwrap_argv(["true"], Path(wd))
+    assert bwrap_argv(["true"], Path(wd), seccomp_fd=7)[-6:-4] == ["--seccomp", "7"]
+
+
+def test_wrap_passes_the_filter_through_a_descriptor(tmp_path: Path) -> None:
+    program = b"\x06\x00\x00\x00\x00\x00\xff\x7f"  # one instruction: allow
+    argv, fds = Sandbox("bwrap", program).wrap(["true"], tmp_path)
+    try:
+        assert len(fds) == 1 and argv[argv.index("--seccomp") + 1] == str(fds[0])
+        assert os.read(fds[0], 100) == program and os.read(fds[0], 100) == b""  # then EOF
+    finally:
+        os.close(fds[0])
+    assert Sandbox("bwrap").wrap(["true"], tmp_path) == (bwrap_argv(["true"], tmp_path), [])
+
+
+def test_protected_folders_are_mounted_read_only_after_the_workdir(tmp_path: Path) -> None:
+    wd = tmp_path / "proj"
+    (wd / ".git").mkdir(parents=True)
+    (wd / ".vscode").write_text("a file is protected too")
+    (wd / "real-mino").mkdir()
+    (wd / ".mino").symlink_to(wd / "real-mino")  # followed: the target is what runs later
+    argv = bwrap_argv(["true"], wd)
+    binds = [argv[i + 1] for i, a in enumerate(argv) if a == "--ro-bind"]
+    assert binds == ["/", str(wd / ".git"), str(wd / "real-mino"), str(wd / ".vscode")]
+    for source in binds[1:]:
+        assert argv.index(source) > argv.index("--bind")
+        assert argv[argv.index(source) + 1] == source
+
+
+def test_a_home_inside_the_workdir_is_hidden_and_read_only(tmp_path: Path) -> None:
+    wd = tmp_path / "proj"
+    home = wd / "dotfiles" / "mino-home"
+    home.mkdir(parents=True)
+    argv = bwrap_argv(["true"], wd, home)
+    tmpfs = [argv[i + 1] for i, a in enumerate(argv) if a == "--tmpfs"]
+    assert tmpfs == ["/tmp", str(home)]
+    assert argv.index(str(home)) > argv.index("--bind")  # over the writable workdir
+    assert argv[argv.index("--remount-ro") + 1] == str(home)
+
+
+def test_a_home_elsewhere_is_left_read_only(tmp_path: Path) -> None:
+    wd = tmp_path / "proj"
+    wd.mkdir()
+    (tmp_path / "home").mkdir()
+    assert "--remount-ro" not in bwrap_argv(["true"], wd, tmp_path / "home")  # outside: read-only
+    assert "--remount-ro" not in bwrap_argv(["true"], wd / "sub", wd)  # a workdir inside it
+    assert "--remount-ro" not in bwrap_argv(["true"], wd, wd)  # started in MINO_HOME: workdir wins
+    assert "--remount-ro" not in bwrap_argv(["true"], wd, wd / "missing")
 
 
 def test_macos_profile_text() -> None:
@@ -103,8 +151,19 @@ def test_macos_profile_escapes_paths() -> None:
     assert '(subpath "/Users/you/a\\") (allow network*) (\\"\\\\x")' in profile
 
 
+def test_macos_profile_denies_home_and_protected_folders(tmp_path: Path) -> None:
+    wd = tmp_path / "proj"
+    (wd / ".git").mkdir(parents=True)
+    profile = macos_profile(wd, [], home=tmp_path / "home")
+    assert profile.endswith(
+        f"(deny file-write*\n  (subpath {_quoted(tmp_path / 'home')})\n  (subpath {_quoted(wd / '.git')}))\n"
+    )
+    assert "(deny file-write*\n  (subpath" not in macos_profile(wd / ".git", [], home=tmp_path)
+
+
 def test_macos_wrap_uses_the_profile() -> None:
-    argv = Sandbox("sandbox-exec").wrap(["bash", "-c", "ls"], Path("/Users/you/proj"))
+    argv, fds = Sandbox("sandbox-exec").wrap(["bash", "-c", "ls"], Path("/Users/you/proj"))
+    assert fds == []
     assert argv[:2] == ["sandbox-exec", "-p"]
     assert '(subpath "/Users/you/proj")' in argv[2]
     assert argv[3:] == ["bash", "-c", "ls"]
@@ -134,7 +193,7 @@ def ctx(tmp_path: Path) -> ToolContext:
     wd.mkdir()
     return ToolContext(
         workdir=wd.resolve(),
-        home=tmp_path,
+        home=tmp_path / "mino-home",
         memory_dir=tmp_path / "memory",
         cancel=CancelToken(),
         sandbox=_found,

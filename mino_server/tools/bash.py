@@ -2,7 +2,12 @@
 
 The command runs as `bash -c COMMAND` (inside the sandbox when there is one) in a new session, so
 the timeout, a cancel, and the end of the command can signal its whole process group: SIGTERM,
-a short grace, then SIGKILL. Background processes do not outlive the call.
+a short grace, then SIGKILL. Background processes do not outlive the call: in the sandbox its pid
+namespace ends them; without one, orphans.py ends those that left the group.
+
+`outside_sandbox: true` (with a `reason`) runs one command without the sandbox — for what the
+sandbox forbids on purpose, such as `git commit` writing .git/ — and is "bash without sandbox" in
+the decision table: the person is asked in every mode except bypass, and sees the reason.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from typing import Any, ClassVar
 
 from ..cancel import Cancelled, CancelToken
 from ..decision import Kind
+from . import orphans
 from .base import (
     COMPLETED,
     FAILED,
@@ -38,6 +44,8 @@ DRAIN_S = 0.2  # for the pipe to close once the group is gone (a daemon that lef
 class BashArgs:
     command: str
     timeout_s: float = DEFAULT_TIMEOUT_S
+    outside_sandbox: bool = False
+    reason: str | None = None  # why outside_sandbox; shown in the approval
 
 
 class BashTool:
@@ -48,10 +56,17 @@ class BashTool:
         "interactive programs will not work; pass flags such as --yes or pipe input in the command. "
         f"Output over {OUTPUT_CAP // 1024} KiB is cut in the middle (the start and the end are kept). "
         f"timeout_s defaults to {DEFAULT_TIMEOUT_S:g} seconds (at most {MAX_TIMEOUT_S:g}); on timeout "
-        "the command and everything it started are killed. Background processes are stopped when the "
-        "command ends, so do not start servers that must keep running. When a sandbox is active, files "
-        "outside the working directory are read-only, /tmp is private and empty, and there is no "
-        "network. The user may be asked to approve the command."
+        "the command and everything it started are killed. Background processes (even ones started "
+        "with setsid or nohup) are stopped when the command ends, so do not start servers that must "
+        "keep running. When a sandbox is active: files outside the working directory are read-only; "
+        "inside it, the .git, .mino and .vscode folders are read-only too (so git commit, git add and "
+        "git checkout fail there); the Mino home folder cannot be written; /tmp is private and empty; "
+        "there is no network; and unix sockets cannot be opened unless the user's configuration "
+        "allows them. "
+        "Only when a command must do what the sandbox forbids (such as git commit), set "
+        "outside_sandbox to true and give a short reason: the command then runs without the sandbox "
+        "and the user is asked to approve it, seeing the reason. Without a sandbox, that changes "
+        "nothing. The user may be asked to approve any command."
     )
     parameters: ClassVar[dict[str, Any]] = schema(
         {
@@ -62,6 +77,15 @@ class BashTool:
                 "maximum": MAX_TIMEOUT_S,
                 "description": f"Seconds before the command is killed (default {DEFAULT_TIMEOUT_S:g}).",
             },
+            "outside_sandbox": {
+                "type": "boolean",
+                "description": "true: run without the sandbox (the user is asked); requires reason.",
+            },
+            "reason": {
+                "type": "string",
+                "minLength": 1,
+                "description": "Only with outside_sandbox: why the command cannot run in the sandbox.",
+            },
         },
         ["command"],
     )
@@ -70,44 +94,74 @@ class BashTool:
         return "sandboxed" if ctx.sandbox is not None else "other"
 
     def validate(self, args: dict[str, Any]) -> BashArgs:
-        reject_unknown(args, {"command", "timeout_s"})
+        reject_unknown(args, {"command", "timeout_s", "outside_sandbox", "reason"})
         command = require_str(args, "command") or ""
         if "\0" in command:
             raise ArgumentError("argument 'command' must not contain a NUL byte")
         timeout = args.get("timeout_s")
         if timeout is None:
-            return BashArgs(command)
-        if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+            timeout = DEFAULT_TIMEOUT_S
+        elif isinstance(timeout, bool) or not isinstance(timeout, int | float):
             raise ArgumentError("argument 'timeout_s' must be a number of seconds")
-        if not 0 < timeout <= MAX_TIMEOUT_S:
+        elif not 0 < timeout <= MAX_TIMEOUT_S:
             raise ArgumentError(f"argument 'timeout_s' must be more than 0 and at most {MAX_TIMEOUT_S:g}")
-        return BashArgs(command, float(timeout))
+        outside = args.get("outside_sandbox")
+        if outside is not None and not isinstance(outside, bool):
+            raise ArgumentError("argument 'outside_sandbox' must be true or false")
+        reason = require_str(args, "reason", optional=True)
+        if outside and reason is None:
+            raise ArgumentError("argument 'reason' is required with outside_sandbox: true")
+        if reason is not None and not outside:
+            raise ArgumentError("argument 'reason' goes only with outside_sandbox: true")
+        return BashArgs(command, float(timeout), bool(outside), reason)
 
     def prepare(self, args: BashArgs, ctx: ToolContext) -> Prepared:
-        sandbox = ctx.sandbox.name if ctx.sandbox is not None else "none"
-        return Prepared([("Command", args.command), ("Directory", str(ctx.workdir)), ("Sandbox", sandbox)])
+        fields = [("Command", args.command), ("Directory", str(ctx.workdir))]
+        if args.outside_sandbox:
+            # "bash without sandbox" in the decision table, whether or not there is a sandbox.
+            return Prepared(
+                [*fields, ("Sandbox", "none (requested)"), ("Reason", args.reason or "")], kind="other"
+            )
+        return Prepared([*fields, ("Sandbox", ctx.sandbox.name if ctx.sandbox is not None else "none")])
 
     def run(self, args: BashArgs, ctx: ToolContext, prepared: Prepared) -> ToolResult:
         import subprocess  # here, not at import: the tool set is loaded on start-up paths that run nothing
 
         ctx.cancel.check()
+        sandbox = None if args.outside_sandbox else ctx.sandbox
         argv = ["bash", "-c", args.command]
-        if ctx.sandbox is not None:
-            argv = ctx.sandbox.wrap(argv, ctx.workdir)
+        fds: list[int] = []
+        if sandbox is not None:
+            try:
+                argv, fds = sandbox.wrap(argv, ctx.workdir, ctx.home)
+            except OSError as e:
+                raise ToolFailure(
+                    f"Cannot prepare the sandbox in {ctx.workdir}: {e.strerror or e}."
+                ) from None
+        marker = orphans.new_marker()
         env = {k: v for k, v in os.environ.items() if k not in ctx.hidden_env}
+        env[orphans.MARKER] = marker  # how a leftover that left the session is traced to this command
         try:
-            proc = subprocess.Popen(
-                argv,
-                cwd=ctx.workdir,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,  # its own process group, away from the terminal's Ctrl-C
+            proc, run = orphans.start(
+                lambda: subprocess.Popen(
+                    argv,
+                    cwd=ctx.workdir,
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,  # its own process group, away from the terminal's Ctrl-C
+                    pass_fds=fds,
+                ),
+                marker,
+                bare=sandbox is None,
             )
         except OSError as e:
             raise ToolFailure(f"Cannot start {argv[0]} in {ctx.workdir}: {e.strerror or e}.") from None
-        outcome, output = _supervise(proc, ctx.cancel, args.timeout_s)
+        finally:
+            for fd in fds:
+                os.close(fd)
+        outcome, output = _supervise(proc, ctx.cancel, args.timeout_s, lambda: orphans.end(run))
         if outcome == "cancelled":
             raise Cancelled()
         if output and not output.endswith("\n"):
@@ -161,8 +215,10 @@ class _Capture:
         )
 
 
-def _supervise(proc: Any, cancel: CancelToken, timeout: float) -> tuple[str, str]:
-    """Wait for the command, collecting output; ("exited" | "timeout" | "cancelled", output)."""
+def _supervise(proc: Any, cancel: CancelToken, timeout: float, end_leftovers: Any = None) -> tuple[str, str]:
+    """Wait for the command, collecting output; ("exited" | "timeout" | "cancelled", output).
+
+    `end_leftovers()` runs once the shell is reaped and its group is gone, for what left the group."""
     import selectors
     import signal
     import threading
@@ -231,9 +287,16 @@ def _supervise(proc: Any, cancel: CancelToken, timeout: float) -> tuple[str, str
             pump(KILL_GRACE_S, lambda: exited.is_set() and eof)
             signal_group(signal.SIGKILL)
             pump(KILL_WAIT_S, exited.is_set)
+        if end_leftovers is not None:
+            end_leftovers()  # before the drain: a leftover may be what holds the pipe open
         pump(DRAIN_S, lambda: eof)
     except BaseException:  # KeyboardInterrupt or a bug here: never leave the command running
         signal_group(signal.SIGKILL)
+        if end_leftovers is not None:
+            try:
+                end_leftovers()
+            except Exception:  # the first error is the one to report
+                pass
         raise
     finally:
         unregister()

@@ -1,0 +1,228 @@
+"""Ending what a command leaves running when no sandbox does it (Linux).
+
+bash kills a command's process group when it ends; a process that left the group (`setsid`,
+`nohup … &` under job control, a daemon's double fork) would outlive it. So Mino makes itself a
+child subreaper (PR_SET_CHILD_SUBREAPER): an orphan is reparented to Mino instead of init. When a
+command ends, Mino kills every adopted child that came from it, with everything below it, and
+reaps them. Each step reads a few /proc files; nothing polls while commands run.
+
+Which command an adopted child came from (several may run at once, one per conversation):
+1. its session is the command's (the shell leads its own session; only setsid leaves it), or
+2. its environment carries the command's marker (MINO_COMMAND_ID; inherited unless cleared), or
+3. neither (setsid with a cleared environment): it started while this command ran and no other
+   running command had started before it; otherwise it is left for the last of those to end.
+Every child process Mino starts goes through start() (commands, the sandbox probe), so an adopted
+child that is none of them is some command's. Elsewhere (macOS), only the process group is killed.
+"""
+
+from __future__ import annotations
+
+import ctypes  # ~2 ms: here, so it loads with the tool set (in the warm-up thread), not on a first command
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+MARKER = "MINO_COMMAND_ID"
+_MARKER_KEY = b"\0" + MARKER.encode() + b"="
+REAP_WAIT_S = 2.0  # for killed leftovers to be gone (a process in uninterruptible sleep may not)
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+@dataclass(frozen=True)
+class Run:
+    pid: int  # the command's shell (or the outer bwrap): leader of its own session
+    marker: bytes  # b"\0MINO_COMMAND_ID=<token>\0", to find in "\0" + /proc/PID/environ
+    start: int  # its start time, in clock ticks since boot
+
+
+_lock = threading.Lock()  # held while a command's process is started and registered
+_running: dict[int, Run] = {}
+_adopting: bool | None = None  # None: not tried yet
+_children_files = True  # /proc/PID/task/TID/children (CONFIG_PROC_CHILDREN); else a /proc scan
+
+
+def new_marker() -> str:
+    return os.urandom(8).hex()
+
+
+def prepare() -> None:
+    """Become a child subreaper (once; Linux). Safe to call from any thread."""
+    global _adopting, _children_files
+    if _adopting is not None:
+        return
+    with _lock:
+        if _adopting is not None:
+            return
+        ok = False
+        if sys.platform.startswith("linux"):
+            try:
+                libc = ctypes.CDLL(None, use_errno=True)
+                libc.prctl.argtypes = [
+                    ctypes.c_int,
+                    ctypes.c_ulong,
+                    ctypes.c_ulong,
+                    ctypes.c_ulong,
+                    ctypes.c_ulong,
+                ]
+                libc.prctl.restype = ctypes.c_int
+                ok = libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+            except (OSError, AttributeError):
+                ok = False
+            _children_files = os.path.exists(f"/proc/{os.getpid()}/task/{threading.get_native_id()}/children")
+        _adopting = ok
+
+
+def start(spawn: Callable[[], Any], marker: str, bare: bool) -> tuple[Any, Run]:
+    """Start a command's process with `spawn()` (its environment carries MARKER=`marker`) and
+    register it. `bare`: no sandbox will end its leftovers, so Mino must be able to adopt them."""
+    if bare:
+        prepare()
+    with _lock:  # registered before any cleanup can see it as an unknown child
+        proc = spawn()
+        run = Run(proc.pid, _MARKER_KEY + marker.encode() + b"\0", _stat_of(proc.pid)[3] if _linux() else 0)
+        _running[proc.pid] = run
+    return proc, run
+
+
+def end(run: Run) -> None:
+    """After the command's shell was reaped and its group killed: kill and reap its leftovers."""
+    with _lock:
+        _running.pop(run.pid, None)
+    if not _adopting:
+        return
+    me = os.getpid()
+    killed: dict[int, int] = {}  # pid → start time of each process sent SIGKILL
+    deadline = time.monotonic() + REAP_WAIT_S
+    while True:
+        dying = False
+        with _lock:  # a command being started now is registered before its shell can show here
+            others = list(_running.values())
+            for pid in _children(me):
+                if pid in _running or pid == run.pid:  # the shell itself is Popen's to reap
+                    continue
+                state, _, sid, start = _stat_of(pid)
+                if not state or (killed.get(pid) != start and not _belongs(pid, sid, start, run, others)):
+                    continue
+                if state != "Z":
+                    _kill_tree(pid, start, killed)
+                dying |= not _reap(pid)
+        # Killed processes further down are reparented to Mino as their parents die: another
+        # round reaps them.
+        if not (dying or _any_left(killed)) or time.monotonic() > deadline:
+            return
+        time.sleep(0.001)
+
+
+def _linux() -> bool:
+    return sys.platform.startswith("linux")
+
+
+def _belongs(pid: int, sid: int, start: int, run: Run, others: list[Run]) -> bool:
+    if sid == run.pid:
+        return True
+    env = _environ(pid)
+    if run.marker in env:
+        return True
+    if _MARKER_KEY in env:
+        return False  # another command's
+    return start >= run.start and not any(other.start <= start for other in others)
+
+
+def _kill_tree(pid: int, start: int, killed: dict[int, int]) -> None:
+    """SIGKILL `pid`, then (its children now final: a killed process forks no more) those below."""
+    stack = [(pid, start)]
+    while stack:
+        p, st = stack.pop()
+        if not _kill(p, st):
+            continue
+        killed[p] = st
+        for child in _children(p):
+            info = _stat_of(child)
+            if info[0] not in ("", "Z"):
+                stack.append((child, info[3]))
+
+
+def _kill(pid: int, start: int) -> bool:
+    """SIGKILL the process `pid` that started at `start` — never a newer process given its number."""
+    import signal
+
+    try:
+        fd = os.pidfd_open(pid)
+    except OSError:
+        return False  # gone
+    except AttributeError:  # no pidfd: our own children at least cannot be recycled before we reap
+        fd = -1
+    try:
+        if _stat_of(pid)[3] != start:
+            return False
+        if fd >= 0:
+            signal.pidfd_send_signal(fd, signal.SIGKILL)
+        else:
+            os.kill(pid, signal.SIGKILL)
+        return True
+    except (ProcessLookupError, PermissionError):  # gone, or another user's (a setuid program)
+        return False
+    finally:
+        if fd >= 0:
+            os.close(fd)
+
+
+def _reap(pid: int) -> bool:
+    """Reap our child `pid` if it has ended; whether it is gone."""
+    try:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return True
+    return done == pid
+
+
+def _any_left(killed: dict[int, int]) -> bool:
+    return any(_stat_of(pid)[3] == start for pid, start in killed.items())
+
+
+def _children(pid: int) -> list[int]:
+    if not _children_files:
+        return _children_by_scan(pid)
+    kids: list[int] = []
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return kids
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children", "rb") as f:
+                kids += [int(x) for x in f.read().split()]
+        except OSError:
+            pass
+    return kids
+
+
+def _children_by_scan(pid: int) -> list[int]:
+    kids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and _stat_of(int(entry))[1] == pid:
+            kids.append(int(entry))
+    return kids
+
+
+def _stat_of(pid: int) -> tuple[str, int, int, int]:
+    """(state, parent, session, start time) of a process; ("", 0, 0, 0) when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            data = f.read()
+        fields = data[data.rindex(b")") + 2 :].split()
+        return fields[0].decode(), int(fields[1]), int(fields[3]), int(fields[19])
+    except (OSError, ValueError, IndexError):
+        return "", 0, 0, 0
+
+
+def _environ(pid: int) -> bytes:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return b"\0" + f.read()
+    except OSError:
+        return b""  # a zombie's, or another user's

@@ -1,0 +1,200 @@
+"""Finding 2: a sandboxed command reached a host service through a unix socket.
+
+Read-only bind mounts do not stop connect() on a socket file. Now a seccomp filter (libseccomp,
+passed to bwrap with --seccomp) refuses socket(AF_UNIX, …) with EPERM — stricter than "outside the
+working directory": seccomp cannot read the path — and datagram socketpairs (sendto() can name any
+socket path). config.yaml's `sandbox_unix_sockets: true` allows unix sockets again.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from helpers import RecordingUI, make_agent
+from tool_helpers import run_bash
+
+from mino_server.cancel import CancelToken
+from mino_server.config import ConfigError, load_config
+from mino_server.scripted_model import ScriptedModel
+from mino_server.tools.base import ToolContext
+from mino_server.tools.sandbox import detect
+
+_found, _line = detect() if sys.platform.startswith("linux") else (None, "not Linux")
+needs_bwrap = pytest.mark.skipif(
+    _found is None or _found.name != "bwrap", reason=f"no working bubblewrap here ({_line})"
+)
+ANSWER = b"hello from the host service"
+
+
+class UnixServer:
+    """A host service on a unix socket outside the working directory and outside /tmp (which is
+    private in the sandbox, so a socket there would be out of reach for another reason)."""
+
+    def __init__(self, kind: int = socket.SOCK_STREAM) -> None:
+        self.dir = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="mino-sock-"))
+        self.path = self.dir / "service.sock"
+        self.sock = socket.socket(socket.AF_UNIX, kind)
+        self.sock.bind(str(self.path))
+        self.path.chmod(0o777)
+        self.received: list[bytes] = []
+        if kind == socket.SOCK_STREAM:
+            self.sock.listen()
+        self.sock.settimeout(0.2)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, args=(kind,), daemon=True)
+        self._thread.start()
+
+    def _serve(self, kind: int) -> None:
+        while not self._stop.is_set():
+            try:
+                if kind == socket.SOCK_STREAM:
+                    conn, _ = self.sock.accept()
+                    with conn:
+                        self.received.append(b"connection")
+                        conn.sendall(ANSWER)
+                else:
+                    self.received.append(self.sock.recv(100))
+            except (TimeoutError, OSError):
+                continue
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.sock.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+@pytest.fixture
+def server() -> Iterator[UnixServer]:
+    s = UnixServer()
+    yield s
+    s.close()
+
+
+def _ctx(tmp_path: Path, sandbox: object) -> ToolContext:
+    wd = tmp_path / "proj"
+    wd.mkdir(exist_ok=True)
+    return ToolContext(
+        workdir=wd.resolve(),
+        home=tmp_path / "home",
+        memory_dir=tmp_path,
+        cancel=CancelToken(),
+        sandbox=sandbox,
+    )
+
+
+def _connect(path: Path) -> str:
+    code = (
+        "import socket; s = socket.socket(socket.AF_UNIX); "
+        f"s.connect({str(path)!r}); print(s.recv(100).decode())"
+    )
+    return f"python3 -c {_shell_quote(code)}"
+
+
+def _shell_quote(s: str) -> str:
+    return "'" + s.replace("'", "'\\''") + "'"
+
+
+@needs_bwrap
+def test_a_sandboxed_command_cannot_reach_a_host_unix_socket(tmp_path: Path, server: UnixServer) -> None:
+    result = run_bash({"command": _connect(server.path)}, _ctx(tmp_path, _found))
+    assert ANSWER.decode() not in result.output
+    assert "PermissionError: [Errno 1] Operation not permitted" in result.output
+    assert server.received == []
+    # The same command without the sandbox gets the answer: the test can tell the difference.
+    plain = run_bash({"command": _connect(server.path)}, _ctx(tmp_path, None))
+    assert plain.output == ANSWER.decode() + "\n[exit code: 0]"
+
+
+@needs_bwrap
+def test_a_datagram_socketpair_cannot_send_to_a_host_socket(tmp_path: Path) -> None:
+    server = UnixServer(socket.SOCK_DGRAM)
+    try:
+        code = (
+            "import socket; a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM); "
+            f"a.sendto(b'injected', {str(server.path)!r}); print('sent')"
+        )
+        result = run_bash({"command": f"python3 -c {_shell_quote(code)}"}, _ctx(tmp_path, _found))
+        assert "sent" not in result.output and "Operation not permitted" in result.output
+        assert server.received == []
+    finally:
+        server.close()
+
+
+@needs_bwrap
+def test_stream_socketpairs_still_work(tmp_path: Path) -> None:
+    """Plenty of programs talk to their own children over one; it reaches nothing else."""
+    code = "import socket; a, b = socket.socketpair(); a.sendall(b'ping'); print(b.recv(4).decode())"
+    result = run_bash({"command": f"python3 -c {_shell_quote(code)}"}, _ctx(tmp_path, _found))
+    assert result.output == "ping\n[exit code: 0]"
+
+
+@needs_bwrap
+def test_io_uring_is_refused(tmp_path: Path) -> None:
+    """io_uring can open sockets without socket(2): refused, so the filter has no way around it."""
+    code = (
+        "import ctypes, ctypes.util; libc = ctypes.CDLL(None, use_errno=True); "
+        "params = ctypes.create_string_buffer(120); "
+        "r = libc.syscall(425, 4, params); print(r, ctypes.get_errno())"
+    )
+    plain = run_bash({"command": f"python3 -c {_shell_quote(code)}"}, _ctx(tmp_path, None))
+    if plain.output.startswith("-1 "):
+        pytest.skip(f"io_uring is not available here at all ({plain.output.splitlines()[0]})")
+    result = run_bash({"command": f"python3 -c {_shell_quote(code)}"}, _ctx(tmp_path, _found))
+    assert result.output == "-1 1\n[exit code: 0]"  # EPERM
+
+
+@needs_bwrap
+def test_the_config_switch_allows_unix_sockets(tmp_path: Path, server: UnixServer) -> None:
+    allowed, line = detect(unix_sockets=True)
+    assert allowed is not None and line == "Sandbox: bwrap (unix sockets allowed by config.yaml)"
+    result = run_bash({"command": _connect(server.path)}, _ctx(tmp_path, allowed))
+    assert result.output == ANSWER.decode() + "\n[exit code: 0]"
+    # Everything else holds: still no capabilities.
+    caps = run_bash({"command": "grep CapEff /proc/self/status"}, _ctx(tmp_path, allowed)).output
+    assert "CapEff:\t0000000000000000" in caps
+
+
+def test_config_key_is_validated(mino_home: Path) -> None:
+    mino_home.mkdir(parents=True, exist_ok=True)
+    path = mino_home / "config.yaml"
+    env = {"MINO_HOME": str(mino_home)}
+    assert load_config(env=env).sandbox_unix_sockets is False
+    path.write_text("sandbox_unix_sockets: true\n")
+    assert load_config(env=env).sandbox_unix_sockets is True
+    path.write_text("sandbox_unix_sockets: 'yes please'\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(env=env)
+    assert str(err.value) == f"{path}: 'sandbox_unix_sockets' must be true or false, got 'yes please'"
+
+
+@needs_bwrap
+def test_the_agent_passes_the_switch_to_detection(
+    model: ScriptedModel, workdir: Path, mino_home: Path
+) -> None:
+    mino_home.mkdir(parents=True, exist_ok=True)
+    (mino_home / "config.yaml").write_text("sandbox_unix_sockets: true\n")
+    agent = make_agent(model.base_url, workdir, RecordingUI())
+    try:
+        assert "Sandbox: bwrap (unix sockets allowed by config.yaml)" in agent.open()
+    finally:
+        agent.close()
+
+
+def test_the_seccomp_binding_is_not_loaded_for_help_or_version() -> None:
+    code = (
+        "import sys\n"
+        "from mino_server.main import main\n"
+        "main(['--help']); main(['--version'])\n"
+        "print('ctypes' in sys.modules, 'mino_server.tools.sandbox' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.splitlines()[-1] == "False False"
