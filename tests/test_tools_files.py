@@ -13,8 +13,8 @@ from tool_helpers import call  # tests/ is on sys.path (conftest.py)
 
 from mino_server.cancel import CancelToken
 from mino_server.tools.base import COMPLETED, ArgumentError, Prepared, ToolContext, ToolFailure, ToolResult
-from mino_server.tools.files import EditFileTool, ReadFileTool, WriteFileTool
-from mino_server.tools.paths import check_path_syntax, resolve_in_workdir
+from mino_server.tools.files import EditFileTool, FileState, ReadFileTool, WriteFileTool
+from mino_server.tools.paths import check_path_syntax, locate, resolve_in_workdir
 
 CHANGED = "File changed after approval; nothing was written."
 
@@ -203,7 +203,8 @@ def test_write_create(wd: Path, ctx: ToolContext) -> None:
     tool = WriteFileTool()
     args = tool.validate({"path": "src/new.py", "content": "print('hi')\n", "mode": "create"})
     prepared = tool.prepare(args, ctx)
-    assert prepared.state is None
+    assert prepared.state == FileState(wd / "src" / "new.py", None)
+    assert prepared.kind is None  # a plain project file: the project_write row
     assert prepared.fields == [
         ("Path", "src/new.py"),
         ("Directory", str(wd)),
@@ -244,7 +245,7 @@ def test_write_overwrite_keeps_permission_bits(wd: Path, ctx: ToolContext) -> No
     tool = WriteFileTool()
     args = tool.validate({"path": "run.sh", "content": "echo new\n", "mode": "overwrite"})
     prepared = tool.prepare(args, ctx)
-    assert prepared.state == hashlib.sha256(b"echo old\n").hexdigest()
+    assert prepared.state == FileState(script, hashlib.sha256(b"echo old\n").hexdigest())
     assert ("Mode", "Replace the existing file") in prepared.fields
     tool.run(args, ctx, prepared)
     assert script.read_text() == "echo new\n"
@@ -446,3 +447,100 @@ def test_run_rechecks_confinement(wd: Path, ctx: ToolContext, tmp_path: Path) ->
     with pytest.raises(ToolFailure, match="outside"):
         tool.run(args, ctx, prepared)
     assert not (tmp_path / "a.txt").exists()
+
+
+# --- opening without following links (a folder swapped during the call) -----------------------
+
+
+def stale_locate(monkeypatch: pytest.MonkeyPatch, ctx: ToolContext, *rels: str) -> None:
+    """Paths judged as they are now, used after the disk changed: the race's window, held open."""
+    import mino_server.tools.files as files_mod
+
+    targets = {(r, w): locate(ctx.workdir, ctx.home, r, writing=w) for r in rels for w in (False, True)}
+    monkeypatch.setattr(files_mod, "locate", lambda wd, home, r, *, writing: targets[r, writing])
+
+
+def swap_for_link(folder: Path, to: Path) -> None:
+    folder.rename(folder.with_name(folder.name + ".old"))
+    folder.symlink_to(to)
+
+
+def test_a_folder_swapped_for_a_link_after_resolving_is_not_followed(
+    wd: Path, ctx: ToolContext, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "f.txt").write_text("OUTSIDE\n")
+    (wd / "sub").mkdir()
+    (wd / "sub" / "f.txt").write_text("inside\n")
+    read = ReadFileTool()
+    read_args = read.validate({"path": "sub/f.txt"})
+    read_prepared = read.prepare(read_args, ctx)
+    write = WriteFileTool()
+    write_args = write.validate({"path": "sub/new.txt", "content": "x", "mode": "create"})
+    write_prepared = write.prepare(write_args, ctx)
+    stale_locate(monkeypatch, ctx, "sub/f.txt", "sub/new.txt")
+    swap_for_link(wd / "sub", outside)
+    with pytest.raises(ToolFailure) as info:
+        read.run(read_args, ctx, read_prepared)
+    assert str(info.value) == (
+        "sub/f.txt changed while in use: a folder on its path was replaced by a symbolic link; nothing was done."
+    )
+    with pytest.raises(ToolFailure, match="changed while in use"):
+        write.run(write_args, ctx, write_prepared)
+    assert sorted(p.name for p in outside.iterdir()) == ["f.txt"]
+
+
+def test_a_file_swapped_for_a_link_after_resolving_is_not_followed(
+    wd: Path, ctx: ToolContext, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "secret").write_text("OUTSIDE\n")
+    (wd / "f.txt").write_text("inside\n")
+    stale_locate(monkeypatch, ctx, "f.txt")
+    (wd / "f.txt").unlink()
+    (wd / "f.txt").symlink_to(tmp_path / "secret")
+    assert "changed while in use" in str(failure(ReadFileTool(), {"path": "f.txt"}, ctx))
+
+
+def test_write_is_bound_to_the_approved_target(wd: Path, ctx: ToolContext) -> None:
+    """A link retargeted after the question, to a file with the same bytes, is still a change."""
+    for name in ("a.txt", "b.txt"):
+        (wd / name).write_text("same")
+    (wd / "alias").symlink_to("a.txt")
+    tool = WriteFileTool()
+    args = tool.validate({"path": "alias", "content": "new", "mode": "overwrite"})
+    prepared = tool.prepare(args, ctx)
+    (wd / "alias").unlink()
+    (wd / "alias").symlink_to("b.txt")
+    with pytest.raises(ToolFailure) as info:
+        tool.run(args, ctx, prepared)
+    assert str(info.value) == CHANGED
+    assert (wd / "a.txt").read_text() == (wd / "b.txt").read_text() == "same"
+
+
+def test_a_file_on_the_way_is_named_plainly(wd: Path, ctx: ToolContext) -> None:
+    (wd / "a.txt").write_text("x")
+    assert str(failure(ReadFileTool(), {"path": "a.txt/b"}, ctx)) == "Cannot open a.txt/b: Not a directory."
+    failed = failure(WriteFileTool(), {"path": "a.txt/b/c", "content": "x", "mode": "create"}, ctx)
+    assert str(failed) == "Cannot open a.txt/b/c: Not a directory."
+
+
+def test_write_to_a_hard_link_leaves_the_other_name_alone(wd: Path, ctx: ToolContext, tmp_path: Path) -> None:
+    """The atomic rename gives the path a new file: an outside name for the same file keeps its bytes."""
+    outside = tmp_path / "outside.txt"
+    outside.write_text("old")
+    os.link(outside, wd / "linked.txt")
+    call(WriteFileTool(), {"path": "linked.txt", "content": "new", "mode": "overwrite"}, ctx)
+    assert (wd / "linked.txt").read_text() == "new" and outside.read_text() == "old"
+
+
+def test_write_refuses_a_fifo_without_blocking(wd: Path, ctx: ToolContext) -> None:
+    os.mkfifo(wd / "pipe")
+    failed = failure(WriteFileTool(), {"path": "pipe", "content": "x", "mode": "overwrite"}, ctx)
+    assert str(failed) == "pipe is not a regular file."
+
+
+def test_create_makes_folders_and_leaves_no_temp_file(wd: Path, ctx: ToolContext) -> None:
+    call(WriteFileTool(), {"path": "a/b/c/new.txt", "content": "x", "mode": "create"}, ctx)
+    assert (wd / "a" / "b" / "c" / "new.txt").read_text() == "x"
+    assert [p.name for p in (wd / "a" / "b" / "c").iterdir()] == ["new.txt"]

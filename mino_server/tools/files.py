@@ -1,13 +1,18 @@
 """The project file tools: read_file, write_file, edit_file (SPEC §5).
 
-Writes are bound to the file state the user approved: prepare() records the sha256 of the file's
-bytes (None when absent), run() checks it again and writes nothing if it changed. Every write goes
-through durable.atomic_write, so a crash leaves the old or the new file, never a mix.
+Paths are judged by paths.locate (inside the working directory, never MINO_HOME) and opened by
+paths.open_parent (folder by folder from the working directory, no link followed), so a folder
+swapped for a link during the call cannot lead outside. Writes are bound to what the user
+approved: prepare() records the real path and the sha256 of the file's bytes (None when absent),
+run() checks both again and writes nothing if either changed. Every write goes through
+durable.atomic_write_at in the folder already opened, so a crash leaves the old or the new file,
+never a mix. Writes into .git/, .mino/ or .vscode/ take the "other" row of the decision table.
 """
 
 from __future__ import annotations
 
 import difflib
+import errno
 import functools
 import hashlib
 import os
@@ -30,13 +35,21 @@ from .base import (
     require_str,
     schema,
 )
-from .paths import check_path_syntax, resolve_in_workdir
+from .paths import Target, changed_while_in_use, check_path_syntax, final_name, locate, open_parent
 
 READ_MAX_BYTES = 256 * 1024
 READ_MAX_LINES = 2000
 EDIT_MAX_BYTES = 8 * 1024 * 1024  # edit_file holds the file, its new text and a diff in memory
 BINARY_SNIFF_BYTES = 8192
 CHANGED_AFTER_APPROVAL = "File changed after approval; nothing was written."
+
+
+@dataclass(frozen=True)
+class FileState:
+    """What a write is bound to: where it lands and the bytes there when the user was asked."""
+
+    path: Path  # real path
+    sha256: str | None  # None when the file is absent
 
 
 @dataclass(frozen=True)
@@ -84,15 +97,22 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _open_regular(path: Path, rel: str) -> int | None:
-    """A read descriptor for a regular file, None when absent; directories and devices are refused."""
+def _locate(ctx: ToolContext, rel: str, *, writing: bool) -> Target:
+    return locate(ctx.workdir, ctx.home, rel, writing=writing)
+
+
+def _open_regular_at(parent: int, name: str, rel: str) -> int | None:
+    """A read descriptor for the regular file `name` in folder `parent`, None when absent;
+    directories and devices are refused."""
     try:
-        # O_NOFOLLOW: `path` is already resolved, so a link here means one was swapped in since.
+        # O_NOFOLLOW: the name comes from a resolved path, so a link here was swapped in since.
         # O_NONBLOCK: opening a FIFO must not hang the turn before the type check refuses it.
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=parent)
     except FileNotFoundError:
         return None
     except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise changed_while_in_use(rel) from None
         raise ToolFailure(f"Cannot open {rel}: {e.strerror or e}.") from None
     try:
         _require_regular(os.fstat(fd), rel)
@@ -102,11 +122,18 @@ def _open_regular(path: Path, rel: str) -> int | None:
     return fd
 
 
-def _read_regular(path: Path, rel: str) -> tuple[bytes, os.stat_result] | None:
-    """The bytes and stat of a regular file, None when absent."""
-    fd = _open_regular(path, rel)
-    if fd is None:
+def _open_regular(target: Target) -> int | None:
+    parent = open_parent(target)
+    if parent is None:
         return None
+    try:
+        return _open_regular_at(parent, final_name(target), target.rel)
+    finally:
+        os.close(parent)
+
+
+def _read_fd(fd: int, rel: str) -> tuple[bytes, os.stat_result]:
+    """All bytes and the stat of an open file; closes it."""
     try:
         chunks = []
         while chunk := os.read(fd, 1 << 20):
@@ -118,16 +145,32 @@ def _read_regular(path: Path, rel: str) -> tuple[bytes, os.stat_result] | None:
         os.close(fd)
 
 
+def _read_at(parent: int | None, target: Target) -> tuple[bytes, os.stat_result] | None:
+    """The bytes and stat of the target in the open folder `parent`, None when either is absent."""
+    fd = None if parent is None else _open_regular_at(parent, final_name(target), target.rel)
+    return None if fd is None else _read_fd(fd, target.rel)
+
+
+def _read_regular(target: Target) -> tuple[bytes, os.stat_result] | None:
+    fd = _open_regular(target)
+    return None if fd is None else _read_fd(fd, target.rel)
+
+
+def _exists_at(parent: int, name: str) -> bool:
+    try:
+        os.stat(name, dir_fd=parent, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True  # something is there that cannot even be looked at: not "absent"
+    return True
+
+
 def _require_regular(st: os.stat_result, rel: str) -> None:
     if stat.S_ISDIR(st.st_mode):
         raise ToolFailure(f"{rel} is a directory, not a file.")
     if not stat.S_ISREG(st.st_mode):
         raise ToolFailure(f"{rel} is not a regular file.")
-
-
-def _file_state(path: Path, rel: str) -> str | None:
-    found = _read_regular(path, rel)
-    return None if found is None else _sha256(found[0])
 
 
 def _decode_text(data: bytes, rel: str) -> str:
@@ -163,9 +206,10 @@ def _new_file_mode() -> int:
     return 0o666 & ~mask
 
 
-def _write(path: Path, rel: str, data: bytes, mode: int) -> None:
+def _write(parent: int, target: Target, data: bytes, mode: int) -> None:
+    rel = target.rel
     try:
-        durable.atomic_write(path, data, mode)
+        durable.atomic_write_at(parent, final_name(target), data, mode)
     except durable.NotDurable as e:
         raise ToolFailure(
             f"Wrote {rel}, but could not sync its folder to disk ({e.strerror or e}); "
@@ -173,6 +217,34 @@ def _write(path: Path, rel: str, data: bytes, mode: int) -> None:
         ) from None
     except OSError as e:
         raise ToolFailure(f"Cannot write {rel}: {e.strerror or e}; nothing was written.") from None
+
+
+def _protected_warning(target: Target) -> str | None:
+    """The approval's reason why this write asks in every mode but bypass; None for other paths."""
+    name = target.protected
+    if name is None:
+        return None
+    where = "/".join(target.parts[: target.parts.index(name) + 1])
+    return (
+        f"{where}: files here can run commands or instruct Mino later (git hooks and config, Mino "
+        "skills and settings, editor tasks and settings), so writes here ask in every mode except bypass."
+    )
+
+
+def _write_prepared(
+    target: Target, fields: list[tuple[str, str]], preview_note: str | None, state: FileState
+) -> Prepared:
+    protected = _protected_warning(target)
+    warning = " ".join(w for w in (protected, preview_note) if w) or None
+    return Prepared(fields, warning=warning, state=state, kind="other" if protected else None)
+
+
+def _bound_target(ctx: ToolContext, rel: str, prepared: Prepared) -> Target:
+    """The target again, refusing a path that now resolves elsewhere than the one approved."""
+    target = _locate(ctx, rel, writing=True)
+    if not isinstance(prepared.state, FileState) or target.path != prepared.state.path:
+        raise ToolFailure(CHANGED_AFTER_APPROVAL)
+    return target
 
 
 def _find_all(text: str, needle: str) -> list[int]:
@@ -218,15 +290,14 @@ class ReadFileTool:
         return ReadArgs(path, start, end)
 
     def prepare(self, args: ReadArgs, ctx: ToolContext) -> Prepared:
-        resolve_in_workdir(ctx.workdir, args.path)
+        _locate(ctx, args.path, writing=False)
         fields = [("Path", args.path), ("Directory", str(ctx.workdir))]
         if args.start_line is not None or args.end_line is not None:
             fields.append(("Lines", f"{args.start_line or 1}-{args.end_line or 'end'}"))
         return Prepared(fields)
 
     def run(self, args: ReadArgs, ctx: ToolContext, prepared: Prepared) -> ToolResult:
-        path = resolve_in_workdir(ctx.workdir, args.path)
-        fd = _open_regular(path, args.path)
+        fd = _open_regular(_locate(ctx, args.path, writing=False))
         if fd is None:
             raise ToolFailure(f"{args.path} does not exist.")
         try:
@@ -330,8 +401,10 @@ class WriteFileTool:
         return WriteArgs(path, content, mode)
 
     def prepare(self, args: WriteArgs, ctx: ToolContext) -> Prepared:
-        path = resolve_in_workdir(ctx.workdir, args.path)
-        state = _file_state(path, args.path)
+        target = _locate(ctx, args.path, writing=True)
+        path = target.path
+        found = _read_regular(target)
+        state = None if found is None else _sha256(found[0])
         if args.mode == "create" and state is not None:
             raise ToolFailure(f"{args.path} already exists; use mode 'overwrite' to replace it.")
         if args.mode == "overwrite" and state is None:
@@ -342,26 +415,29 @@ class WriteFileTool:
             mode_text = "Replace the existing file"
         head, note = preview(args.content)
         fields = [*_path_fields(args.path, path, ctx.workdir), ("Mode", mode_text), ("Content", head)]
-        return Prepared(fields, warning=note, state=state)
+        return _write_prepared(target, fields, note, FileState(path, state))
 
     def run(self, args: WriteArgs, ctx: ToolContext, prepared: Prepared) -> ToolResult:
-        path = resolve_in_workdir(ctx.workdir, args.path)
-        found = _read_regular(path, args.path)
-        if (None if found is None else _sha256(found[0])) != prepared.state:
-            raise ToolFailure(CHANGED_AFTER_APPROVAL)
-        if found is None:
-            try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-            except OSError as e:
-                raise ToolFailure(f"Cannot create the folder for {args.path}: {e.strerror or e}.") from None
-            # The folders are new: resolve again so a link planted meanwhile cannot lead outside.
-            if resolve_in_workdir(ctx.workdir, args.path) != path:
+        target = _bound_target(ctx, args.path, prepared)
+        parent = open_parent(target)
+        try:
+            found = _read_at(parent, target)
+            if (None if found is None else _sha256(found[0])) != prepared.state.sha256:
                 raise ToolFailure(CHANGED_AFTER_APPROVAL)
-            mode = _new_file_mode()
-        else:
-            mode = stat.S_IMODE(found[1].st_mode) & 0o777  # keep rwx bits, never setuid/setgid
-        data = args.content.encode("utf-8")
-        _write(path, args.path, data, mode)
+            if parent is None:  # missing folders: make them, each opened without following links
+                parent = open_parent(target, create=True)
+                assert parent is not None
+            if found is None:
+                if _exists_at(parent, final_name(target)):  # appeared since the check above
+                    raise ToolFailure(CHANGED_AFTER_APPROVAL)
+                mode = _new_file_mode()
+            else:
+                mode = stat.S_IMODE(found[1].st_mode) & 0o777  # keep rwx bits, never setuid/setgid
+            data = args.content.encode("utf-8")
+            _write(parent, target, data, mode)
+        finally:
+            if parent is not None:
+                os.close(parent)
         return ToolResult(COMPLETED, f"Wrote {len(data)} bytes to {args.path}")
 
 
@@ -400,8 +476,8 @@ class EditFileTool:
         return EditArgs(path, old, new)
 
     def prepare(self, args: EditArgs, ctx: ToolContext) -> Prepared:
-        path = resolve_in_workdir(ctx.workdir, args.path)
-        found = _read_regular(path, args.path)
+        target = _locate(ctx, args.path, writing=True)
+        found = _read_regular(target)
         if found is None:
             raise ToolFailure(f"{args.path} does not exist; use write_file to create it.")
         data, _ = found
@@ -413,19 +489,24 @@ class EditFileTool:
         )
         head, note = preview(diff)
         fields = [
-            *_path_fields(args.path, path, ctx.workdir),
+            *_path_fields(args.path, target.path, ctx.workdir),
             ("Mode", "Edit the existing file"),
             ("Diff", head),
         ]
-        return Prepared(fields, warning=note, state=_sha256(data))
+        return _write_prepared(target, fields, note, FileState(target.path, _sha256(data)))
 
     def run(self, args: EditArgs, ctx: ToolContext, prepared: Prepared) -> ToolResult:
-        path = resolve_in_workdir(ctx.workdir, args.path)
-        found = _read_regular(path, args.path)
-        if found is None or _sha256(found[0]) != prepared.state:
-            raise ToolFailure(CHANGED_AFTER_APPROVAL)
-        _, new = self._replace(found[0], args)
-        _write(path, args.path, new.encode("utf-8"), stat.S_IMODE(found[1].st_mode) & 0o777)
+        target = _bound_target(ctx, args.path, prepared)
+        parent = open_parent(target)
+        try:
+            found = _read_at(parent, target)
+            if parent is None or found is None or _sha256(found[0]) != prepared.state.sha256:
+                raise ToolFailure(CHANGED_AFTER_APPROVAL)
+            _, new = self._replace(found[0], args)
+            _write(parent, target, new.encode("utf-8"), stat.S_IMODE(found[1].st_mode) & 0o777)
+        finally:
+            if parent is not None:
+                os.close(parent)
         return ToolResult(COMPLETED, f"Edited {args.path}: replaced 1 occurrence")
 
     @staticmethod
