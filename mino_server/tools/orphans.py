@@ -98,7 +98,7 @@ def end(run: Run) -> None:
     killed: dict[int, int] = {}  # pid → start time of each process sent SIGKILL
     deadline = time.monotonic() + REAP_WAIT_S
     while True:
-        dying = False
+        busy = False
         with _lock:  # a command being started now is registered before its shell can show here
             others = list(_running.values())
             for pid in _children(me):
@@ -107,12 +107,13 @@ def end(run: Run) -> None:
                 state, _, sid, start = _stat_of(pid)
                 if not state or (killed.get(pid) != start and not _belongs(pid, sid, start, run, others)):
                     continue
-                if state != "Z":
-                    _kill_tree(pid, start, killed)
-                dying |= not _reap(pid)
-        # Killed processes further down are reparented to Mino as their parents die: another
-        # round reaps them.
-        if not (dying or _any_left(killed)) or time.monotonic() > deadline:
+                if state != "Z" and killed.get(pid) != start:
+                    _kill_tree(pid, start, killed, me)
+                _reap(pid)
+                busy = True  # acted on one: look again (its children may be Mino's now)
+        # Until a round finds nothing: what was killed further down is reparented to Mino as its
+        # parent dies, and reaped in a later round.
+        if not (busy or _any_left(killed)) or time.monotonic() > deadline:
             return
         time.sleep(0.001)
 
@@ -132,18 +133,21 @@ def _belongs(pid: int, sid: int, start: int, run: Run, others: list[Run]) -> boo
     return start >= run.start and not any(other.start <= start for other in others)
 
 
-def _kill_tree(pid: int, start: int, killed: dict[int, int]) -> None:
-    """SIGKILL `pid`, then (its children now final: a killed process forks no more) those below."""
+def _kill_tree(pid: int, start: int, killed: dict[int, int], me: int) -> None:
+    """SIGKILL `pid` and everything below it, each recorded in `killed` so that it is recognised
+    (and reaped) once it is reparented to Mino. A process sent SIGKILL forks no more, so its
+    children read after the kill (or, if it died already, before) are all of them."""
     stack = [(pid, start)]
     while stack:
         p, st = stack.pop()
+        before = _children(p)
         if not _kill(p, st):
             continue
         killed[p] = st
-        for child in _children(p):
-            info = _stat_of(child)
-            if info[0] not in ("", "Z"):
-                stack.append((child, info[3]))
+        for child in dict.fromkeys([*before, *_children(p)]):
+            state, parent, _, child_start = _stat_of(child)
+            if state and parent in (p, me) and child not in killed:  # not a newer process of that number
+                stack.append((child, child_start))
 
 
 def _kill(pid: int, start: int) -> bool:
@@ -171,13 +175,12 @@ def _kill(pid: int, start: int) -> bool:
             os.close(fd)
 
 
-def _reap(pid: int) -> bool:
-    """Reap our child `pid` if it has ended; whether it is gone."""
+def _reap(pid: int) -> None:
+    """Reap our child `pid` if it has ended."""
     try:
-        done, _ = os.waitpid(pid, os.WNOHANG)
+        os.waitpid(pid, os.WNOHANG)
     except ChildProcessError:
-        return True
-    return done == pid
+        pass
 
 
 def _any_left(killed: dict[int, int]) -> bool:

@@ -146,6 +146,10 @@ def test_leftovers_of_a_process_that_is_not_a_command_are_left_alone(tmp_path: P
     orphans.prepare()
     subprocess.run(["bash", "-c", f"setsid sleep {marker} >/dev/null 2>&1 &"], check=True)
     try:
+        deadline = time.monotonic() + 5
+        while not live_with(marker) and time.monotonic() < deadline:  # the fork may not have run yet
+            time.sleep(0.01)
+        time.sleep(0.05)  # start times count in clock ticks (10 ms): the command starts in a later one
         assert len(live_with(marker)) == 1
         run_bash({"command": "true"}, _ctx(tmp_path, None))
         assert len(live_with(marker)) == 1
