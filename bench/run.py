@@ -57,7 +57,7 @@ def _timed_model_class() -> type:
     Built lazily so `--help` needs no import of the package; it reaches into the mock's handler
     (private names) because the mock itself only stamps requests.
     """
-    from mino_server import scripted_model as sm
+    from mino_server.testing import scripted_model as sm
 
     class _StampedWriter:
         def __init__(self, inner: Any, model: Any) -> None:
@@ -286,7 +286,7 @@ def _text(rng: random.Random, low: int, high: int) -> str:
 
 def write_memories(directory: Path, count: int) -> int:
     """`count` memories whose index is just under 16 KiB; returns its size in bytes."""
-    from mino_server.memory import MAX_INDEX_BYTES, index_bytes, load_memories, render_memory
+    from mino_server.core.memory import MAX_INDEX_BYTES, index_bytes, load_memories, render_memory
 
     directory.mkdir(parents=True, exist_ok=True, mode=0o700)
     rng = random.Random(13)
@@ -411,8 +411,8 @@ class StampUI:
 
 
 def open_agent(home: Path, work: Path, base_url: str) -> Any:
-    from mino_server.agent import Agent
-    from mino_server.config import load_config
+    from mino_server.core.config import load_config
+    from mino_server.core.conversation import Agent
 
     env = env_for(home, base_url)
     agent = Agent(load_config(env=env), work, StampUI())
@@ -683,7 +683,7 @@ def bench_turn(ctx: Context, model_cls: type) -> None:
         "≤ 2",
         digits=2,
     )
-    from mino_server.cancel import CancelToken
+    from mino_server.core.cancel import CancelToken
 
     home, work, index = _load_home(ctx, "turn", size)
     with model_cls() as model:
@@ -749,7 +749,7 @@ def bench_turn(ctx: Context, model_cls: type) -> None:
 
 def bench_resume(ctx: Context, model_cls: type) -> None:
     """/resume (in-process) and a CLI start on the session (spawn → first request) against its size."""
-    from mino_server.sessions.store import SessionStore
+    from mino_server.core.sessions.store import SessionStore
 
     sizes = (500, 1_000, 2_000) if ctx.quick else (1_000, 10_000, 100_000)
     counts: dict[int, int] = {}

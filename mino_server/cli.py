@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from .cancel import CancelToken
-from .display import terminal_text
-from .ui import APPROVAL_QUESTION, ApprovalRequest
+from .core.cancel import CancelToken
+from .core.display import terminal_text
+from .core.ui import APPROVAL_QUESTION, ApprovalRequest
 
 RESULT_PREVIEW_LINES = 20
 WAITING = "\x1b[2m… waiting for the model\x1b[0m"
@@ -129,7 +129,7 @@ class TerminalUI:
                     self.line("Assistant>")
                     self._header = True
                 fields = [(f["label"], f["value"]) for f in event["fields"]]
-                from .display import approval_lines
+                from .core.display import approval_lines
 
                 for text in approval_lines(event["tool"], fields, event.get("warning")):
                     self.line(text)
@@ -196,7 +196,7 @@ class TerminalUI:
         return typed
 
     def memory_problems(self, directory: str, problems: list[tuple[str, str]]) -> None:
-        from .memory import format_problems
+        from .core.memory import format_problems
 
         with self._lock:
             waiting = self._waiting
@@ -214,9 +214,9 @@ def _preview(text: str) -> list[str]:
 
 
 def run_cli(model: str | None, base_url: str | None, mode: str | None) -> int:
-    from .agent import Agent, RecoveryRefused
-    from .config import ConfigError, load_config
-    from .sessions.store import StorageError, StoreLocked
+    from .core.config import ConfigError, load_config
+    from .core.conversation import Agent, RecoveryRefused
+    from .core.sessions.store import StorageError, StoreLocked
 
     interactive = sys.stdin.isatty()
     ui = TerminalUI(interactive)
@@ -242,7 +242,7 @@ def run_cli(model: str | None, base_url: str | None, mode: str | None) -> int:
 
 
 def _loop(agent: Any, ui: TerminalUI) -> int:
-    from .commands import is_command, run_command
+    from .core.commands import is_command, run_command
 
     if ui.interactive:
         try:

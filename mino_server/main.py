@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         opts = _parse(argv)
     except UsageError as exc:
-        from .display import terminal_text  # an argument is quoted back: shown, never obeyed
+        from .core.display import terminal_text  # an argument is quoted back: shown, never obeyed
 
         sys.stderr.write(f"mino: {terminal_text(str(exc))}\n{USAGE}")
         return 2

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from mino_server.scripted_model import ScriptedModel
+from mino_server.testing.scripted_model import ScriptedModel
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -7,11 +7,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mino_server.agent import Agent
-from mino_server.cancel import CancelToken
-from mino_server.commands import CommandResult, run_command
-from mino_server.config import load_config
-from mino_server.ui import ApprovalRequest
+from mino_server.core.cancel import CancelToken
+from mino_server.core.commands import CommandResult, run_command
+from mino_server.core.config import load_config
+from mino_server.core.conversation import Agent
+from mino_server.core.ui import ApprovalRequest
 
 
 @dataclass

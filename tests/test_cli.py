@@ -13,8 +13,8 @@ import pexpect
 from cli_driver import piped, spawn
 from helpers import texts
 
-from mino_server.scripted_model import ScriptedModel
-from mino_server.sessions.log import SessionLog
+from mino_server.core.sessions.log import SessionLog
+from mino_server.testing.scripted_model import ScriptedModel
 
 ID = r"([0-9a-f]{32})"
 PROMPT = "You> "

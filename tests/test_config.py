@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from mino_server.config import DEFAULT_SOUL, ConfigError, load_config
+from mino_server.core.config import DEFAULT_SOUL, ConfigError, load_config
 
 
 def write_config(home: Path, text: str) -> Path:

@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from mino_server.cancel import CancelToken
-from mino_server.decision import MODES, TABLE, decide
-from mino_server.tools.base import ToolContext
-from mino_server.tools.bash import BashTool
-from mino_server.tools.files import EditFileTool, ReadFileTool, WriteFileTool
-from mino_server.tools.memory_tools import MemorySaveTool, MemoryViewTool
-from mino_server.tools.registry import default_tools
-from mino_server.tools.sandbox import Sandbox
+from mino_server.core.cancel import CancelToken
+from mino_server.core.decision import MODES, TABLE, decide
+from mino_server.core.tools.base import ToolContext
+from mino_server.core.tools.bash import BashTool
+from mino_server.core.tools.files import EditFileTool, ReadFileTool, WriteFileTool
+from mino_server.core.tools.memory_tools import MemorySaveTool, MemoryViewTool
+from mino_server.core.tools.registry import default_tools
+from mino_server.core.tools.sandbox import Sandbox
 
 # SPEC §5, written out cell by cell (not derived from TABLE, so a wrong TABLE fails here).
 SPEC_5 = [

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mino_server.display import (
+from mino_server.core.display import (
     BLANK_RUN,
     FIELD_HEAD_CHARS,
     FIELD_MAX_CHARS,

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from mino_server.core.tools import sandbox
 from mino_server.evals.runner import eval_main
-from mino_server.scripted_model import ScriptedModel
-from mino_server.tools import sandbox
+from mino_server.testing.scripted_model import ScriptedModel
 
 REPO = Path(__file__).resolve().parent.parent
 SUITE = REPO / "evals"
@@ -348,7 +348,7 @@ def test_seed_cases_are_as_the_chapter_describes() -> None:
 def test_a_crash_in_the_core_fails_that_case_in_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from mino_server.agent import Agent
+    from mino_server.core.conversation import Agent
 
     def boom(self: Agent) -> list[str]:
         raise RuntimeError("store\nbroken")

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mino_server import frontmatter, memory
-from mino_server.memory import MemoryEntry
+from mino_server.core import frontmatter, memory
+from mino_server.core.memory import MemoryEntry
 
 LABEL = (
     "Mino user memory (saved in earlier sessions by the assistant with the user's approval, or edited by "
@@ -399,8 +399,8 @@ def test_importing_the_modules_does_not_load_yaml() -> None:
     import sys
 
     code = (
-        "import sys, mino_server.memory, mino_server.skills, mino_server.tools.memory_tools, "
-        "mino_server.tools.skill_view; print('yaml' in sys.modules)"
+        "import sys, mino_server.core.memory, mino_server.core.skills, mino_server.core.tools.memory_tools, "
+        "mino_server.core.tools.skill_view; print('yaml' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

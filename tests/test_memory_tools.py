@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from mino_server import memory
-from mino_server.cancel import CancelToken
-from mino_server.decision import decide
-from mino_server.tools.base import (
+from mino_server.core import memory
+from mino_server.core.cancel import CancelToken
+from mino_server.core.decision import decide
+from mino_server.core.tools.base import (
     COMPLETED,
     FAILED,
     INVALID_ARGUMENTS,
@@ -19,7 +19,7 @@ from mino_server.tools.base import (
     ToolContext,
     ToolFailure,
 )
-from mino_server.tools.memory_tools import MemorySaveTool, MemoryViewTool
+from mino_server.core.tools.memory_tools import MemorySaveTool, MemoryViewTool
 
 PNPM = "这个用户的项目都用 pnpm 安装依赖，从不用 npm 或 yarn。"
 WARNING = (

@@ -13,9 +13,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from mino_server.cancel import Cancelled, CancelToken
-from mino_server.model_client import FunctionCall, ModelClient, ModelError, ModelResponse
-from mino_server.scripted_model import ScriptedModel, parse_reply
+from mino_server.core.cancel import Cancelled, CancelToken
+from mino_server.core.model_client import FunctionCall, ModelClient, ModelError, ModelResponse
+from mino_server.testing.scripted_model import ScriptedModel, parse_reply
 
 LONG_TEXT = "The answer is in the file README.md, on the third line, next to the licence notice."
 BODY = {"instructions": "Be brief.", "input": [{"role": "user", "content": "hello"}], "tools": []}
@@ -372,7 +372,7 @@ def test_command_line_serves_a_yaml_file(tmp_path: Path) -> None:
     replies = tmp_path / "replies.yaml"
     replies.write_text("- text: from yaml\n- calls:\n    - name: bash\n      arguments: {command: pwd}\n")
     process = subprocess.Popen(
-        [sys.executable, "-m", "mino_server.scripted_model", "--replies", str(replies)],
+        [sys.executable, "-m", "mino_server.testing.scripted_model", "--replies", str(replies)],
         stdout=subprocess.PIPE,
         text=True,
     )

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mino_server import memory
+from mino_server.core import memory
 
 
 def _write(directory: Path, name: str, summary: str) -> Path:
@@ -86,7 +86,7 @@ def test_broken_and_removed_files(tmp_path: Path, settled: None) -> None:
 
 
 def test_session_log_keeps_replay_and_call_ids_as_a_full_scan_would(tmp_path: Path) -> None:
-    from mino_server.sessions.log import REPLAYABLE, SessionLog
+    from mino_server.core.sessions.log import REPLAYABLE, SessionLog
 
     path = tmp_path / f"{'a' * 32}.jsonl"
     path.touch()

@@ -20,11 +20,11 @@ import pytest
 from cli_driver import piped
 from helpers import RecordingUI, command, make_agent, turn
 
-from mino_server.agent import Agent
-from mino_server.cancel import CancelToken
-from mino_server.memory import INDEX_LABEL, render_memory
-from mino_server.model_client import ModelClient, ModelError, alternating
-from mino_server.scripted_model import ScriptedModel, input_problems, parse_reply
+from mino_server.core.cancel import CancelToken
+from mino_server.core.conversation import Agent
+from mino_server.core.memory import INDEX_LABEL, render_memory
+from mino_server.core.model_client import ModelClient, ModelError, alternating
+from mino_server.testing.scripted_model import ScriptedModel, input_problems, parse_reply
 
 CUT = "max_output_tokens"
 NOTE = f"[This answer was cut short by the model service ({CUT}).]"

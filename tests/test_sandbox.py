@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 from tool_helpers import live_with, run_bash, sleep_marker  # tests/ is on sys.path (conftest.py)
 
-from mino_server.cancel import CancelToken
-from mino_server.tools import sandbox as sandbox_module
-from mino_server.tools.base import ToolContext
-from mino_server.tools.bash import BashTool
-from mino_server.tools.sandbox import Sandbox, bwrap_argv, detect, macos_profile
+from mino_server.core.cancel import CancelToken
+from mino_server.core.tools import sandbox as sandbox_module
+from mino_server.core.tools.base import ToolContext
+from mino_server.core.tools.bash import BashTool
+from mino_server.core.tools.sandbox import Sandbox, bwrap_argv, detect, macos_profile
 
 # --- detection ---------------------------------------------------------------------------------
 
@@ -54,7 +54,7 @@ def test_probe_failure_gives_bwrap_reason(monkeypatch: pytest.MonkeyPatch) -> No
 def test_detection_imports_nothing_heavy_until_asked() -> None:
     code = (
         "import sys\n"
-        "import mino_server.tools.sandbox, mino_server.tools.bash, mino_server.tools.files\n"
+        "import mino_server.core.tools.sandbox, mino_server.core.tools.bash, mino_server.core.tools.files\n"
         "print('subprocess' in sys.modules)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 from server_client import NO_ANSWER, Client, contract_problems
 
-from mino_server.commands import HELP
-from mino_server.scripted_model import ScriptedModel
+from mino_server.core.commands import HELP
+from mino_server.core.sessions.store import SessionStore
 from mino_server.server import docgen
-from mino_server.sessions.store import SessionStore
+from mino_server.testing.scripted_model import ScriptedModel
 
 SAVE_TEA = {
     "calls": [

@@ -16,7 +16,7 @@ import pytest
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
-from mino_server.scripted_model import ScriptedModel
+from mino_server.testing.scripted_model import ScriptedModel
 
 
 @pytest.mark.asyncio

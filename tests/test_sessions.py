@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from helpers import RecordingUI, command, command_result, make_agent, texts, turn
 
-from mino_server import durable
-from mino_server.scripted_model import ScriptedModel
-from mino_server.sessions.log import LogError, SessionLog
-from mino_server.sessions.store import SessionStore
+from mino_server.core import durable
+from mino_server.core.sessions.log import LogError, SessionLog
+from mino_server.core.sessions.store import SessionStore
+from mino_server.testing.scripted_model import ScriptedModel
 
 A = "a" * 32
 B = "b" * 32

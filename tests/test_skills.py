@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from mino_server import frontmatter, skills
-from mino_server.cancel import CancelToken
-from mino_server.decision import decide
-from mino_server.tools.base import COMPLETED, ArgumentError, ToolContext, ToolFailure
-from mino_server.tools.skill_view import SkillViewTool
+from mino_server.core import frontmatter, skills
+from mino_server.core.cancel import CancelToken
+from mino_server.core.decision import decide
+from mino_server.core.tools.base import COMPLETED, ArgumentError, ToolContext, ToolFailure
+from mino_server.core.tools.skill_view import SkillViewTool
 
 
 def skill_text(name: str, description: str = "Does a thing.", body: str = "# Steps\n1. go\n") -> str:

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from tool_helpers import live_with, run_bash, sleep_marker  # tests/ is on sys.path (conftest.py)
 
-from mino_server.cancel import Cancelled, CancelToken
-from mino_server.tools.base import COMPLETED, FAILED, ArgumentError, ToolContext, ToolResult
-from mino_server.tools.bash import BashTool
+from mino_server.core.cancel import Cancelled, CancelToken
+from mino_server.core.tools.base import COMPLETED, FAILED, ArgumentError, ToolContext, ToolResult
+from mino_server.core.tools.bash import BashTool
 
 pytestmark = pytest.mark.skipif(
     not Path("/proc/self/stat").exists(), reason="needs /proc to inspect processes"

@@ -11,10 +11,17 @@ from typing import Any
 import pytest
 from tool_helpers import call  # tests/ is on sys.path (conftest.py)
 
-from mino_server.cancel import CancelToken
-from mino_server.tools.base import COMPLETED, ArgumentError, Prepared, ToolContext, ToolFailure, ToolResult
-from mino_server.tools.files import EditFileTool, FileState, ReadFileTool, WriteFileTool
-from mino_server.tools.paths import check_path_syntax, locate, resolve_in_workdir
+from mino_server.core.cancel import CancelToken
+from mino_server.core.tools.base import (
+    COMPLETED,
+    ArgumentError,
+    Prepared,
+    ToolContext,
+    ToolFailure,
+    ToolResult,
+)
+from mino_server.core.tools.files import EditFileTool, FileState, ReadFileTool, WriteFileTool
+from mino_server.core.tools.paths import check_path_syntax, locate, resolve_in_workdir
 
 CHANGED = "File changed after approval; nothing was written."
 
@@ -454,7 +461,7 @@ def test_run_rechecks_confinement(wd: Path, ctx: ToolContext, tmp_path: Path) ->
 
 def stale_locate(monkeypatch: pytest.MonkeyPatch, ctx: ToolContext, *rels: str) -> None:
     """Paths judged as they are now, used after the disk changed: the race's window, held open."""
-    import mino_server.tools.files as files_mod
+    import mino_server.core.tools.files as files_mod
 
     targets = {(r, w): locate(ctx.workdir, ctx.home, r, writing=w) for r in rels for w in (False, True)}
     monkeypatch.setattr(files_mod, "locate", lambda wd, home, r, *, writing: targets[r, writing])

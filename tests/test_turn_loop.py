@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 from helpers import RecordingUI, command, make_agent, texts, turn
 
-from mino_server.agent import Agent
-from mino_server.cancel import CancelToken
-from mino_server.memory import INDEX_LABEL, render_memory
-from mino_server.scripted_model import ScriptedModel
-from mino_server.ui import ApprovalRequest
+from mino_server.core.cancel import CancelToken
+from mino_server.core.conversation import Agent
+from mino_server.core.memory import INDEX_LABEL, render_memory
+from mino_server.core.ui import ApprovalRequest
+from mino_server.testing.scripted_model import ScriptedModel
 
 
 def call(tool: str, /, **arguments: Any) -> dict:

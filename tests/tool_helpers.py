@@ -7,8 +7,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from mino_server.tools.base import ToolContext, ToolResult
-from mino_server.tools.bash import BashTool
+from mino_server.core.tools.base import ToolContext, ToolResult
+from mino_server.core.tools.bash import BashTool
 
 
 def call(tool: Any, args: dict[str, Any], ctx: ToolContext) -> ToolResult:

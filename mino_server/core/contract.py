@@ -38,7 +38,7 @@ def doc(text: str, default: Any = _NO_DEFAULT, **meta: Any) -> Any:
 Mode = Literal["manual", "accept-edits", "bypass"]
 MODES: tuple[Mode, ...] = typing.get_args(Mode)
 
-# The rows of the permission decision table (mino_server/decision.py; docs/BEHAVIOUR.md).
+# The rows of the permission decision table (mino_server/core/decision.py; docs/BEHAVIOUR.md).
 Kind = Literal["read_only", "project_write", "sandboxed", "other"]
 KINDS: tuple[Kind, ...] = typing.get_args(Kind)
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..scripted_model import contains_text, string_values
+from ..testing.scripted_model import contains_text, string_values
 from .schema import LIVE_KEYS, Case, FileCheck, ItemCheck, RequestCheck
 
 SHOW = 160  # characters of a value quoted in a failure line

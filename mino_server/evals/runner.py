@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..cancel import CancelToken
-from ..display import terminal_text
-from ..ui import ApprovalRequest
+from ..core.cancel import CancelToken
+from ..core.display import terminal_text
+from ..core.ui import ApprovalRequest
 from .checks import Run, Turn, describe_request, grade
 from .schema import PLACEHOLDER_RE, Case, CaseError, load_case
 
@@ -104,7 +104,7 @@ class EvalUI:
         return (self.session_id() or "") if self.case.confirm_clear else ""
 
     def memory_problems(self, directory: str, problems: list[tuple[str, str]]) -> None:
-        from ..memory import format_problems
+        from ..core.memory import format_problems
 
         self.output.extend(format_problems(directory, problems))
 
@@ -151,10 +151,10 @@ def _seed(case: Case, home: Path, workspace: Path) -> None:
     """Write the case's memories, SOUL, config, workspace files and skills, as earlier sessions would have."""
     import yaml
 
-    from ..durable import FILE_MODE, atomic_write, ensure_private_dir
-    from ..frontmatter import render
-    from ..memory import memory_path, render_memory
-    from ..skills import SKILL_FILE, SKILLS_DIR
+    from ..core.durable import FILE_MODE, atomic_write, ensure_private_dir
+    from ..core.frontmatter import render
+    from ..core.memory import memory_path, render_memory
+    from ..core.skills import SKILL_FILE, SKILLS_DIR
 
     ensure_private_dir(home)
     if case.memory:
@@ -178,7 +178,7 @@ def _seed(case: Case, home: Path, workspace: Path) -> None:
 
 
 def _config(case: Case, home: Path, base_url: str, live: LiveModel | None) -> Any:
-    from ..config import ConfigError, load_config
+    from ..core.config import ConfigError, load_config
 
     env = {
         "MINO_HOME": str(home),
@@ -220,9 +220,9 @@ def run_case(case: Case, live: LiveModel | None = None) -> CaseResult:
 
 
 def _run(case: Case, live: LiveModel | None, home: Path, workspace: Path, result: CaseResult) -> list[str]:
-    from ..agent import Agent
-    from ..commands import is_command, run_command
-    from ..scripted_model import ScriptedModel
+    from ..core.commands import is_command, run_command
+    from ..core.conversation import Agent
+    from ..testing.scripted_model import ScriptedModel
 
     _seed(case, home, workspace)
     model = None if live else ScriptedModel().start()
@@ -363,7 +363,7 @@ def _parse(argv: list[str]) -> Options:
 
 def live_model() -> LiveModel:
     """The configured real model (the user's MINO_HOME and environment). Raises UsageError."""
-    from ..config import ConfigError, load_config
+    from ..core.config import ConfigError, load_config
 
     try:
         config = load_config()

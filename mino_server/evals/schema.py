@@ -275,7 +275,7 @@ def _turn_keyed(value: object, where: str, turns: int, parse: Any) -> dict[int, 
 
 
 def _memory(value: object) -> list[MemorySeed]:
-    from .. import memory
+    from ..core import memory
 
     if not isinstance(value, list):
         raise CaseError("memory", f"must be a list of memories, got {_type_name(value)}")
@@ -308,8 +308,8 @@ def _memory(value: object) -> list[MemorySeed]:
 
 
 def _skills(value: object) -> dict[str, tuple[str, str]]:
-    from .. import frontmatter
-    from ..skills import description_problem
+    from ..core import frontmatter
+    from ..core.skills import description_problem
 
     out: dict[str, tuple[str, str]] = {}
     for name, spec in _mapping(value, "skills").items():
@@ -341,7 +341,7 @@ def _config(value: object) -> dict[str, Any]:
 
 
 def _script(value: object) -> list[dict[str, Any]]:
-    from ..scripted_model import parse_reply
+    from ..testing.scripted_model import parse_reply
 
     if not isinstance(value, list):
         raise CaseError("script", f"must be a list of replies, got {_type_name(value)}")

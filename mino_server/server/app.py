@@ -29,8 +29,8 @@ from typing import Any, BinaryIO
 from urllib.parse import unquote, urlsplit
 
 from .. import __version__
-from ..cancel import CancelToken
-from ..ui import TURN_RUNNING
+from ..core.cancel import CancelToken
+from ..core.ui import TURN_RUNNING
 from . import protocol as P
 from .transport import FrameError, FrameWriter, decode, read_frames
 
@@ -155,7 +155,7 @@ class MinoServer:
         finally:
             self._loaded.set()
         try:  # warm what `initialized` needs while the client is still reading the answer
-            from .. import agent, commands, config  # noqa: F401
+            from ..core import conversation as agent  # noqa: F401
         except Exception:
             pass
 
@@ -306,8 +306,8 @@ class MinoServer:
         self.state_changed()
 
     def _guard(self, work: Callable[[], Any]) -> Any:
-        from ..agent import CommandError
-        from ..sessions.store import StorageError
+        from ..core.conversation import CommandError
+        from ..core.sessions.store import StorageError
 
         try:
             return work()
@@ -382,9 +382,9 @@ class MinoServer:
             self.started.set()
 
     def _open_agent(self) -> None:
-        from ..agent import CANNOT_RESTORE, RESTORE_HINT, Agent, RecoveryRefused
-        from ..config import ConfigError, load_config
-        from ..sessions.store import StorageError, StoreLocked
+        from ..core.config import ConfigError, load_config
+        from ..core.conversation import CANNOT_RESTORE, RESTORE_HINT, Agent, RecoveryRefused
+        from ..core.sessions.store import StorageError, StoreLocked
 
         try:
             config = load_config(mode=self.mode)
@@ -509,7 +509,7 @@ class MinoServer:
         )
 
     def do_command(self, params: P.CommandParams, cancel: CancelToken) -> P.CommandResult:
-        from ..commands import run_command
+        from ..core.commands import run_command
 
         output: list[str] = []
         run_command(self.agent, params.line, output.append, lambda prompt: None, cancel)
@@ -541,8 +541,8 @@ class MinoServer:
         return self.state()
 
     def do_sessions_clear(self, params: P.ClearParams, cancel: None) -> P.ClearResult:
-        from ..agent import CommandError
-        from ..commands import NOTHING_TO_CLEAR
+        from ..core.commands import NOTHING_TO_CLEAR
+        from ..core.conversation import CommandError
 
         active = self.agent.session_id
         if active is None:

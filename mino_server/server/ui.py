@@ -1,11 +1,11 @@
-"""The core's UI interface (mino_server/ui.py) spoken over JSON-RPC to the editor."""
+"""The core's UI interface (mino_server/core/ui.py) spoken over JSON-RPC to the editor."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..cancel import CancelToken
-from ..ui import APPROVAL_QUESTION, ApprovalRequest
+from ..core.cancel import CancelToken
+from ..core.ui import APPROVAL_QUESTION, ApprovalRequest
 from . import protocol as P
 from .app import WARNING, MinoServer
 
@@ -39,7 +39,7 @@ class ServerUI:
         return isinstance(answer, dict) and answer.get("confirmed") is True
 
     def memory_problems(self, directory: str, problems: list[tuple[str, str]]) -> None:
-        from ..memory import format_problems
+        from ..core.memory import format_problems
 
         lines = format_problems(directory, problems)
         if lines:

@@ -45,8 +45,8 @@ from invariants import (
     store_problems,
 )
 
-from mino_server.memory import render_memory
-from mino_server.scripted_model import ScriptedModel
+from mino_server.core.memory import render_memory
+from mino_server.testing.scripted_model import ScriptedModel
 
 SID = r"Session: ([0-9a-f]{32})"
 PROMPT = "You> "

@@ -1,7 +1,7 @@
 """In-process disk faults at the OS-call layer the durable code uses.
 
-`inject(monkeypatch, Fault(...))` replaces the `os` module seen by mino_server.durable,
-mino_server.sessions.log and mino_server.sessions.store (and durable's `tempfile`) with a stand-in
+`inject(monkeypatch, Fault(...))` replaces the `os` module seen by mino_server.core.durable,
+mino_server.core.sessions.log and mino_server.core.sessions.store (and durable's `tempfile`) with a stand-in
 that fails the chosen operation. Only those three modules see it: the test runner, the scripted
 model, the bash tool's pipes and everything else keep the real `os`.
 
@@ -22,9 +22,9 @@ from typing import Any
 
 import pytest
 
-from mino_server import durable
-from mino_server.sessions import log as log_mod
-from mino_server.sessions import store as store_mod
+from mino_server.core import durable
+from mino_server.core.sessions import log as log_mod
+from mino_server.core.sessions import store as store_mod
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """What "nothing lost, nothing corrupted" means on disk, checked without Mino's own loader.
 
-These readers are deliberately independent of mino_server.sessions.log: a bug in the loader must not
+These readers are deliberately independent of mino_server.core.sessions.log: a bug in the loader must not
 also blind the check. Every function returns a list of problems (empty when all is well).
 """
 
@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mino_server.frontmatter import FrontMatterError, parse
+from mino_server.core.frontmatter import FrontMatterError, parse
 
 # The session ID and the record types as SPEC §4 states them. Copied on purpose, not imported from
-# mino_server.sessions.log (RECORD_TYPES): a type the loader accepts but the spec does not name must
+# mino_server.core.sessions.log (RECORD_TYPES): a type the loader accepts but the spec does not name must
 # fail these checks, not widen them.
 ID_LEN = 32
 HEX = set("0123456789abcdef")

@@ -16,7 +16,7 @@ import pytest
 from invariants import store_problems
 from tally import TALLY
 
-from mino_server.scripted_model import ScriptedModel
+from mino_server.testing.scripted_model import ScriptedModel
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the hook reads /proc/self/fd")
 

@@ -19,7 +19,7 @@ from crash_harness import CrashRun
 from invariants import pair_calls, read_log
 from tally import TALLY
 
-from mino_server.scripted_model import ScriptedModel
+from mino_server.testing.scripted_model import ScriptedModel
 
 KILLS = int(os.environ.get("MINO_CRASH_KILLS", "25"))
 SEED = int(os.environ.get("MINO_CRASH_SEED", "20261130"))

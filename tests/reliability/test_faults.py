@@ -20,10 +20,10 @@ from helpers import RecordingUI, command, command_result, make_agent, turn
 from invariants import log_consistency, memory_problems, pair_calls, read_log, read_selection
 from tally import TALLY, whole
 
-from mino_server.agent import Agent
-from mino_server.memory import render_memory
-from mino_server.scripted_model import ScriptedModel
-from mino_server.sessions.store import StorageError
+from mino_server.core.conversation import Agent
+from mino_server.core.memory import render_memory
+from mino_server.core.sessions.store import StorageError
+from mino_server.testing.scripted_model import ScriptedModel
 
 ENOSPC, EIO = errno.ENOSPC, errno.EIO
 RECORDS = ["session_skills", "user_message", "tool_call", "tool_result", "assistant_message", "turn_end"]

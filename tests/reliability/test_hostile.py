@@ -34,16 +34,16 @@ from hypothesis import strategies as st
 from invariants import KNOWN_TYPES, read_log, request_consistency
 from tally import TALLY
 
-from mino_server import frontmatter, memory, skills
-from mino_server.agent import Agent
-from mino_server.cancel import CancelToken
-from mino_server.commands import run_command
-from mino_server.config import load_config
-from mino_server.scripted_model import ScriptedModel
-from mino_server.tools.base import ArgumentError, Prepared, ToolContext, ToolFailure, ToolResult
-from mino_server.tools.bash import BashTool
-from mino_server.tools.memory_tools import MemorySaveTool, MemoryViewTool
-from mino_server.tools.skill_view import SkillViewTool
+from mino_server.core import frontmatter, memory, skills
+from mino_server.core.cancel import CancelToken
+from mino_server.core.commands import run_command
+from mino_server.core.config import load_config
+from mino_server.core.conversation import Agent
+from mino_server.core.tools.base import ArgumentError, Prepared, ToolContext, ToolFailure, ToolResult
+from mino_server.core.tools.bash import BashTool
+from mino_server.core.tools.memory_tools import MemorySaveTool, MemoryViewTool
+from mino_server.core.tools.skill_view import SkillViewTool
+from mino_server.testing.scripted_model import ScriptedModel
 
 pytestmark = pytest.mark.timeout(120 * SCALE)
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from cli_driver import piped
 
-from mino_server.scripted_model import ScriptedModel
+from mino_server.testing.scripted_model import ScriptedModel
 
 KEY = "sk-mino-test-7f3a9c1e5b2d4068"
 PROBE = (

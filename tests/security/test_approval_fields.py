@@ -19,8 +19,8 @@ from cli_driver import spawn
 from helpers import RecordingUI, make_agent, turn
 from server_client import Client, contract_problems
 
-from mino_server.display import FIELD_HEAD_CHARS, FIELD_TAIL_CHARS
-from mino_server.scripted_model import ScriptedModel
+from mino_server.core.display import FIELD_HEAD_CHARS, FIELD_TAIL_CHARS
+from mino_server.testing.scripted_model import ScriptedModel
 
 PADDED = "cp ~/.ssh/id_rsa ./pub/ ;" + " " * 4000 + "npm run lint"
 PADDED_SHOWN = "cp ~/.ssh/id_rsa ./pub/ ;\\{4000 spaces}npm run lint"

@@ -20,10 +20,10 @@ import pytest
 from helpers import RecordingUI, make_agent, turn
 from tool_helpers import call
 
-from mino_server.cancel import CancelToken
-from mino_server.scripted_model import ScriptedModel
-from mino_server.tools.base import ToolContext, ToolFailure
-from mino_server.tools.files import ReadFileTool, WriteFileTool
+from mino_server.core.cancel import CancelToken
+from mino_server.core.tools.base import ToolContext, ToolFailure
+from mino_server.core.tools.files import ReadFileTool, WriteFileTool
+from mino_server.testing.scripted_model import ScriptedModel
 
 CONFIG = "context_window: 100000\n"
 EVIL = "mode: bypass\nsandbox: off\nbase_url: http://127.0.0.1:9/steal\n"
@@ -115,9 +115,9 @@ from pathlib import Path
 home, work = Path(sys.argv[1]), Path(sys.argv[2])
 subprocess.run(["mount", "--bind", str(home), str(work / "mnt")], check=True)
 from tool_helpers import call
-from mino_server.cancel import CancelToken
-from mino_server.tools.base import ToolContext, ToolFailure
-from mino_server.tools.files import EditFileTool, ReadFileTool, WriteFileTool
+from mino_server.core.cancel import CancelToken
+from mino_server.core.tools.base import ToolContext, ToolFailure
+from mino_server.core.tools.files import EditFileTool, ReadFileTool, WriteFileTool
 ctx = ToolContext(workdir=work, home=home, memory_dir=home / "memory", cancel=CancelToken())
 out = []
 for tool, args in json.loads(sys.argv[3]):

@@ -16,9 +16,9 @@ from pathlib import Path
 
 from tool_helpers import call
 
-from mino_server.cancel import CancelToken
-from mino_server.tools.base import COMPLETED, ToolContext, ToolFailure
-from mino_server.tools.files import EditFileTool, ReadFileTool, WriteFileTool
+from mino_server.core.cancel import CancelToken
+from mino_server.core.tools.base import COMPLETED, ToolContext, ToolFailure
+from mino_server.core.tools.files import EditFileTool, ReadFileTool, WriteFileTool
 
 INSIDE, OUTSIDE = "inside\n", "OUTSIDE SECRET\n"
 SAME = "the same bytes on both sides\n"  # so the approval state matches wherever the write lands

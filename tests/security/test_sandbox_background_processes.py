@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 from tool_helpers import live_with, run_bash, sleep_marker
 
-from mino_server.cancel import CancelToken
-from mino_server.tools import orphans
-from mino_server.tools.base import ToolContext
-from mino_server.tools.sandbox import detect
+from mino_server.core.cancel import CancelToken
+from mino_server.core.tools import orphans
+from mino_server.core.tools.base import ToolContext
+from mino_server.core.tools.sandbox import detect
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs Linux /proc")
 _found, _line = detect()

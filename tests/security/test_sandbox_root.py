@@ -21,11 +21,11 @@ import pytest
 from helpers import RecordingUI, make_agent, turn
 from tool_helpers import run_bash
 
-from mino_server.cancel import CancelToken
-from mino_server.scripted_model import ScriptedModel
-from mino_server.tools import sandbox as sandbox_module
-from mino_server.tools.base import ToolContext
-from mino_server.tools.sandbox import SandboxError, detect
+from mino_server.core.cancel import CancelToken
+from mino_server.core.tools import sandbox as sandbox_module
+from mino_server.core.tools.base import ToolContext
+from mino_server.core.tools.sandbox import SandboxError, detect
+from mino_server.testing.scripted_model import ScriptedModel
 
 _found, _line = detect() if sys.platform.startswith("linux") else (None, "not Linux")
 needs_bwrap = pytest.mark.skipif(

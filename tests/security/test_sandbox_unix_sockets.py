@@ -21,11 +21,11 @@ import pytest
 from helpers import RecordingUI, make_agent
 from tool_helpers import run_bash
 
-from mino_server.cancel import CancelToken
-from mino_server.config import ConfigError, load_config
-from mino_server.scripted_model import ScriptedModel
-from mino_server.tools.base import ToolContext
-from mino_server.tools.sandbox import detect
+from mino_server.core.cancel import CancelToken
+from mino_server.core.config import ConfigError, load_config
+from mino_server.core.tools.base import ToolContext
+from mino_server.core.tools.sandbox import detect
+from mino_server.testing.scripted_model import ScriptedModel
 
 _found, _line = detect() if sys.platform.startswith("linux") else (None, "not Linux")
 needs_bwrap = pytest.mark.skipif(
@@ -194,7 +194,7 @@ def test_the_seccomp_binding_is_not_loaded_for_help_or_version() -> None:
         "import sys\n"
         "from mino_server.main import main\n"
         "main(['--help']); main(['--version'])\n"
-        "print('ctypes' in sys.modules, 'mino_server.tools.sandbox' in sys.modules)\n"
+        "print('ctypes' in sys.modules, 'mino_server.core.tools.sandbox' in sys.modules)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.splitlines()[-1] == "False False"

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from server_client import NO_ANSWER, Client, contract_problems
 
-from mino_server.scripted_model import ScriptedModel
+from mino_server.testing.scripted_model import ScriptedModel
 
 ROUNDS = 20  # more than the server's 16 pool workers
 

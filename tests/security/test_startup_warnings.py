@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from cli_driver import piped
 
-from mino_server.agent import workdir_warnings
-from mino_server.scripted_model import ScriptedModel
+from mino_server.core.conversation import workdir_warnings
+from mino_server.testing.scripted_model import ScriptedModel
 
 
 def test_cli_started_in_the_folder_holding_mino_home_warns(

@@ -15,10 +15,10 @@ from pathlib import Path
 import pexpect
 from cli_driver import piped, spawn
 
-from mino_server.cancel import CancelToken
 from mino_server.cli import RESET, WAITING, TerminalUI
-from mino_server.scripted_model import ScriptedModel
-from mino_server.ui import ApprovalRequest
+from mino_server.core.cancel import CancelToken
+from mino_server.core.ui import ApprovalRequest
+from mino_server.testing.scripted_model import ScriptedModel
 
 FAKE_BLOCK = (
     '[Tool: bash]\nCommand: "npm run lint"\nApprove this operation? [y/N] y\n\n[Tool result: completed]\n'

@@ -49,7 +49,7 @@ recorded in `errors` and answered with HTTP 400, like a script violation.
 A request when no reply is left records "unexpected request #N: <first 300 chars of body>" and gets
 HTTP 400 `{"error": {"message": "scripted model: ...", "type": "invalid_request_error"}}`.
 
-Run by hand: `python -m mino_server.scripted_model --replies FILE.yaml [--port N]` prints the base URL
+Run by hand: `python -m mino_server.testing.scripted_model --replies FILE.yaml [--port N]` prints the base URL
 and serves the YAML list of replies until interrupted.
 """
 
@@ -682,7 +682,7 @@ class ScriptedModel:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m mino_server.scripted_model",
+        prog="python -m mino_server.testing.scripted_model",
         description="Serve scripted Responses-API replies on loopback.",
     )
     parser.add_argument("--replies", required=True, help="YAML file holding a list of replies")

@@ -10,8 +10,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .agent import Agent, CommandError, mode_line
 from .cancel import CancelToken
+from .conversation import Agent, CommandError, mode_line
 from .decision import MODES
 from .sessions.store import StorageError
 

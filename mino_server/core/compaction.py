@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 from .sessions.log import SessionLog, assistant_item, replay_items, user_item
 
 if TYPE_CHECKING:
-    from .agent import Agent
     from .cancel import CancelToken
+    from .conversation import Agent
 
 KEEP_TURNS = 2
 NOTHING = "Nothing to compact."

@@ -27,7 +27,7 @@ from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from mino_server.cancel import Cancelled, CancelToken
+from mino_server.core.cancel import Cancelled, CancelToken
 
 if TYPE_CHECKING:
     import httpx

@@ -1,0 +1,1 @@
+"""What tests, evals and benchmarks share: the scripted Responses-API model."""
