@@ -425,6 +425,16 @@ def test_no_calibration_from_unknown_usage(model: ScriptedModel, agent: Agent, u
     assert agent.tokens_per_char == 1.0  # a real count still calibrates (capped)
 
 
+def test_a_count_of_only_part_of_the_input_does_not_calibrate(model: ScriptedModel, agent: Agent) -> None:
+    """LiteLLM's bridge, when the backend counts nothing, reports its own count of the messages alone
+    (14 input tokens for a request of ~20,000 characters, in the recorded run): taken as a count of
+    the whole request, it would shrink the estimate to a fifth and compaction would come too late."""
+    before = agent.tokens_per_char
+    model.add({"text": "hi", "usage": {"input_tokens": 14, "output_tokens": 20}})
+    assert turn(agent, "Hello! Who are you?").status == "completed"
+    assert agent.tokens_per_char == before
+
+
 def test_parse_reply_checks_the_new_keys() -> None:
     assert parse_reply({"text": "x", "incomplete": CUT})["incomplete"] == CUT
     assert parse_reply({"usage": None}) == {"usage": None}
