@@ -25,7 +25,7 @@ def expect_session(child: pexpect.spawn) -> str:
     return child.match.group(1)
 
 
-def test_chapter_05_transcript_through_a_pty(
+def test_sessions_a_b_a_transcript_through_a_pty(
     model: ScriptedModel, mino_env: dict[str, str], workdir: Path
 ) -> None:
     model.add(

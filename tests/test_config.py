@@ -1,4 +1,4 @@
-"""Configuration (SPEC §1): precedence and one-line errors naming the file and the key."""
+"""Configuration (docs/BEHAVIOUR.md, "Home and configuration"): precedence and one-line errors naming the file and the key."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The permission decision: every cell of SPEC §5 and the seed's table 13-2, and each tool's kind."""
+"""The permission decision (docs/BEHAVIOUR.md, "Permission decision"): every cell, and each tool's kind."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from mino_server.core.tools.memory_tools import MemorySaveTool, MemoryViewTool
 from mino_server.core.tools.registry import default_tools
 from mino_server.core.tools.sandbox import Sandbox
 
-# SPEC §5, written out cell by cell (not derived from TABLE, so a wrong TABLE fails here).
-SPEC_5 = [
+# The decision table, written out cell by cell (not derived from TABLE, so a wrong TABLE fails here).
+DECISION_CELLS = [
     ("read_only", "manual", "run"),
     ("read_only", "accept-edits", "run"),
     ("read_only", "bypass", "run"),
@@ -32,18 +32,19 @@ SPEC_5 = [
 ]
 
 
-@pytest.mark.parametrize(("kind", "mode", "expected"), SPEC_5)
+@pytest.mark.parametrize(("kind", "mode", "expected"), DECISION_CELLS)
 def test_every_cell(kind: str, mode: str, expected: str) -> None:
     assert decide(kind, mode) == expected  # type: ignore[arg-type]
 
 
 def test_the_table_has_exactly_these_cells() -> None:
     assert MODES == ("manual", "accept-edits", "bypass")
-    assert {(k, m) for k, row in TABLE.items() for m in row} == {(k, m) for k, m, _ in SPEC_5}
+    assert {(k, m) for k, row in TABLE.items() for m in row} == {(k, m) for k, m, _ in DECISION_CELLS}
 
 
-# Seed table 13-2: the memory tools beside the project-file edits, by the kind each tool has.
-SEED_13_2 = [
+# The memory tools beside the project-file edits, by the kind each tool has: memory_save asks even in
+# accept-edits (docs/BEHAVIOUR.md, "Permission decision").
+MEMORY_AND_FILE_ROWS = [
     ("memory_view", "read_only", ("run", "run", "run")),
     ("memory_save", "other", ("ask", "ask", "show")),
     ("write_file", "project_write", ("ask", "show", "show")),
@@ -56,8 +57,10 @@ def _ctx(sandbox: Sandbox | None) -> ToolContext:
     return ToolContext(workdir=here, home=here, memory_dir=here, cancel=CancelToken(), sandbox=sandbox)
 
 
-@pytest.mark.parametrize(("tool", "kind", "expected"), SEED_13_2)
-def test_seed_table_13_2(tool: str, kind: str, expected: tuple[str, str, str]) -> None:
+@pytest.mark.parametrize(("tool", "kind", "expected"), MEMORY_AND_FILE_ROWS)
+def test_decision_table_for_memory_and_file_tools(
+    tool: str, kind: str, expected: tuple[str, str, str]
+) -> None:
     assert default_tools()[tool].kind(_ctx(None)) == kind  # the row is the tool's, not only its kind's
     assert tuple(decide(kind, mode) for mode in MODES) == expected  # type: ignore[arg-type]
 
@@ -71,7 +74,7 @@ def test_project_tools_have_the_kinds_of_their_rows() -> None:
     assert BashTool().kind(plain) == "other"
 
 
-def test_memory_tools_have_the_kinds_of_table_13_2() -> None:
+def test_memory_tools_have_the_kinds_of_their_rows() -> None:
     ctx = _ctx(None)
     assert MemoryViewTool().kind(ctx) == "read_only"
     assert MemorySaveTool().kind(ctx) == "other"

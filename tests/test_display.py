@@ -1,4 +1,4 @@
-"""The approval display (SPEC §6): nothing invisible, printable text as is, decodable."""
+"""The approval display (docs/BEHAVIOUR.md, "Approval display"): nothing invisible, printable text as is, decodable."""
 
 from __future__ import annotations
 
@@ -86,7 +86,7 @@ def test_escape_examples(value: str, shown: str) -> None:
     assert decode(shown) == value
 
 
-def test_seed_example_lines() -> None:
+def test_memory_save_example_lines_are_exact() -> None:
     raw = [
         ("Memory", "uses-pnpm"),
         ("Directory", "/Users/you/.mino/memory"),

@@ -292,7 +292,7 @@ def test_mino_eval_command(tmp_path: Path) -> None:
 
 
 SANDBOX_CASES = {"sandbox-network-blocked", "sandbox-write-outside-blocked", "sandbox-write-inside-allowed"}
-SEED_CASES = {"memory-recall", "memory-save", "memory-injection-denied"}
+MEMORY_CASES = {"memory-recall", "memory-save", "memory-injection-denied"}
 
 
 def test_the_suite_passes(capsys: pytest.CaptureFixture[str]) -> None:
@@ -300,7 +300,7 @@ def test_the_suite_passes(capsys: pytest.CaptureFixture[str]) -> None:
     report = json.loads("\n".join(lines))
     results = {c["name"]: c for c in report["cases"]}
     assert len(results) >= 14
-    assert SEED_CASES | SANDBOX_CASES <= set(results)
+    assert MEMORY_CASES | SANDBOX_CASES <= set(results)
     for name in ("sessions-a-b-a", "read-file", "bash-approved", "bash-denied", "write-accept-edits"):
         assert name in results
     for name in ("edit-accept-edits", "skills-catalogue", "compact"):
@@ -317,7 +317,7 @@ def test_the_suite_passes(capsys: pytest.CaptureFixture[str]) -> None:
     assert sum(c["seconds"] for c in report["cases"]) < 15  # "the whole suite in a few seconds"
 
 
-def test_seed_cases_are_as_the_chapter_describes() -> None:
+def test_memory_cases_hold_the_documented_scenarios() -> None:
     import yaml
 
     recall = yaml.safe_load((SUITE / "memory-recall.yaml").read_text(encoding="utf-8"))

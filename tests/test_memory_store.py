@@ -1,4 +1,6 @@
-"""The memory store (chapter 13 §2, §4.3, §5): file format, loading, problems, index and limits."""
+"""The memory store: file format, loading, problems, index and limits.
+
+See docs/BEHAVIOUR.md, "Memory files", "Memory index" and "Memory problems"."""
 
 from __future__ import annotations
 
@@ -36,7 +38,7 @@ def good(name: str, summary: str = "a fact", type_: str = "user", details: str =
 # ---- front matter -------------------------------------------------------------------------------
 
 
-def test_render_matches_the_seed_file_exactly() -> None:
+def test_render_matches_the_documented_file_exactly() -> None:
     assert memory.render_memory("uses-pnpm", "project", PNPM) == (
         f"---\nname: uses-pnpm\ntype: project\nsummary: {PNPM}\n---\n"
     )
@@ -280,7 +282,7 @@ def test_unreadable_folder_is_a_problem_not_a_crash(tmp_path: Path) -> None:
 # ---- index --------------------------------------------------------------------------------------
 
 
-def test_render_index_matches_the_seed_example(tmp_path: Path) -> None:
+def test_render_index_matches_the_documented_example(tmp_path: Path) -> None:
     write(tmp_path, "uses-pnpm.md", f"---\nname: uses-pnpm\ntype: project\nsummary: {PNPM}\n---\n")
     write(
         tmp_path,
@@ -333,7 +335,7 @@ def test_index_bytes_matches_render_index() -> None:
 # ---- problems -----------------------------------------------------------------------------------
 
 
-def test_format_problems_matches_the_seed(tmp_path: Path) -> None:
+def test_format_problems_matches_the_documented_lines(tmp_path: Path) -> None:
     d = Path("/Users/you/.mino/memory")
     assert memory.format_problems(d, [("broken.md", BAD)]) == [
         "Some memories in /Users/you/.mino/memory were not loaded:",

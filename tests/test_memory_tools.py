@@ -1,4 +1,6 @@
-"""memory_view and memory_save (chapter 13 §2.2, §4): validation, approval display, binding, limits."""
+"""memory_view and memory_save: validation, approval display, binding, limits.
+
+See docs/BEHAVIOUR.md, "memory_view and memory_save", "Approval binding" and "Memory index"."""
 
 from __future__ import annotations
 
@@ -50,7 +52,7 @@ def do_save(ctx: ToolContext, **over: Any) -> str:
 # ---- memory_save --------------------------------------------------------------------------------
 
 
-def test_save_display_fields_and_warning_match_the_seed(ctx: ToolContext) -> None:
+def test_save_display_fields_and_warning_are_exact(ctx: ToolContext) -> None:
     tool = MemorySaveTool()
     args = tool.validate(save_args())
     prepared = tool.prepare(args, ctx)

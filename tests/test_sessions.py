@@ -1,4 +1,6 @@
-"""Sessions (chapter 05): selection, the start-up table 05-1, /new /resume /sessions /clear, recovery."""
+"""Sessions: selection, the start-up table, /new /resume /sessions /clear, recovery.
+
+See docs/BEHAVIOUR.md, "Sessions", "Start-up selection", "Slash commands" and "Recovery"."""
 
 from __future__ import annotations
 
@@ -91,7 +93,7 @@ def test_records_have_contiguous_seq_turn_id_and_no_session_id(
     assert [e["status"] for e in ends] == ["completed", "completed"]
 
 
-def test_upgrade_adopts_lone_chapter_02_file_in_place(
+def test_upgrade_adopts_a_lone_session_file_in_place(
     model: ScriptedModel, workdir: Path, mino_home: Path
 ) -> None:
     path = write_log(mino_home, A, qa("Remember pine.", "The word is pine."))

@@ -1,4 +1,4 @@
-"""Project skills (chapter 07): scan, skip with reasons, catalogue, session record, skill_view."""
+"""Project skills (docs/BEHAVIOUR.md, "Skills"): scan, skip with reasons, catalogue, session record, skill_view."""
 
 from __future__ import annotations
 

@@ -160,7 +160,7 @@ def test_file_changed_after_approval_is_not_written(
     assert target.read_text() == "edited by hand\n"
 
 
-# ---- memory (chapter 13) ---------------------------------------------------------------------
+# ---- memory (docs/BEHAVIOUR.md, "User memory") -----------------------------------------------
 def first_item_text(request: dict) -> str | None:
     item = request["input"][0]
     if item.get("role") == "assistant":
@@ -256,7 +256,7 @@ def test_memory_changed_after_approval(model: ScriptedModel, agent_factory, mino
     assert "Edited by hand." in path.read_text()
 
 
-# ---- compaction and skills (chapters 06, 07) -------------------------------------------------
+# ---- compaction and skills (docs/BEHAVIOUR.md, "Compaction", "Skills") -----------------------
 def three_turns(model: ScriptedModel, agent: Agent) -> None:
     for i in range(3):
         model.add({"text": f"answer {i}"})

@@ -1,4 +1,6 @@
-"""Slash commands: one implementation for the CLI and the editor server (chapter 05).
+"""Slash commands: one implementation for the CLI and the editor server.
+
+See docs/BEHAVIOUR.md, "Slash commands".
 
 Commands are recognised before anything reaches the model; they are never saved as user messages
 and never sent. Unknown slash commands are errors.

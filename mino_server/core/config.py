@@ -1,4 +1,4 @@
-"""Home folder and configuration (SPEC §1).
+"""Home folder and configuration (docs/BEHAVIOUR.md, "Home and configuration").
 
 Precedence: command-line flags > environment (MINO_MODEL, MINO_BASE_URL, MINO_API_KEY) >
 config.yaml > defaults. A bad config file is one clear line naming the file, the key and the problem.

@@ -1,4 +1,4 @@
-"""The permission decision (SPEC §5): one table, one function."""
+"""The permission decision (docs/BEHAVIOUR.md, "Permission decision"): one table, one function."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ Decision = Literal["run", "ask", "show"]
 
 MODES: tuple[Mode, ...] = ("manual", "accept-edits", "bypass")
 
-# Rows in the order of SPEC §5: read-only, project file write, bash inside the sandbox, anything else.
+# Rows in the order of docs/BEHAVIOUR.md, "Permission decision": read-only, project file write,
+# bash inside the sandbox, anything else.
 TABLE: dict[Kind, dict[Mode, Decision]] = {
     "read_only": {"manual": "run", "accept-edits": "run", "bypass": "run"},
     "project_write": {"manual": "ask", "accept-edits": "show", "bypass": "show"},

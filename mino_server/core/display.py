@@ -1,4 +1,4 @@
-"""What a person sees: the approval display (SPEC §6) and the one sanitiser for the terminal.
+"""What a person sees: the approval display (docs/BEHAVIOUR.md, "Approval display") and the one sanitiser for the terminal.
 
 Approval values (escape_value) are shown in double quotes with nothing invisible left in them.
 Printable text stays as it is (Chinese, Cyrillic look-alikes, emoji). Everything a person cannot

@@ -117,5 +117,5 @@ def append_line(fd: int, data: bytes) -> None:
             os.ftruncate(fd, start)
             os.fsync(fd)
         except OSError:
-            pass  # the next load cuts the torn tail and keeps a copy (chapter 04)
+            pass  # the next load cuts the torn tail and keeps a copy (docs/BEHAVIOUR.md, "Recovery")
         raise

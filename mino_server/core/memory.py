@@ -1,4 +1,4 @@
-"""User memory (chapter 13): one file per fact in MINO_HOME/memory, and the index rendered from them.
+"""User memory (docs/BEHAVIOUR.md, "User memory"): one file per fact in MINO_HOME/memory, and the index rendered from them.
 
 There is no index file: every turn the folder is scanned in name order and the index is rendered from
 the files themselves, so it can never contradict them. Files are the user's to edit, so every file
@@ -309,7 +309,7 @@ def is_file_hash(state: str | None) -> bool:
 
 
 def render_memory(name: str, type_: str, summary: str, details: str = "") -> str:
-    """A memory file exactly as Mino writes it (the seed's example shape)."""
+    """A memory file exactly as Mino writes it (docs/BEHAVIOUR.md, "Memory files")."""
     return frontmatter.render([("name", name), ("type", type_), ("summary", summary)], details)
 
 

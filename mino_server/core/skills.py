@@ -1,4 +1,4 @@
-"""Project skills (chapter 07): `<workdir>/.mino/skills/NAME/SKILL.md`, a catalogue in the instructions.
+"""Project skills (docs/BEHAVIOUR.md, "Skills"): `<workdir>/.mino/skills/NAME/SKILL.md`, a catalogue in the instructions.
 
 The catalogue (names and descriptions) is scanned once per session and saved as a `session_skills`
 record, so a resumed session sends the same instructions; skill_view reads a SKILL.md on demand.

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-# Fixed by SPEC §5 so that cases can rely on them; checked so that a typo in tools_not_called
-# cannot make an expectation pass vacuously.
+# Fixed tool names (docs/BEHAVIOUR.md, "Tools") so that cases can rely on them; checked so that a
+# typo in tools_not_called cannot make an expectation pass vacuously.
 KNOWN_TOOLS = ("read_file", "bash", "write_file", "edit_file", "skill_view", "memory_view", "memory_save")
 TOOL_STATUSES = ("completed", "denied", "failed", "invalid_arguments", "unknown")
 TURN_STATUSES = ("completed", "limit", "interrupted", "failed")

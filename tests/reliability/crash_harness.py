@@ -433,7 +433,7 @@ class CrashRun:
         through = max((r["through_seq"] for r in records if r["type"] == "compaction"), default=0)
         replay = ("user_message", "assistant_message", "tool_call", "tool_result")
         turns = {r.get("turn_id") for r in records if r["seq"] > through and r["type"] in replay}
-        if len(turns) > 2:  # the two most recent turns are never summarised (chapter 06)
+        if len(turns) > 2:  # the last two turns are never summarised (docs/BEHAVIOUR.md, "Compaction")
             model.add({"text": f"Summary {self.new_call()}: the user ran commands.", "delay": 0.01})
             expected = "Compacted the older history into a summary"
             self.report.steps["compact:summarised"] += 1

@@ -15,9 +15,9 @@ from typing import Any
 
 from mino_server.core.frontmatter import FrontMatterError, parse
 
-# The session ID and the record types as SPEC §4 states them. Copied on purpose, not imported from
-# mino_server.core.sessions.log (RECORD_TYPES): a type the loader accepts but the spec does not name must
-# fail these checks, not widen them.
+# The session ID and the record types as docs/BEHAVIOUR.md, "Session records" states them. Copied on
+# purpose, not imported from mino_server.core.sessions.log (RECORD_TYPES): a type the loader accepts
+# but that section does not name must fail these checks, not widen them.
 ID_LEN = 32
 HEX = set("0123456789abcdef")
 KNOWN_TYPES = {

@@ -1,7 +1,8 @@
 """Disk faults in a real `mino` (through faulthook): what a person sees is one line, never a traceback.
 
 The in-process matrix (test_faults.py) proves the files stay whole; this proves the front end: every
-storage failure reaches the terminal as one clear line, and the process stops where the seed says.
+storage failure reaches the terminal as one clear line, and the process stops where
+docs/BEHAVIOUR.md, "Durability" says.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Disk faults on every write that matters: one clear line, the chat stops where the seed says, and
-every file on disk is the old or the new version, never a mix.
+"""Disk faults on every write that matters: one clear line, the chat stops where
+docs/BEHAVIOUR.md, "Durability" says, and every file on disk is the old or the new version, never a mix.
 
 In-process, through the Agent, with faults injected at the OS-call layer the durable code uses
 (faults.py): hundreds of cases in a few seconds, each aimed at exactly one write, and the test
@@ -89,7 +89,8 @@ def test_append_fault_stops_the_chat_and_keeps_the_log_whole(
         outcome = turn(agent, "go")
     TALLY.faults += 1
     assert fault.fired, "the fault never hit its write"
-    # One clear line, and the chat stops (an append failure stops it, like the seed's storage failures).
+    # One clear line, and the chat stops (an append failure stops it, like every storage failure in
+    # docs/BEHAVIOUR.md, "Durability").
     assert outcome.status == "failed"
     one_line(outcome.error, err)
     assert "The chat stops here" in (outcome.error or "")

@@ -1,4 +1,5 @@
-"""The session store: many JSONL sessions, the saved selection and the store lock (chapter 05).
+"""The session store: many JSONL sessions, the saved selection and the store lock
+(docs/BEHAVIOUR.md, "Sessions", "The selection file", "The store lock").
 
 - `sessions/<id>.jsonl`, id = 32 lowercase hex characters.
 - `sessions/active-session.json` holds the chosen ID, written atomically, saved before the new
@@ -34,7 +35,7 @@ class StoreLocked(Exception):
 
 
 class StorageError(Exception):
-    """Saving the selection or clearing failed: the chat must stop (chapter 05, section 5)."""
+    """Saving the selection or clearing failed: the chat must stop (docs/BEHAVIOUR.md, "Durability")."""
 
 
 class SelectionError(Exception):

@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Protocol
 from ..cancel import CancelToken
 from ..decision import Kind
 
-# Tool result statuses (SPEC §4).
+# Tool result statuses (docs/BEHAVIOUR.md, "Tool results").
 COMPLETED = "completed"
 DENIED = "denied"
 FAILED = "failed"

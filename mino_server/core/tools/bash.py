@@ -1,4 +1,4 @@
-"""The bash tool (SPEC §5): one command, its own process group, a bounded output, nothing left behind.
+"""The bash tool (docs/BEHAVIOUR.md, "Tools"): one command, its own process group, a bounded output, nothing left behind.
 
 The command runs as `bash -c COMMAND` (inside the sandbox when there is one) in a new session, so
 the timeout, a cancel, and the end of the command can signal its whole process group: SIGTERM,

@@ -1,4 +1,4 @@
-"""The project file tools: read_file, write_file, edit_file (SPEC §5).
+"""The project file tools: read_file, write_file, edit_file (docs/BEHAVIOUR.md, "Tools").
 
 Paths are judged by paths.locate (inside the working directory, never MINO_HOME) and opened by
 paths.open_parent (folder by folder from the working directory, no link followed), so a folder

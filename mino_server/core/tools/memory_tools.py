@@ -1,4 +1,6 @@
-"""memory_view and memory_save (chapter 13): read one memory by name; save one after approval."""
+"""memory_view and memory_save: read one memory by name; save one after approval.
+
+See docs/BEHAVIOUR.md, "memory_view and memory_save"."""
 
 from __future__ import annotations
 
@@ -198,7 +200,8 @@ class MemorySaveTool:
 def details_preview(details: str) -> str:
     """At most 20 lines and 2 KiB of the details, with a closing note when that is not all of them.
 
-    The note stays inside the quoted value: the warning line below it is the seed's fixed sentence."""
+    The note stays inside the quoted value: the warning line below it is a fixed sentence
+    (docs/BEHAVIOUR.md, "memory_view and memory_save")."""
     head, note = preview(details, PREVIEW_MAX_LINES, PREVIEW_MAX_BYTES)
     if note is None:
         return details

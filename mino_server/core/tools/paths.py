@@ -1,4 +1,4 @@
-"""Confining a tool's path to the working directory (SPEC §5).
+"""Confining a tool's path to the working directory (docs/BEHAVIOUR.md, "Path confinement").
 
 Three steps. `check_path_syntax` is pure (validate). `locate` resolves symlinks on disk and judges
 the real path: inside the working directory, never inside MINO_HOME, and whether it lies in a folder

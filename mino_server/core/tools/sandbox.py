@@ -1,4 +1,4 @@
-"""The bash sandbox (SPEC §5, chapter 12): bubblewrap on Linux, sandbox-exec on macOS.
+"""The bash sandbox (docs/BEHAVIOUR.md, "Sandbox"): bubblewrap on Linux, sandbox-exec on macOS.
 
 Inside bubblewrap: the whole file system read-only except the working directory; in it `.git`,
 `.mino` and `.vscode` read-only (what they hold runs later, outside the sandbox: git hooks and

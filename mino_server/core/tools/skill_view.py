@@ -1,4 +1,4 @@
-"""skill_view (chapter 07): the SKILL.md of one skill in the session's catalogue, by name."""
+"""skill_view (docs/BEHAVIOUR.md, "Skills"): the SKILL.md of one skill in the session's catalogue, by name."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ function textOf(html: string, cls: string): string[] {
   return [...html.matchAll(re)].map((m) => decode(m[1]));
 }
 
-// Values exactly as the server sends them: already escaped for display (SPEC §6); the card adds the quotes.
+// Values exactly as the server sends them: already escaped for display (docs/BEHAVIOUR.md, "Approval display"); the card adds the quotes.
 const fields = [
   { label: 'Memory', value: 'uses-pnpm' },
   { label: 'Directory', value: '/home/you/.mino/memory' },
