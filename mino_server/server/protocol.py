@@ -4,8 +4,8 @@ Everything the server reads from the client is validated against these classes (
 everything it writes is produced from them (`dump`). `docs/PROTOCOL.md` and
 `docs/protocol.schema.json` are generated from them:
 
-    python -m mino_server.server.protocol --write    # regenerate both files
-    python -m mino_server.server.protocol --check    # exit 1 when they are out of date
+    python -m mino_server.server.docgen --write    # regenerate them
+    python -m mino_server.server.docgen --check    # exit 1 when they are out of date
 
 JSON field names are the attribute names (camelCase, as on the wire). A field marked `optional`
 may be absent (it is omitted when None); every other field is always present, `null` included.
@@ -326,6 +326,10 @@ class ShowMessageParams:
     message: str
 
 
+# ShowMessageParams.type (LSP's MessageType)
+MESSAGE_ERROR, MESSAGE_WARNING, MESSAGE_INFO, MESSAGE_LOG = 1, 2, 3, 4
+
+
 # ---- the method table --------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Method:
@@ -602,13 +606,3 @@ def dump(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: dump(v) for k, v in value.items()}
     return value
-
-
-def main(argv: list[str] | None = None) -> int:
-    from .docgen import main as docgen_main
-
-    return docgen_main(argv)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

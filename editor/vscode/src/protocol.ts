@@ -1,6 +1,6 @@
 /**
  * The Mino editor protocol: the generated types, constants and method table (protocol.generated.ts,
- * written from the Python classes by `python -m mino_server.server.protocol --write`), plus the few
+ * written from the Python classes by `python -m mino_server.server.docgen --write`), plus the few
  * helpers written by hand. Import the protocol from here.
  *
  * No imports but the generated file: this module is shared by the extension host, the webview bundle
