@@ -33,13 +33,14 @@ from ..core.cancel import CancelToken
 from ..core.ui import TURN_RUNNING
 from . import protocol as P
 from .transport import FrameError, FrameWriter, decode, read_frames
+from .ui import ServerUI
 
 log = logging.getLogger("mino.server")
 
 LOCK_RETRY_S = 1.0  # a reloaded window's new server may start before the old one has let go
 LOCK_POLL_S = 0.25
 SHUTDOWN_WAIT_S = 5.0  # how long shutdown/exit wait for an interrupted turn to write its end
-ERROR, WARNING, INFO, LOG = 1, 2, 3, 4
+ERROR, WARNING, INFO, LOG = P.MESSAGE_ERROR, P.MESSAGE_WARNING, P.MESSAGE_INFO, P.MESSAGE_LOG
 
 COMPACT_RUNNING = "A compaction is running; wait for it to end or cancel it first."
 SESSION_CHANGING = "A session change is in progress; wait for it to finish."
@@ -137,8 +138,6 @@ class MinoServer:
         self._close_lock = threading.Lock()
         self._closed = False
         self._ids = itertools.count(1)
-        from .ui import ServerUI
-
         self.ui = ServerUI(self)
 
     # ---- loading pygls -----------------------------------------------------------------------
@@ -198,9 +197,7 @@ class MinoServer:
                 self.send_error(message["id"], P.INTERNAL_ERROR, P.internal_error_message(exc))
             return
         self._wait_loaded()
-        from .rpc import structure
-
-        self.rpc.handle_message(structure(message))
+        self.rpc.handle_message(message)
 
     def send_error(self, msg_id: Any, code: int, message: str, data: Any = None) -> None:
         error: dict[str, Any] = {"code": code, "message": P.one_line(message)}

@@ -1,17 +1,32 @@
-"""The core's UI interface (mino_server/core/ui.py) spoken over JSON-RPC to the editor."""
+"""The core's UI interface (mino_server/core/ui.py) spoken over JSON-RPC to the editor.
+
+It knows the server only through `Editor` below (app.MinoServer builds it with itself)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 from ..core.cancel import CancelToken
 from ..core.ui import APPROVAL_QUESTION, ApprovalRequest
 from . import protocol as P
-from .app import WARNING, MinoServer
+
+
+class Editor(Protocol):
+    """What ServerUI needs from the server: the client's side of the connection."""
+
+    def notify(self, method: str, params: Any) -> None: ...
+
+    def ask(self, method: str, params: dict[str, Any], cancel: CancelToken | None) -> Any:
+        """A request to the client; its result, or None on error, cancel or exit."""
+        ...
+
+    def show_message(self, kind: int, text: str) -> None: ...
+
+    def log_message(self, text: str, kind: int = ...) -> None: ...
 
 
 class ServerUI:
-    def __init__(self, server: MinoServer) -> None:
+    def __init__(self, server: Editor) -> None:
         self.server = server
 
     def event(self, event: dict[str, Any]) -> None:
@@ -43,4 +58,4 @@ class ServerUI:
 
         lines = format_problems(directory, problems)
         if lines:
-            self.server.show_message(WARNING, "\n".join(lines))
+            self.server.show_message(P.MESSAGE_WARNING, "\n".join(lines))
