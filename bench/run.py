@@ -393,8 +393,8 @@ class StampUI:
         self.deltas: list[float] = []
         self.problems: list[Any] = []
 
-    def event(self, event: dict[str, Any]) -> None:
-        if event["type"] == "text_delta":
+    def event(self, event: Any) -> None:
+        if event.type == "text_delta":
             self.deltas.append(time.perf_counter())
 
     def approve(self, request: Any, cancel: Any) -> bool:
@@ -406,16 +406,17 @@ class StampUI:
     def ask_text(self, prompt: str) -> str | None:
         return None
 
-    def memory_problems(self, directory: str, problems: list[tuple[str, str]]) -> None:
+    def memory_problems(self, directory: str, problems: list[Any]) -> None:
         self.problems.append(problems)
 
 
 def open_agent(home: Path, work: Path, base_url: str) -> Any:
     from mino_server.core.config import load_config
-    from mino_server.core.conversation import Agent
+    from mino_server.core.conversation import Conversation
+    from mino_server.core.store import Store
 
     env = env_for(home, base_url)
-    agent = Agent(load_config(env=env), work, StampUI())
+    agent = Conversation(Store(load_config(env=env)), work, StampUI())
     agent.open()
     return agent
 

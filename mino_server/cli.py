@@ -16,11 +16,28 @@ import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from .core.cancel import CancelToken
+from .core.contract import (
+    APPROVAL_QUESTION,
+    ApprovalRequest,
+    ApprovalResolved,
+    AssistantMessage,
+    Event,
+    MemoryProblem,
+    Notice,
+    TextDelta,
+    ToolCall,
+    ToolResultEvent,
+    TurnEnd,
+    TurnResult,
+)
 from .core.display import terminal_text
-from .core.ui import APPROVAL_QUESTION, ApprovalRequest
+from .core.words import NO_SESSION
+
+if TYPE_CHECKING:
+    from .core.conversation import Conversation
 
 RESULT_PREVIEW_LINES = 20
 WAITING = "\x1b[2m… waiting for the model\x1b[0m"
@@ -111,48 +128,49 @@ class TerminalUI:
         self._header = False
         self.show_waiting()
 
-    def event(self, event: dict[str, Any]) -> None:
-        kind = event["type"]
+    def event(self, event: Event) -> None:
         with self._lock:
-            if kind == "text_delta":
-                if not self._in_text:
-                    self.write("Assistant> ")
-                    self._in_text = self._header = True
-                self.write(event["text"], delta=True)
-            elif kind == "assistant_message":
-                if self._in_text:
-                    self.write("\n\n")
-                self._in_text = False
-            elif kind == "tool_call":
-                self._begin_block()
-                if not self._header:
-                    self.line("Assistant>")
-                    self._header = True
-                fields = [(f["label"], f["value"]) for f in event["fields"]]
-                from .core.display import approval_lines
+            match event:
+                case TextDelta(text=text):
+                    if not self._in_text:
+                        self.write("Assistant> ")
+                        self._in_text = self._header = True
+                    self.write(text, delta=True)
+                case AssistantMessage():
+                    if self._in_text:
+                        self.write("\n\n")
+                    self._in_text = False
+                case ToolCall(tool=tool, fields=fields, warning=warning):
+                    self._begin_block()
+                    if not self._header:
+                        self.line("Assistant>")
+                        self._header = True
+                    from .core.display import approval_lines
 
-                for text in approval_lines(event["tool"], fields, event.get("warning")):
+                    for text in approval_lines(tool, [(f.label, f.value) for f in fields], warning):
+                        self.line(text)
+                case ToolResultEvent(status=status, text=output):
+                    self.line()
+                    self.line(f"[Tool result: {status}]")
+                    for text in _preview(output):  # sanitised by write(), line by line
+                        self.line(text)
+                    self.line()
+                    self._header = False
+                    if self.interactive and self.out.isatty():
+                        self.show_waiting()
+                case Notice(text=text):
+                    if self._in_text:
+                        self.write("\n")
+                        self._in_text = False
                     self.line(text)
-            elif kind == "tool_result":
-                self.line()
-                self.line(f"[Tool result: {event['status']}]")
-                for text in _preview(event["text"]):  # sanitised by write(), line by line
-                    self.line(text)
-                self.line()
-                self._header = False
-                if self.interactive and self.out.isatty():
-                    self.show_waiting()
-            elif kind == "notice":
-                if self._in_text:
-                    self.write("\n")
-                    self._in_text = False
-                self.line(event["text"])
-            elif kind == "turn_end":
-                if self._in_text:
-                    self.write("\n\n")
-                    self._in_text = False
-                if self._waiting:
-                    self.write("")
+                case TurnEnd():
+                    if self._in_text:
+                        self.write("\n\n")
+                        self._in_text = False
+                    if self._waiting:
+                        self.write("")
+                case ApprovalResolved():
+                    pass  # the terminal asked and got the answer itself
 
     # ---- questions -----------------------------------------------------------------------
     def approve(self, request: ApprovalRequest, cancel: CancelToken) -> bool:
@@ -195,12 +213,12 @@ class TerminalUI:
         self.typed()
         return typed
 
-    def memory_problems(self, directory: str, problems: list[tuple[str, str]]) -> None:
+    def memory_problems(self, directory: str, problems: list[MemoryProblem]) -> None:
         from .core.memory import format_problems
 
         with self._lock:
             waiting = self._waiting
-            for text in format_problems(directory, problems):
+            for text in format_problems(directory, [(p.file, p.reason) for p in problems]):
                 self.error_line(text)  # file names and reasons come from the memory folder
             if waiting:
                 self.show_waiting()
@@ -215,8 +233,10 @@ def _preview(text: str) -> list[str]:
 
 def run_cli(model: str | None, base_url: str | None, mode: str | None) -> int:
     from .core.config import ConfigError, load_config
-    from .core.conversation import Agent, RecoveryRefused
+    from .core.conversation import Conversation, RecoveryRefused
     from .core.sessions.store import StorageError, StoreLocked
+    from .core.store import Store
+    from .core.words import startup_lines
 
     interactive = sys.stdin.isatty()
     ui = TerminalUI(interactive)
@@ -225,10 +245,10 @@ def run_cli(model: str | None, base_url: str | None, mode: str | None) -> int:
     except ConfigError as exc:
         ui.error_line(f"mino: {exc}")
         return 2
-    agent = Agent(config, Path.cwd(), ui)
+    agent = Conversation(Store(config), Path.cwd(), ui)
     try:
         try:
-            for text in agent.open():
+            for text in startup_lines(agent.open()):
                 ui.line(text)
         except StoreLocked as exc:
             ui.error_line(f"mino: {exc}")
@@ -241,7 +261,7 @@ def run_cli(model: str | None, base_url: str | None, mode: str | None) -> int:
         agent.close()
 
 
-def _loop(agent: Any, ui: TerminalUI) -> int:
+def _loop(agent: Conversation, ui: TerminalUI) -> int:
     from .core.commands import is_command, run_command
 
     if ui.interactive:
@@ -271,7 +291,7 @@ def _loop(agent: Any, ui: TerminalUI) -> int:
                 return 1
             continue
         if agent.log is None and not agent.stopped:
-            ui.line("No session is selected. Use /sessions, then /resume <id>, or /new.")
+            ui.line(NO_SESSION)
             ui.line()
             unanswered = True
             continue
@@ -300,9 +320,9 @@ def _read_line(ui: TerminalUI) -> str | None:
     return raw if raw else None
 
 
-def _run_turn(agent: Any, ui: TerminalUI, text: str) -> Any:
+def _run_turn(agent: Conversation, ui: TerminalUI, text: str) -> TurnResult:
     cancel = CancelToken()
-    box: dict[str, Any] = {}
+    box: dict[str, TurnResult] = {}
     finished = threading.Event()
 
     def work() -> None:

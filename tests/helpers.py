@@ -1,4 +1,4 @@
-"""In-process helpers: a recording UI and an Agent wired to the scripted model."""
+"""In-process helpers: a recording UI and a core conversation wired to the scripted model."""
 
 from __future__ import annotations
 
@@ -9,9 +9,35 @@ from typing import Any
 
 from mino_server.core.cancel import CancelToken
 from mino_server.core.commands import CommandResult, run_command
-from mino_server.core.config import load_config
-from mino_server.core.conversation import Agent
-from mino_server.core.ui import ApprovalRequest
+from mino_server.core.config import Config, load_config
+from mino_server.core.contract import ApprovalRequest, Event, MemoryProblem
+from mino_server.core.conversation import Conversation
+from mino_server.core.store import Store
+from mino_server.server.protocol import dump
+
+Agent = Conversation  # the tests' short name for the core conversation they drive
+
+
+def conversation(config: Config, workdir: Path, ui: Any) -> Conversation:
+    """One conversation on its own store, as the CLI and the editor server make it."""
+    return Conversation(Store(config), workdir, ui)
+
+
+@dataclass(frozen=True)
+class Asked:
+    """An approval request as the tests read it: fields as (label, value) pairs."""
+
+    turn_id: str
+    call_id: str
+    tool: str
+    fields: list[tuple[str, str]]
+    warning: str | None
+    workdir: str
+
+    @staticmethod
+    def of(request: ApprovalRequest) -> Asked:
+        fields = [(f.label, f.value) for f in request.fields]
+        return Asked(request.turnId, request.callId, request.tool, fields, request.warning, request.workdir)
 
 
 @dataclass
@@ -22,15 +48,15 @@ class RecordingUI:
     confirms: list[bool] = field(default_factory=list)
     typed: list[str | None] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
-    asked: list[ApprovalRequest] = field(default_factory=list)
+    asked: list[Asked] = field(default_factory=list)
     confirm_messages: list[str] = field(default_factory=list)
     problems: list[list[tuple[str, str]]] = field(default_factory=list)
 
-    def event(self, event: dict[str, Any]) -> None:
-        self.events.append(event)
+    def event(self, event: Event) -> None:
+        self.events.append(dump(event))  # as the editor receives it
 
     def approve(self, request: ApprovalRequest, cancel: CancelToken) -> bool:
-        self.asked.append(request)
+        self.asked.append(Asked.of(request))
         return self.approvals.pop(0) if self.approvals else False
 
     def confirm(self, kind: str, session_id: str, message: str) -> bool:
@@ -40,8 +66,8 @@ class RecordingUI:
     def ask_text(self, prompt: str) -> str | None:
         return self.typed.pop(0) if self.typed else None
 
-    def memory_problems(self, directory: str, problems: list[tuple[str, str]]) -> None:
-        self.problems.append(list(problems))
+    def memory_problems(self, directory: str, problems: list[MemoryProblem]) -> None:
+        self.problems.append([(p.file, p.reason) for p in problems])
 
     def of_type(self, kind: str) -> list[dict[str, Any]]:
         return [e for e in self.events if e["type"] == kind]
@@ -52,7 +78,7 @@ def make_agent(base_url: str, workdir: Path, ui: RecordingUI | None = None, mode
     env["MINO_BASE_URL"] = base_url
     env["MINO_API_KEY"] = "test-key"
     config = load_config(env=env, mode=mode)
-    return Agent(config, workdir, ui or RecordingUI())
+    return Conversation(Store(config), workdir, ui or RecordingUI())
 
 
 def command_result(agent: Agent, line: str) -> tuple[CommandResult, list[str]]:

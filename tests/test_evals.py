@@ -348,7 +348,7 @@ def test_memory_cases_hold_the_documented_scenarios() -> None:
 def test_a_crash_in_the_core_fails_that_case_in_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from mino_server.core.conversation import Agent
+    from helpers import Agent
 
     def boom(self: Agent) -> list[str]:
         raise RuntimeError("store\nbroken")

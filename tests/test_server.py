@@ -559,6 +559,4 @@ def test_nothing_but_frames_on_stdout(home: Path, ws: Path, model: ScriptedModel
 # ---- the protocol document ----------------------------------------------------------------------
 def test_protocol_docs_are_generated_from_the_classes() -> None:
     for path, text in docgen.outputs().items():
-        assert path.read_text(encoding="utf-8") == text, (
-            f"{path} is out of date: run `{docgen.REGENERATE}`"
-        )
+        assert path.read_text(encoding="utf-8") == text, f"{path} is out of date: run `{docgen.REGENERATE}`"

@@ -14,6 +14,7 @@ from helpers import RecordingUI, command, command_result, make_agent, texts, tur
 from mino_server.core import durable
 from mino_server.core.sessions.log import LogError, SessionLog
 from mino_server.core.sessions.store import SessionStore
+from mino_server.core.words import startup_lines
 from mino_server.testing.scripted_model import ScriptedModel
 
 A = "a" * 32
@@ -100,7 +101,7 @@ def test_upgrade_adopts_a_lone_session_file_in_place(
     before = path.read_bytes()
     ui = RecordingUI()
     agent = make_agent(model.base_url, workdir, ui)
-    lines = agent.open()
+    lines = startup_lines(agent.open())
     assert lines[0] == f"Session: {A}"
     assert ui.confirm_messages == []  # no selection prompt
     agent.close()
@@ -121,7 +122,7 @@ def test_table_row_no_sessions_creates_and_selects(
     model: ScriptedModel, workdir: Path, mino_home: Path
 ) -> None:
     agent = make_agent(model.base_url, workdir)
-    lines = agent.open()
+    lines = startup_lines(agent.open())
     sid = agent.session_id
     agent.close()
     assert sid and lines[:2] == [f"Session: {sid}", "Permission mode: manual. Use /mode to change it."]
@@ -134,7 +135,7 @@ def test_table_row_selection_restores(model: ScriptedModel, workdir: Path, mino_
     write_log(mino_home, B, qa("q2", "a2"))
     (sessions_dir(mino_home) / "active-session.json").write_text(json.dumps({"session_id": B}))
     agent = make_agent(model.base_url, workdir)
-    lines = agent.open()
+    lines = startup_lines(agent.open())
     agent.close()
     assert lines[0] == f"Session: {B}"
 
@@ -156,7 +157,7 @@ def test_table_last_row_reports_and_accepts_only_commands(
     if selection is not None:
         (sessions_dir(mino_home) / "active-session.json").write_text(selection)
     agent = make_agent(model.base_url, workdir)
-    lines = agent.open()
+    lines = startup_lines(agent.open())
     try:
         assert lines[0].startswith("Cannot restore the active session: ")
         assert expected in lines[0]
@@ -166,7 +167,7 @@ def test_table_last_row_reports_and_accepts_only_commands(
         assert model.requests == []  # never silently replaced by a blank conversation
         out = command(agent, f"/resume {A}")
         assert out[-2] == f"Session: {A}"
-        assert agent.state()["restoreProblem"] is None
+        assert agent.state().restoreProblem is None
     finally:
         agent.close()
 
@@ -181,7 +182,7 @@ def test_unloadable_selected_log_is_not_replaced(
     damaged = path.read_bytes()
     (sessions_dir(mino_home) / "active-session.json").write_text(json.dumps({"session_id": A}))
     agent = make_agent(model.base_url, workdir)
-    lines = agent.open()
+    lines = startup_lines(agent.open())
     agent.close()
     assert lines[0].startswith(f"Cannot restore the active session: session {A} cannot be loaded")
     assert json.loads((sessions_dir(mino_home) / "active-session.json").read_text()) == {"session_id": A}
@@ -335,7 +336,7 @@ def test_torn_tail_is_copied_truncated_and_reported(
     with path.open("ab") as f:
         f.write(b'{"seq": 4, "type": "user_mess')
     agent = make_agent(model.base_url, workdir)
-    lines = agent.open()
+    lines = startup_lines(agent.open())
     model.add({"text": "ok"})
     turn(agent, "next")
     agent.close()
@@ -412,7 +413,7 @@ def test_unknown_result_asks_and_saves_the_ack_and_runs_nothing(
     path = unknown_result_log(mino_home, witness)
     ui = RecordingUI(confirms=[True])
     agent = make_agent(model.base_url, workdir, ui)
-    lines = agent.open()
+    lines = startup_lines(agent.open())
     model.add({"text": "ok"})
     turn(agent, "what happened?")
     agent.close()

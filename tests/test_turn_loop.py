@@ -7,12 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import RecordingUI, command, make_agent, texts, turn
+from helpers import Agent, RecordingUI, command, make_agent, texts, turn
 
 from mino_server.core.cancel import CancelToken
-from mino_server.core.conversation import Agent
+from mino_server.core.contract import ApprovalRequest
 from mino_server.core.memory import INDEX_LABEL, render_memory
-from mino_server.core.ui import ApprovalRequest
 from mino_server.testing.scripted_model import ScriptedModel
 
 

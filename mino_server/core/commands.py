@@ -13,9 +13,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .cancel import CancelToken
-from .conversation import Agent, CommandError, mode_line
-from .decision import MODES
+from .contract import MODES
+from .conversation import CommandError, Conversation
 from .sessions.store import StorageError
+from .words import mode_line, session_line
 
 CLEAR_QUESTION = (
     "Clear this session's saved history? This does not undo executed commands or delete recovery copies "
@@ -58,7 +59,7 @@ def utc(ts: float) -> str:
 
 
 def run_command(
-    agent: Agent,
+    agent: Conversation,
     line: str,
     out: Callable[[str], None],
     ask_text: Callable[[str], str | None],
@@ -82,7 +83,9 @@ def run_command(
     return CommandResult()
 
 
-Handler = Callable[[Agent, list[str], Callable[[str], None], Callable[[str], str | None], CancelToken], None]
+Handler = Callable[
+    [Conversation, list[str], Callable[[str], None], Callable[[str], str | None], CancelToken], None
+]
 
 
 def _no_args(name: str, args: list[str]) -> None:
@@ -91,37 +94,37 @@ def _no_args(name: str, args: list[str]) -> None:
 
 
 def cmd_help(
-    agent: Agent, args: list[str], out: Callable[[str], None], ask: object, cancel: CancelToken
+    agent: Conversation, args: list[str], out: Callable[[str], None], ask: object, cancel: CancelToken
 ) -> None:
     for line in HELP:
         out(line)
 
 
 def cmd_new(
-    agent: Agent, args: list[str], out: Callable[[str], None], ask: object, cancel: CancelToken
+    agent: Conversation, args: list[str], out: Callable[[str], None], ask: object, cancel: CancelToken
 ) -> None:
     _no_args("/new", args)
     sid = agent.new_session()
-    out(f"Session: {sid}")
+    out(session_line(sid))
     out(mode_line(agent.mode))
 
 
 def cmd_resume(
-    agent: Agent, args: list[str], out: Callable[[str], None], ask: object, cancel: CancelToken
+    agent: Conversation, args: list[str], out: Callable[[str], None], ask: object, cancel: CancelToken
 ) -> None:
     if len(args) != 1:
         raise CommandError("Usage: /resume <id> — the complete 32-character session ID (see /sessions).")
     for notice in agent.resume(args[0]):
         out(notice)
-    out(f"Session: {agent.session_id}")
+    out(session_line(agent.session_id or ""))
     out(mode_line(agent.mode))
 
 
 def cmd_sessions(
-    agent: Agent, args: list[str], out: Callable[[str], None], ask: object, cancel: CancelToken
+    agent: Conversation, args: list[str], out: Callable[[str], None], ask: object, cancel: CancelToken
 ) -> None:
     _no_args("/sessions", args)
-    sessions = agent.store.list()
+    sessions = agent.sessions.list()
     if not sessions:
         out("No sessions yet.")
         return
@@ -131,7 +134,7 @@ def cmd_sessions(
 
 
 def cmd_clear(
-    agent: Agent,
+    agent: Conversation,
     args: list[str],
     out: Callable[[str], None],
     ask_text: Callable[[str], str | None],
@@ -143,7 +146,7 @@ def cmd_clear(
     if sid is None:
         raise CommandError(NOTHING_TO_CLEAR)
     out("")
-    out(f"Session: {sid}")
+    out(session_line(sid))
     out(CLEAR_QUESTION)
     typed = ask_text(CLEAR_PROMPT)
     if typed is None:
@@ -156,7 +159,7 @@ def cmd_clear(
 
 
 def cmd_mode(
-    agent: Agent, args: list[str], out: Callable[[str], None], ask: object, cancel: CancelToken
+    agent: Conversation, args: list[str], out: Callable[[str], None], ask: object, cancel: CancelToken
 ) -> None:
     if len(args) > 1:
         raise CommandError(f"Usage: /mode [NAME] — one of {', '.join(MODES)}.")
@@ -170,7 +173,7 @@ def cmd_mode(
 
 
 def cmd_compact(
-    agent: Agent, args: list[str], out: Callable[[str], None], ask: object, cancel: CancelToken
+    agent: Conversation, args: list[str], out: Callable[[str], None], ask: object, cancel: CancelToken
 ) -> None:
     _no_args("/compact", args)
     _done, message = agent.compact(cancel)

@@ -7,13 +7,34 @@ record {summary, through_seq} and replayed after the memory index in the front a
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .sessions.log import SessionLog, assistant_item, replay_items, user_item
 
 if TYPE_CHECKING:
     from .cancel import CancelToken
-    from .conversation import Agent
+    from .model_client import ModelResponse
+
+
+class SummaryClient(Protocol):
+    """What compaction needs of the model client: one streamed request."""
+
+    def stream(
+        self, body: dict[str, Any], on_text: Callable[[str], None], cancel: CancelToken
+    ) -> ModelResponse: ...
+
+
+@dataclass
+class TokenBudget:
+    """The context budget and the estimate of tokens per character, calibrated by reported usage.
+
+    One per conversation: the calibration carries from turn to turn."""
+
+    context_window: int
+    tokens_per_char: float = 0.25
+
 
 KEEP_TURNS = 2
 # Below this, a reported input count cannot be the whole request (no tokenizer averages ten
@@ -44,9 +65,10 @@ def item_chars(item: dict[str, Any]) -> int:
 
 
 class Compactor:
-    def __init__(self, agent: Agent, log: SessionLog) -> None:
-        self.agent = agent
+    def __init__(self, client: SummaryClient, log: SessionLog, budget: TokenBudget) -> None:
+        self.client = client
         self.log = log
+        self.budget = budget
         self._last_chars = 0
 
     def summary(self) -> str | None:
@@ -61,12 +83,12 @@ class Compactor:
             (item_chars(front) if front else 0) + sum(map(item_chars, history)) + sum(map(item_chars, turn))
         )
         self._last_chars = chars
-        return int(chars * self.agent.tokens_per_char)
+        return int(chars * self.budget.tokens_per_char)
 
     def over_budget(
         self, instructions: str, front: Any, history: list[Any], turn: list[Any], tools: list[Any]
     ) -> bool:
-        return self.estimate(instructions, front, history, turn, tools) > self.agent.config.context_window
+        return self.estimate(instructions, front, history, turn, tools) > self.budget.context_window
 
     def observe_usage(self, usage: dict[str, Any] | None) -> None:
         """Calibrate the estimate with what the service counted for the request just sent.
@@ -78,7 +100,7 @@ class Compactor:
             return
         tokens = usage.get("input_tokens")
         if type(tokens) is int and tokens / self._last_chars >= MIN_TOKENS_PER_CHAR:
-            self.agent.tokens_per_char = min(1.0, tokens / self._last_chars)
+            self.budget.tokens_per_char = min(1.0, tokens / self._last_chars)
 
     # ---- the summary ---------------------------------------------------------------------
     def _older(self, keep_current_turn: bool) -> list[dict[str, Any]]:
@@ -107,7 +129,7 @@ class Compactor:
         items += replay_items(older)
         items.append(user_item(SUMMARY_REQUEST))
         body = {"instructions": SUMMARY_INSTRUCTIONS, "input": items}  # no memory index, no tools
-        response = self.agent._client_for_turn().stream(body, lambda _delta: None, cancel)
+        response = self.client.stream(body, lambda _delta: None, cancel)
         summary = response.text.strip()
         if response.incomplete:  # a summary cut short would silently lose what it never got to
             raise CompactionFailed(f"the summary was cut short ({response.incomplete})")

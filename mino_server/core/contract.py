@@ -221,3 +221,15 @@ class HistoryItem:
     text: str
     tool: str | None = optional("role tool: the tool's name")
     status: ToolStatus | None = optional("role tool: the result status")
+
+
+@dataclass(kw_only=True)
+class Startup:
+    """What opening a conversation found; front ends word it (words.startup_lines)."""
+
+    session_id: str | None  # None: the command-only state, `restore_problem` says why
+    restore_problem: str | None
+    mode: Mode
+    sandbox_line: str  # "Sandbox: bwrap" or "Sandbox: unavailable (why)"
+    notices: list[str] = field(default_factory=list)  # e.g. a torn last line was cut off (a copy kept)
+    warnings: list[str] = field(default_factory=list)  # e.g. the working directory holds MINO_HOME

@@ -2,13 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
-Mode = Literal["manual", "accept-edits", "bypass"]
-Kind = Literal["read_only", "project_write", "sandboxed", "other"]
-Decision = Literal["run", "ask", "show"]
-
-MODES: tuple[Mode, ...] = ("manual", "accept-edits", "bypass")
+from .contract import MODES as MODES  # re-exported: the table's columns
+from .contract import Decision, Kind, Mode
 
 # Rows in the order of docs/BEHAVIOUR.md, "Permission decision": read-only, project file write,
 # bash inside the sandbox, anything else.

@@ -28,6 +28,7 @@ from .durable import FILE_MODE, atomic_write, ensure_private_dir
 MEMORY_TYPES: tuple[str, ...] = ("user", "feedback", "project", "reference")
 FIELDS: tuple[str, ...] = ("name", "type", "summary")
 MAX_SUMMARY_BYTES = 200
+SAVE_LOCK = "memory.lock"  # beside the memory folder in MINO_HOME, not among the person's files
 MAX_DETAILS_BYTES = 16 * 1024
 MAX_FILE_BYTES = 20 * 1024
 MAX_ENTRIES = 200
@@ -316,11 +317,23 @@ def render_memory(name: str, type_: str, summary: str, details: str = "") -> str
 def save_memory(
     directory: Path, name: str, type_: str, summary: str, details: str | None, expected_state: str | None
 ) -> Path:
-    """Write NAME.md atomically if it is still in `expected_state`; raise MemoryChanged otherwise."""
+    """Write NAME.md atomically if it is still in `expected_state`; raise MemoryChanged otherwise.
+
+    The check and the write hold SAVE_LOCK (an flock), so saves from several conversations and
+    processes on one home are serialised; it is never held while a question waits for its answer."""
+    import fcntl
+
     ensure_private_dir(directory)
     path = memory_path(directory, name)
-    if memory_file_state(path) != expected_state:
-        raise MemoryChanged(name)
-    data = render_memory(name, type_, summary, details or "").encode("utf-8")
-    atomic_write(path, data, FILE_MODE)
+    fd = os.open(
+        directory.parent / SAVE_LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE
+    )
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        if memory_file_state(path) != expected_state:
+            raise MemoryChanged(name)
+        data = render_memory(name, type_, summary, details or "").encode("utf-8")
+        atomic_write(path, data, FILE_MODE)
+    finally:
+        os.close(fd)  # releases the flock
     return path

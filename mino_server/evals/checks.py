@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..core.contract import ToolResultEvent
 from ..testing.scripted_model import contains_text, string_values
 from .schema import LIVE_KEYS, Case, FileCheck, ItemCheck, RequestCheck
 
@@ -43,7 +44,7 @@ class Run:
     home: Path
     workspace: Path
     turns: list[Turn] = field(default_factory=list)
-    results: list[dict[str, Any]] = field(default_factory=list)  # tool_result events
+    results: list[ToolResultEvent] = field(default_factory=list)
     asked: list[str] = field(default_factory=list)  # tools an approval was asked for, in order
     output: list[str] = field(default_factory=list)  # start-up lines, command output, notices
     requests: list[dict[str, Any]] = field(default_factory=list)
@@ -147,7 +148,7 @@ def grade(case: Case, run: Run, live: bool) -> list[str]:
                 failures.append(
                     f"output_contains: nothing shown contains {show(needle)}; shown: {show(shown, 300)}"
                 )
-    called = [r["tool"] for r in run.results]
+    called = [r.tool for r in run.results]
     calls = ", ".join(called) or "none"
     for tool in exp.tools_called if "tools_called" in keys else ():
         if tool not in called:
@@ -158,7 +159,7 @@ def grade(case: Case, run: Run, live: bool) -> list[str]:
     if "statuses" in keys:
         failures += _statuses(exp.statuses, run)
     for tool, needles in exp.tool_output_contains.items() if "tool_output_contains" in keys else ():
-        outputs = [r["text"] for r in run.results if r["tool"] == tool]
+        outputs = [r.text for r in run.results if r.tool == tool]
         if not outputs:
             failures.append(f"tool_output_contains: {tool} was not called (calls: {calls})")
             continue
@@ -234,21 +235,21 @@ def _statuses(wanted: dict[str, str] | tuple[str, ...] | None, run: Run) -> list
     if wanted is None:
         return []
     if isinstance(wanted, tuple):
-        got = [r["status"] for r in run.results]
+        got = [r.status for r in run.results]
         if got != list(wanted):
-            pairs = ", ".join(f"{r['tool']}={r['status']}" for r in run.results) or "no tool results"
+            pairs = ", ".join(f"{r.tool}={r.status}" for r in run.results) or "no tool results"
             return [f"statuses: got [{pairs}], expected {list(wanted)}"]
         return []
     failures = []
     for tool, status in wanted.items():
-        mine = [r for r in run.results if r["tool"] == tool]
+        mine = [r for r in run.results if r.tool == tool]
         if not mine:
-            calls = ", ".join(r["tool"] for r in run.results) or "none"
+            calls = ", ".join(r.tool for r in run.results) or "none"
             failures.append(f"statuses: {tool} was not called (calls: {calls}), expected {status}")
         for r in mine:
-            if r["status"] != status:
+            if r.status != status:
                 failures.append(
-                    f"statuses: {tool} ended {r['status']}, expected {status} (result: {show(r['text'])})"
+                    f"statuses: {tool} ended {r.status}, expected {status} (result: {show(r.text)})"
                 )
     return failures
 

@@ -1,7 +1,7 @@
 """`mino eval DIR [--live] [-k NAME] [--json]`: run replay cases through the real turn loop.
 
 Each case gets a fresh temporary MINO_HOME and workspace, a scripted model on 127.0.0.1 (or, with
---live, the configured real model), and the same Agent and slash commands as the CLI; only the UI
+--live, the configured real model), and the same core Conversation and slash commands as the CLI; only the UI
 is the runner's own, answering approvals from the case. Output: `PASS name` / `FAIL name: why` per
 case, then `N passed, M failed`; exit 1 if any failed, 2 for usage errors.
 """
@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ..core.cancel import CancelToken
+from ..core.contract import ApprovalRequest, Event, MemoryProblem, Notice, ToolResultEvent
 from ..core.display import terminal_text
-from ..core.ui import ApprovalRequest
 from .checks import Run, Turn, describe_request, grade
 from .schema import PLACEHOLDER_RE, Case, CaseError, load_case
 
@@ -77,17 +77,17 @@ class EvalUI:
 
     def __init__(self, case: Case) -> None:
         self.case = case
-        self.results: list[dict[str, Any]] = []
+        self.results: list[ToolResultEvent] = []
         self.asked: list[str] = []
         self.output: list[str] = []
         self.session_id: Any = lambda: None  # set by the runner: the agent's current session
 
-    def event(self, event: dict[str, Any]) -> None:
-        kind = event.get("type")
-        if kind == "tool_result":
-            self.results.append(event)
-        elif kind == "notice":
-            self.output.append(str(event.get("text", "")))
+    def event(self, event: Event) -> None:
+        match event:
+            case ToolResultEvent():
+                self.results.append(event)
+            case Notice(text=text):
+                self.output.append(text)
 
     def approve(self, request: ApprovalRequest, cancel: CancelToken) -> bool:
         self.asked.append(request.tool)
@@ -103,10 +103,10 @@ class EvalUI:
         self.output.append(prompt)
         return (self.session_id() or "") if self.case.confirm_clear else ""
 
-    def memory_problems(self, directory: str, problems: list[tuple[str, str]]) -> None:
+    def memory_problems(self, directory: str, problems: list[MemoryProblem]) -> None:
         from ..core.memory import format_problems
 
-        self.output.extend(format_problems(directory, problems))
+        self.output.extend(format_problems(directory, [(p.file, p.reason) for p in problems]))
 
 
 # ---- placeholders --------------------------------------------------------------------------------
@@ -221,7 +221,9 @@ def run_case(case: Case, live: LiveModel | None = None) -> CaseResult:
 
 def _run(case: Case, live: LiveModel | None, home: Path, workspace: Path, result: CaseResult) -> list[str]:
     from ..core.commands import is_command, run_command
-    from ..core.conversation import Agent
+    from ..core.conversation import Conversation
+    from ..core.store import Store
+    from ..core.words import startup_lines
     from ..testing.scripted_model import ScriptedModel
 
     _seed(case, home, workspace)
@@ -230,7 +232,7 @@ def _run(case: Case, live: LiveModel | None, home: Path, workspace: Path, result
         base_url = model.base_url if model else ""
         config = _config(case, home, base_url, live)
         ui = EvalUI(case)
-        agent = Agent(config, workspace, ui)
+        agent = Conversation(Store(config), workspace, ui)
 
         def current() -> str | None:
             return agent.session_id
@@ -246,10 +248,10 @@ def _run(case: Case, live: LiveModel | None, home: Path, workspace: Path, result
         run = Run(home=home, workspace=workspace, substitute=sub)
         failures: list[str] = []
         try:
-            ui.output.extend(agent.open())
+            ui.output.extend(startup_lines(agent.open()))
             if current():
                 sessions.append(current())  # type: ignore[arg-type]
-            if "sandbox" in case.requires and agent.state().get("sandbox") is None:
+            if "sandbox" in case.requires and agent.state().sandbox is None:
                 line = agent.sandbox_line
                 reason = line.removeprefix("Sandbox: unavailable (").removesuffix(")")
                 return [f"sandbox unavailable: {reason}"]
@@ -318,7 +320,7 @@ def _transcript(run: Run) -> dict[str, Any]:
             {"turn": t.number, "text": t.text, "status": t.status, "answer": t.answer, "error": t.error}
             for t in run.turns
         ],
-        "tool_results": [{"tool": r.get("tool"), "status": r.get("status")} for r in run.results],
+        "tool_results": [{"tool": r.tool, "status": r.status} for r in run.results],
         "asked": run.asked,
         "requests": len(run.requests),
         "output": run.output,

@@ -1,11 +1,11 @@
-"""`mino --stdio`: the editor server (docs/PROTOCOL.md), on pygls, around the synchronous Agent.
+"""`mino --stdio`: the editor server (docs/PROTOCOL.md), on pygls, around one core Conversation.
 
 Threads:
 - main: reads frames from stdin (transport.py) and hands them to pygls's JsonRPCProtocol (rpc.py),
   which validates and busy-checks each request in arrival order, then runs it on pygls's pool;
 - mino-load: imports pygls (~200 ms, nearly all lsprotocol.types) while the main thread answers
   `initialize` itself, so the editor gets its answer in about the time Python takes to start;
-- mino-startup: builds the Agent, takes the store lock and restores the session (it may have to ask
+- mino-startup: builds the Conversation, takes the store lock and restores the session (it may have to ask
   `mino/confirm`, whose answer the main thread must be free to read);
 - pool workers: turns, commands and the other requests. A turn streams `mino/event` from its worker.
 
@@ -30,7 +30,7 @@ from urllib.parse import unquote, urlsplit
 
 from .. import __version__
 from ..core.cancel import CancelToken
-from ..core.ui import TURN_RUNNING
+from ..core.words import TURN_RUNNING
 from . import protocol as P
 from .transport import FrameError, FrameWriter, decode, read_frames
 from .ui import ServerUI
@@ -380,20 +380,22 @@ class MinoServer:
 
     def _open_agent(self) -> None:
         from ..core.config import ConfigError, load_config
-        from ..core.conversation import CANNOT_RESTORE, RESTORE_HINT, Agent, RecoveryRefused
+        from ..core.conversation import Conversation, RecoveryRefused
         from ..core.sessions.store import StorageError, StoreLocked
+        from ..core.store import Store
+        from ..core.words import restore_problem_line, startup_lines
 
         try:
             config = load_config(mode=self.mode)
         except ConfigError as exc:
             self._set_unavailable("config", f"Mino cannot start: {exc}")
             return
-        agent = Agent(config, self.workdir, self.ui)
+        agent = Conversation(Store(config), self.workdir, self.ui)
         deadline = time.monotonic() + LOCK_RETRY_S
-        lines: list[str] = []
+        startup = None
         while True:
             try:
-                lines = agent.open()
+                startup = agent.open()
                 break
             except StoreLocked as exc:
                 if time.monotonic() >= deadline or self.stopping.cancelled:
@@ -410,13 +412,13 @@ class MinoServer:
                 self._set_unavailable("storage", str(exc))
                 return
         self.agent = agent
-        standard = ("Session: ", "Permission mode: ", "Sandbox: ", CANNOT_RESTORE, RESTORE_HINT)
-        for line in lines:
+        if startup is None:
+            self.log_message(restore_problem_line(agent.restore_problem or ""), WARNING)
+            return
+        for line in startup_lines(startup):  # what the terminal prints, in the server's log
             self.log_message(line, INFO)
-            if not line.startswith(standard):
-                self.show_message(WARNING, line)  # e.g. a torn last line was cut off (a copy kept)
-        if agent.restore_problem and not lines:
-            self.log_message(CANNOT_RESTORE + agent.restore_problem, WARNING)
+        for line in startup.notices + startup.warnings:  # e.g. a torn last line was cut off (a copy kept)
+            self.show_message(WARNING, line)
 
     def _set_unavailable(self, kind: str, message: str, **data: Any) -> None:
         self.unavailable = P.ProtocolError(P.UNAVAILABLE, message, {"kind": kind, **data})
@@ -455,7 +457,7 @@ class MinoServer:
 
     # ---- client requests -----------------------------------------------------------------------
     def state(self) -> P.State:
-        # Agent.state() reads and parses every memory file (~5 ms for 200): a turn's two busy
+        # Conversation.state() reads and parses every memory file (~5 ms for 200): a turn's two busy
         # notifications would pay that on the way in and out. Reuse it while nothing it depends
         # on changed: the session, the mode and the memory folder's entries (names, inodes, times).
         agent = self.agent
@@ -464,7 +466,7 @@ class MinoServer:
         if cached is not None and cached[0] == key and key[0] is not None:
             data = dict(cached[1])
         else:
-            data = agent.state()
+            data = P.dump(agent.state())
             if self._state_key() == key:
                 self._state_cache = (key, data)
             data = dict(data)
@@ -500,10 +502,7 @@ class MinoServer:
         return self.state()
 
     def do_turn(self, params: P.TurnParams, cancel: CancelToken) -> P.TurnResult:
-        outcome = self.agent.run_turn(params.text, cancel)
-        return P.TurnResult(
-            turnId=outcome.turn_id, status=outcome.status, text=outcome.text, error=outcome.error
-        )
+        return self.agent.run_turn(params.text, cancel)  # type: ignore[no-any-return]
 
     def do_command(self, params: P.CommandParams, cancel: CancelToken) -> P.CommandResult:
         from ..core.commands import run_command
@@ -522,7 +521,7 @@ class MinoServer:
                     updatedAt=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(s.mtime)),
                     active=s.id == active,
                 )
-                for s in self.agent.store.list()
+                for s in self.agent.sessions.list()
             ]
         )
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from ..core.cancel import CancelToken
-from ..core.ui import APPROVAL_QUESTION, ApprovalRequest
+from ..core.contract import ApprovalRequest, Event, MemoryProblem
 from . import protocol as P
 
 
@@ -29,20 +29,11 @@ class ServerUI:
     def __init__(self, server: Editor) -> None:
         self.server = server
 
-    def event(self, event: dict[str, Any]) -> None:
-        self.server.notify("mino/event", event)
+    def event(self, event: Event) -> None:
+        self.server.notify("mino/event", P.dump(event))
 
     def approve(self, request: ApprovalRequest, cancel: CancelToken) -> bool:
-        params = P.ApproveParams(
-            turnId=request.turn_id,
-            callId=request.call_id,
-            tool=request.tool,
-            fields=[P.ApprovalField(label=label, value=value) for label, value in request.fields],
-            warning=request.warning,
-            question=APPROVAL_QUESTION,
-            workdir=request.workdir,
-        )
-        answer = self.server.ask("mino/approve", P.dump(params), cancel)
+        answer = self.server.ask("mino/approve", P.dump(request), cancel)  # the core's question, as it is
         # Only an explicit yes approves: an error, a cancel or a malformed answer has denied.
         return isinstance(answer, dict) and answer.get("approved") is True
 
@@ -53,9 +44,9 @@ class ServerUI:
         answer = self.server.ask("mino/confirm", P.dump(params), None)
         return isinstance(answer, dict) and answer.get("confirmed") is True
 
-    def memory_problems(self, directory: str, problems: list[tuple[str, str]]) -> None:
+    def memory_problems(self, directory: str, problems: list[MemoryProblem]) -> None:
         from ..core.memory import format_problems
 
-        lines = format_problems(directory, problems)
+        lines = format_problems(directory, [(p.file, p.reason) for p in problems])
         if lines:
             self.server.show_message(P.MESSAGE_WARNING, "\n".join(lines))

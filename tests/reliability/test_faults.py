@@ -16,13 +16,13 @@ from typing import Any
 
 import pytest
 from faults import Fault, inject
-from helpers import RecordingUI, command, command_result, make_agent, turn
+from helpers import Agent, RecordingUI, command, command_result, make_agent, turn
 from invariants import log_consistency, memory_problems, pair_calls, read_log, read_selection
 from tally import TALLY, whole
 
-from mino_server.core.conversation import Agent
 from mino_server.core.memory import render_memory
 from mino_server.core.sessions.store import StorageError
+from mino_server.core.words import startup_lines
 from mino_server.testing.scripted_model import ScriptedModel
 
 ENOSPC, EIO = errno.ENOSPC, errno.EIO
@@ -67,7 +67,7 @@ def witness_count(workdir: Path, token: str) -> int:
 def restart(base_url: str, workdir: Path) -> tuple[Agent, RecordingUI, list[str]]:
     ui = RecordingUI(confirms=[True])
     agent = make_agent(base_url, workdir, ui, mode="bypass")
-    return agent, ui, agent.open()
+    return agent, ui, startup_lines(agent.open())
 
 
 # ---- session appends ---------------------------------------------------------------------------
@@ -355,7 +355,7 @@ def test_torn_tail_repair_fault_is_one_clear_line(
     with pytest.MonkeyPatch.context() as mp:
         fault = inject(mp, Fault(kind, err, path=where))
         if when == "start-up":
-            out = agent.open()
+            out = startup_lines(agent.open())
         else:
             agent.open()
             out = command(agent, f"/resume {sid}")

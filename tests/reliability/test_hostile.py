@@ -28,7 +28,7 @@ from fuzz import (
     make_entry,
     make_outside,
 )
-from helpers import RecordingUI
+from helpers import Agent, RecordingUI, conversation
 from hypothesis import given
 from hypothesis import strategies as st
 from invariants import KNOWN_TYPES, read_log, request_consistency
@@ -38,11 +38,11 @@ from mino_server.core import frontmatter, memory, skills
 from mino_server.core.cancel import CancelToken
 from mino_server.core.commands import run_command
 from mino_server.core.config import load_config
-from mino_server.core.conversation import Agent
 from mino_server.core.tools.base import ArgumentError, Prepared, ToolContext, ToolFailure, ToolResult
 from mino_server.core.tools.bash import BashTool
 from mino_server.core.tools.memory_tools import MemorySaveTool, MemoryViewTool
 from mino_server.core.tools.skill_view import SkillViewTool
+from mino_server.core.words import startup_lines
 from mino_server.testing.scripted_model import ScriptedModel
 
 pytestmark = pytest.mark.timeout(120 * SCALE)
@@ -60,7 +60,7 @@ def agent_at(home: Path, workdir: Path, base_url: str, ui: RecordingUI, mode: st
     env = dict(os.environ, MINO_HOME=str(home), MINO_BASE_URL=base_url, MINO_API_KEY="test-key")
     home.mkdir(parents=True, exist_ok=True)
     (home / "config.yaml").write_text('sandbox: "off"\n')  # no bwrap probe per example
-    return Agent(load_config(env=env, mode=mode), workdir, ui)
+    return conversation(load_config(env=env, mode=mode), workdir, ui)
 
 
 def ctx_for(home: Path, workdir: Path, skill_list: list[Any] | None = None) -> ToolContext:
@@ -348,7 +348,7 @@ def test_session_file_fuzz(model: ScriptedModel, tmp_path: Path) -> None:
         ui = RecordingUI(confirms=[True, True])
         agent = agent_at(home, workdir, model.base_url, ui)
         try:
-            lines = agent.open()
+            lines = startup_lines(agent.open())
             if how == "resume":
                 lines = []
                 run_command(agent, f"/resume {sid}", lines.append, lambda p: None)
@@ -399,7 +399,7 @@ def test_hostile_session_store_entries(model: ScriptedModel, tmp_path: Path) -> 
         TALLY.fuzz_cases += 1
         agent = agent_at(home, workdir, model.base_url, RecordingUI())
         try:
-            lines = agent.open()
+            lines = startup_lines(agent.open())
         finally:
             agent.close()
         # Every case, a hard link to the outside file included (its bytes are no session and no

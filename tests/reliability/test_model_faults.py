@@ -16,12 +16,11 @@ from typing import Any
 import pytest
 from cli_driver import piped
 from faults import Fault, inject
-from helpers import RecordingUI, make_agent, turn
+from helpers import Agent, RecordingUI, make_agent, turn
 from invariants import log_consistency, read_log, request_consistency
 from tally import TALLY, whole
 
 from mino_server.core.cancel import CancelToken
-from mino_server.core.conversation import Agent
 from mino_server.testing.scripted_model import ScriptedModel
 
 LONG = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen"

@@ -25,6 +25,7 @@ from mino_server.core.cancel import CancelToken
 from mino_server.core.tools import sandbox as sandbox_module
 from mino_server.core.tools.base import ToolContext
 from mino_server.core.tools.sandbox import SandboxError, detect
+from mino_server.core.words import startup_lines
 from mino_server.testing.scripted_model import ScriptedModel
 
 _found, _line = detect() if sys.platform.startswith("linux") else (None, "not Linux")
@@ -192,9 +193,9 @@ def test_a_weak_sandbox_is_reported_at_start_up_and_bash_asks(
     ui = RecordingUI(approvals=[False])
     agent = make_agent(model.base_url, workdir, ui, mode="accept-edits")
     try:
-        lines = agent.open()
+        lines = startup_lines(agent.open())
         assert any(line.startswith("Sandbox: unavailable (bwrap leaves sandboxed commands") for line in lines)
-        assert agent.state()["sandbox"] is None
+        assert agent.state().sandbox is None
         turn(agent, "say hi")
         assert [r.tool for r in ui.asked] == ["bash"]  # accept-edits runs sandboxed bash unasked
         assert ("Sandbox", "none") in ui.asked[0].fields

@@ -25,6 +25,7 @@ from mino_server.core.cancel import CancelToken
 from mino_server.core.config import ConfigError, load_config
 from mino_server.core.tools.base import ToolContext
 from mino_server.core.tools.sandbox import detect
+from mino_server.core.words import startup_lines
 from mino_server.testing.scripted_model import ScriptedModel
 
 _found, _line = detect() if sys.platform.startswith("linux") else (None, "not Linux")
@@ -184,7 +185,7 @@ def test_the_agent_passes_the_switch_to_detection(
     (mino_home / "config.yaml").write_text("sandbox_unix_sockets: true\n")
     agent = make_agent(model.base_url, workdir, RecordingUI())
     try:
-        assert "Sandbox: bwrap (unix sockets allowed by config.yaml)" in agent.open()
+        assert "Sandbox: bwrap (unix sockets allowed by config.yaml)" in startup_lines(agent.open())
     finally:
         agent.close()
 

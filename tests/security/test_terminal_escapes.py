@@ -17,7 +17,16 @@ from cli_driver import piped, spawn
 
 from mino_server.cli import RESET, WAITING, TerminalUI
 from mino_server.core.cancel import CancelToken
-from mino_server.core.ui import ApprovalRequest
+from mino_server.core.contract import (
+    ApprovalField,
+    ApprovalRequest,
+    AssistantMessage,
+    MemoryProblem,
+    Notice,
+    TextDelta,
+    ToolCall,
+    ToolResultEvent,
+)
 from mino_server.testing.scripted_model import ScriptedModel
 
 FAKE_BLOCK = (
@@ -118,20 +127,19 @@ def terminal() -> tuple[TerminalUI, Tty, Tty]:
 
 
 def delta(ui: TerminalUI, text: str) -> None:
-    ui.event({"type": "text_delta", "turnId": "t", "text": text})
+    ui.event(TextDelta(turnId="t", text=text))
 
 
 def tool_call(ui: TerminalUI, warning: str | None = None) -> None:
     ui.event(
-        {
-            "type": "tool_call",
-            "turnId": "t",
-            "callId": "c",
-            "tool": "bash",
-            "fields": [{"label": "Command", "value": "ls"}],
-            "warning": warning,
-            "decision": "ask",
-        }
+        ToolCall(
+            turnId="t",
+            callId="c",
+            tool="bash",
+            fields=[ApprovalField(label="Command", value="ls")],
+            warning=warning,
+            decision="ask",
+        )
     )
 
 
@@ -146,7 +154,7 @@ def test_cr_lf_split_across_deltas_is_a_line_end_and_a_lone_cr_is_shown() -> Non
     ui, out, _ = terminal()
     for piece in ["one\r", "\ntwo\r", "three\r", "\r", "\n", "four\r\n", "five\r"]:
         delta(ui, piece)
-    ui.event({"type": "assistant_message", "turnId": "t", "text": "…"})
+    ui.event(AssistantMessage(turnId="t", text="…"))
     assert out.getvalue() == "Assistant> one\ntwo\\rthree\\r\nfour\nfive\n\n"
 
 
@@ -168,22 +176,18 @@ def test_the_block_starts_on_a_fresh_line_from_reset_attributes() -> None:
 
 def test_every_event_kind_and_line_is_sanitised() -> None:
     ui, out, err = terminal()
-    ui.event({"type": "notice", "turnId": "t", "text": "Skills\x1b[8m in /w/\x1b[2K were not loaded"})
+    ui.event(Notice(turnId="t", text="Skills\x1b[8m in /w/\x1b[2K were not loaded"))
     ui.event(
-        {
-            "type": "tool_result",
-            "turnId": "t",
-            "callId": "c",
-            "tool": "bash",
-            "status": "completed",
-            "text": "a\x1b[8m\nb\rc\x9b",
-        }
+        ToolResultEvent(turnId="t", callId="c", tool="bash", status="completed", text="a\x1b[8m\nb\rc\x9b")
     )
-    ui.memory_problems("/home/\x1b[8m", [("x\x1b[8m.md", "why\x1b[2K")])
+    ui.memory_problems("/home/\x1b[8m", [MemoryProblem(file="x\x1b[8m.md", reason="why\x1b[2K")])
     ui.error_line("Error: \x1b[8m")
     ui.interactive = False  # nobody answers: the questions are printed and refused
     ui.confirm("recovery", "s", "Session\x1b[8m message")
-    ui.approve(ApprovalRequest("t", "c", "bash", [], None, "/w"), CancelToken())
+    ui.approve(
+        ApprovalRequest(turnId="t", callId="c", tool="bash", fields=[], warning=None, workdir="/w"),
+        CancelToken(),
+    )
     assert leftovers(out.getvalue() + err.getvalue()) == []  # Mino's waiting marker aside
     assert "Skills\\x1b[8m in /w/\\x1b[2K" in out.getvalue() and "a\\x1b[8m" in out.getvalue()
     assert "/home/\\x1b[8m" in err.getvalue() and "Error: \\x1b[8m" in err.getvalue()

@@ -15,14 +15,14 @@ from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 from ..cancel import CancelToken
-from ..decision import Kind
 
-# Tool result statuses (docs/BEHAVIOUR.md, "Tool results").
-COMPLETED = "completed"
-DENIED = "denied"
-FAILED = "failed"
-INVALID_ARGUMENTS = "invalid_arguments"
-UNKNOWN = "unknown"
+# The result statuses, re-exported for the tool modules (defined in contract.py).
+from ..contract import COMPLETED as COMPLETED
+from ..contract import DENIED as DENIED
+from ..contract import FAILED as FAILED
+from ..contract import INVALID_ARGUMENTS as INVALID_ARGUMENTS
+from ..contract import UNKNOWN as UNKNOWN
+from ..contract import Kind, ToolStatus
 
 
 class ArgumentError(Exception):
@@ -32,14 +32,14 @@ class ArgumentError(Exception):
 class ToolFailure(Exception):
     """The call cannot go ahead; ends it with `status` and `message` (before or after asking)."""
 
-    def __init__(self, message: str, status: str = FAILED) -> None:
+    def __init__(self, message: str, status: ToolStatus = FAILED) -> None:
         super().__init__(message)
         self.status = status
 
 
 @dataclass(frozen=True)
 class ToolResult:
-    status: str
+    status: ToolStatus
     output: str
 
 

@@ -1,0 +1,39 @@
+"""The sentences a person sees about sessions, modes and start-up, defined once for every front end.
+
+The core returns data (contract.py); front ends word it with these, so the
+terminal, the editor and ACP clients say the same thing. Exact strings: docs/BEHAVIOUR.md."""
+
+from __future__ import annotations
+
+from .contract import Startup
+
+CANNOT_RESTORE = "Cannot restore the active session: "
+RESTORE_HINT = (
+    "Use /sessions to list the sessions, then /resume <id> to choose one, or /new to start a new one."
+)
+NO_SESSION = "No session is selected. Use /sessions, then /resume <id>, or /new."
+TURN_RUNNING = "A turn is running; wait for it to end or interrupt it first."
+
+
+def mode_line(mode: str) -> str:
+    return f"Permission mode: {mode}. Use /mode to change it."
+
+
+def session_line(session_id: str) -> str:
+    return f"Session: {session_id}"
+
+
+def restore_problem_line(problem: str) -> str:
+    return CANNOT_RESTORE + problem
+
+
+def startup_lines(startup: Startup) -> list[str]:
+    """What the terminal prints at start-up, in order (the editor logs the same lines)."""
+    lines = list(startup.notices)
+    if startup.session_id is not None:
+        lines += [session_line(startup.session_id), mode_line(startup.mode)]
+    else:
+        lines += [restore_problem_line(startup.restore_problem or ""), RESTORE_HINT, mode_line(startup.mode)]
+    lines.append(startup.sandbox_line)
+    lines.extend(startup.warnings)
+    return lines
