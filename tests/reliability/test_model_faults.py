@@ -50,6 +50,31 @@ FAULTS: dict[str, tuple[list[dict[str, Any]], str, str]] = {
         "HTTP 500: boom",
     ),
     "401": ([{"status": 401, "error": "Incorrect API key provided"}], "failed", "HTTP 401"),
+    # LiteLLM's proxy answers a streamed request that fails before it starts with SSE lines.
+    "500-sse-body": (
+        retry(
+            {
+                "status": 500,
+                "error": "Error processing stream start",
+                "error_format": "sse",
+                "headers": {"Retry-After": "0"},
+            }
+        ),
+        "failed",
+        "Model request failed: HTTP 500: Error processing stream start (after 4 attempts)",
+    ),
+    "502-text-body": (
+        retry(
+            {
+                "status": 502,
+                "error": "upstream connect error",
+                "error_format": "text",
+                "headers": {"Retry-After": "0"},
+            }
+        ),
+        "failed",
+        "Model request failed: HTTP 502: upstream connect error (after 4 attempts)",
+    ),
     "malformed": ([{"text": LONG, "malformed": True}], "failed", "malformed data"),
     "cut-mid-text": ([{"text": LONG, "cut_after": 6}], "failed", "ended before the response completed"),
     "cut-mid-call": (
