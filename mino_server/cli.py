@@ -32,9 +32,10 @@ from .core.contract import (
     ToolResultEvent,
     TurnEnd,
     TurnResult,
+    Usage,
 )
 from .core.display import terminal_text
-from .core.words import NO_SESSION
+from .core.words import NO_SESSION, context_line
 
 if TYPE_CHECKING:
     from .core.conversation import Conversation
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
 RESULT_PREVIEW_LINES = 20
 WAITING = "\x1b[2m… waiting for the model\x1b[0m"
 ERASE_LINE = "\r\x1b[K"
+DIM = "\x1b[2m"
 RESET = "\x1b[0m"  # default colours and attributes, before an approval block
 
 
@@ -64,6 +66,7 @@ class TerminalUI:
         self._waiting = False
         self._fresh = True  # the last character written ended a line (or nothing was written yet)
         self._held_cr = False  # a text delta ended in CR: a CR LF split across deltas is a line end
+        self._usage: tuple[int, int] | None = None  # this turn's latest (input tokens, context window)
 
     # ---- output --------------------------------------------------------------------------
     def write(self, text: str, *, err: bool = False, delta: bool = False) -> None:
@@ -163,12 +166,19 @@ class TerminalUI:
                         self.write("\n")
                         self._in_text = False
                     self.line(text)
+                case Usage(inputTokens=used, contextWindow=window):
+                    self._usage = (used, window)
                 case TurnEnd():
                     if self._in_text:
                         self.write("\n\n")
                         self._in_text = False
                     if self._waiting:
                         self.write("")
+                    if self._usage is not None and self.interactive and self.out.isatty():
+                        self._control(DIM)  # a quiet line on a terminal only: scripts see no change
+                        self.line(context_line(*self._usage))
+                        self._control(RESET)
+                    self._usage = None
                 case ApprovalResolved():
                     pass  # the terminal asked and got the answer itself
 

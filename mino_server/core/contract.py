@@ -165,7 +165,20 @@ class TurnEnd:
     status: TurnStatus
 
 
-Event = Union[TextDelta, AssistantMessage, ToolCall, ToolResultEvent, ApprovalResolved, Notice, TurnEnd]  # noqa: UP007
+@dataclass(kw_only=True, frozen=True)
+class Usage:
+    """What the service counted for the request just answered; sent only when it reported a count."""
+
+    type: Literal["usage"] = "usage"
+    turnId: str
+    inputTokens: int = doc("the whole input of the request: how full the context is")
+    outputTokens: int
+    contextWindow: int = doc("the configured budget (config.yaml context_window)")
+
+
+Event = Union[  # noqa: UP007  (a runtime union: docgen and the protocol parser read its members)
+    TextDelta, AssistantMessage, ToolCall, ToolResultEvent, ApprovalResolved, Notice, TurnEnd, Usage
+]
 EVENT_TYPES: tuple[type, ...] = typing.get_args(Event)
 
 
@@ -195,6 +208,14 @@ class MemoryStatus:
     problems: list[MemoryProblem]
 
 
+@dataclass(kw_only=True, frozen=True)
+class ContextUsage:
+    """How full the context was at the latest request that reported usage."""
+
+    inputTokens: int
+    contextWindow: int
+
+
 @dataclass(kw_only=True)
 class State:
     """What a conversation is working on; sent as `mino/stateChanged` after every change of session, mode or busy."""
@@ -210,6 +231,11 @@ class State:
     busy: bool = doc("a turn or a compaction is running")
     sandbox: str | None = doc('"bwrap" or "sandbox-exec"; null when commands run unsandboxed')
     memory: MemoryStatus
+    usage: ContextUsage | None = doc(
+        "the latest request of the current session that reported usage (restored on resume); null "
+        "when none did",
+        default=None,
+    )
 
 
 @dataclass(kw_only=True)

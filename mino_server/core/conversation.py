@@ -20,6 +20,7 @@ from .compaction import TokenBudget
 from .config import Config
 from .contract import (
     MODES,
+    ContextUsage,
     MemoryProblem,
     MemoryStatus,
     Mode,
@@ -34,6 +35,8 @@ from .store import Background, Store
 from .tools.base import Tool
 from .ui import UI
 from .words import CANNOT_RESTORE, NO_SESSION, TURN_RUNNING
+
+USAGE_TAIL_BYTES = 64 * 1024
 
 
 class CommandError(Exception):
@@ -65,6 +68,7 @@ class Conversation:
         self._force_memory_report = True
         self._skills: list[Any] | None = None
         self.budget = TokenBudget(self.config.context_window)
+        self.usage: ContextUsage | None = None  # the latest request that reported usage (State.usage)
 
     # ---- lifecycle -----------------------------------------------------------------------
     @property
@@ -179,8 +183,37 @@ class Conversation:
             self.log.close()
         self.log = log
         self.restore_problem = None
+        self.usage = self._recorded_usage(log)  # a session's own: what its last turn reported
         self._skills = None
         self._force_memory_report = True
+
+    def _recorded_usage(self, log: SessionLog) -> ContextUsage | None:
+        """The usage saved on the session's last turn_end, read from the file's tail.
+
+        A turn ends with its turn_end, so it sits in the last records; a tail without one (a turn
+        running, a huge last record) just means unknown."""
+        import json
+
+        try:
+            with open(log.path, "rb") as f:
+                f.seek(0, 2)
+                start = max(0, f.tell() - USAGE_TAIL_BYTES)
+                f.seek(start)
+                lines = f.read().split(b"\n")
+        except OSError:
+            return None
+        for line in reversed(lines[1:] if start else lines):
+            if b'"turn_end"' not in line:
+                continue
+            try:
+                usage = json.loads(line).get("usage")
+                tokens = usage["input_tokens"]
+            except (ValueError, AttributeError, KeyError, TypeError):
+                return None
+            if type(tokens) is not int or tokens <= 0:
+                return None
+            return ContextUsage(inputTokens=tokens, contextWindow=self.budget.context_window)
+        return None
 
     def close(self) -> None:
         if self.log is not None:
@@ -380,6 +413,8 @@ class Conversation:
                 turn.schemas = tool_schemas(self.tools)
 
             result = turn.run(text, history, prepare)
+        if turn.usage is not None:
+            self.usage = ContextUsage(inputTokens=turn.usage[0], contextWindow=self.budget.context_window)
         if turn.stopped:
             self.stopped = turn.stopped
         return result
@@ -437,6 +472,7 @@ class Conversation:
             model=self.config.model,
             busy=self.busy,
             sandbox=self._sandbox.name if self._sandbox is not None else None,
+            usage=self.usage,
             memory=MemoryStatus(
                 dir=str(self.config.memory_dir),
                 count=len(entries),

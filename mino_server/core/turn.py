@@ -33,6 +33,7 @@ from .contract import (
     TurnEnd,
     TurnResult,
     TurnStatus,
+    Usage,
 )
 from .decision import decide
 from .model_client import FunctionCall, ModelResponse
@@ -80,6 +81,7 @@ class Turn:
     index: str | None  # the memory index, rendered once: shared by every request of this turn
     instructions: str
     stopped: str | None = None  # set when the log could not be written: the chat stops
+    usage: tuple[int, int] | None = None  # (input, output) tokens of the latest request that reported them
 
     def run(self, text: str, history: list[dict[str, Any]], prepare: Callable[[], None]) -> TurnResult:
         """Run the turn whose user_message (`text`) is already saved; `history` is what came before.
@@ -120,6 +122,18 @@ class Turn:
                     body, lambda delta: self.ui.event(TextDelta(turnId=turn_id, text=delta)), cancel
                 )
                 self.compactor.observe_usage(response.usage)
+                counted = reported_usage(response.usage)
+                if counted is not None:
+                    self.usage = counted
+                    window = self.compactor.budget.context_window
+                    self.ui.event(
+                        Usage(
+                            turnId=turn_id,
+                            inputTokens=counted[0],
+                            outputTokens=counted[1],
+                            contextWindow=window,
+                        )
+                    )
                 if response.text:
                     answer.append(response.text)
                     cut = {"incomplete": True, "reason": response.incomplete} if response.incomplete else {}
@@ -178,6 +192,8 @@ class Turn:
             fields: dict[str, Any] = {"status": status}
             if error:
                 fields["reason"] = error
+            if self.usage is not None:  # so a resumed session shows how full its context was
+                fields["usage"] = {"input_tokens": self.usage[0], "output_tokens": self.usage[1]}
             log.append("turn_end", turn_id, **fields)
         except OSError as exc:
             return self.storage_failed(exc)
@@ -300,6 +316,19 @@ def front_item(index: str | None, summary: str | None) -> dict[str, Any] | None:
     if summary:
         parts.append(f"{SUMMARY_LABEL}\n{summary}")
     return assistant_item("\n\n".join(parts)) if parts else None
+
+
+def reported_usage(usage: dict[str, Any] | None) -> tuple[int, int] | None:
+    """(input, output) tokens when the service counted the input; None when it did not.
+
+    Zero and absent counts mean "unknown" (llama.cpp servers report none, LiteLLM's bridge 0s): no
+    usage is shown rather than an empty context."""
+    if not usage:
+        return None
+    inp, out = usage.get("input_tokens"), usage.get("output_tokens")
+    if type(inp) is not int or inp <= 0:
+        return None
+    return inp, out if type(out) is int and out >= 0 else 0
 
 
 def unique_call_id(call_id: str, used: set[str]) -> str:

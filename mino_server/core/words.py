@@ -23,6 +23,12 @@ def session_line(session_id: str) -> str:
     return f"Session: {session_id}"
 
 
+def context_line(input_tokens: int, context_window: int) -> str:
+    """How full the context was at the latest request, e.g. "Context: 41% full (52,480 of 128,000 tokens)"."""
+    percent = round(100 * input_tokens / context_window) if context_window > 0 else 0
+    return f"Context: {percent}% full ({input_tokens:,} of {context_window:,} tokens)"
+
+
 def restore_problem_line(problem: str) -> str:
     return CANNOT_RESTORE + problem
 

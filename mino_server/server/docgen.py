@@ -406,7 +406,9 @@ the server's stderr.
   `assistant_message {{text}}`, `tool_call {{callId, tool, fields, warning, decision: "run" | "ask" |
   "show"}}`, `tool_result {{callId, tool, status, text}}`, `approval_resolved {{callId, outcome:
   "approved" | "denied" | "cancelled"}}` (sent whenever a pending approval ends, by answer, cancel or
-  turn end, so every surface still showing it can dismiss it), `notice {{text}}`, `turn_end {{status}}`.
+  turn end, so every surface still showing it can dismiss it), `notice {{text}}`, `turn_end {{status}}`,
+  `usage {{inputTokens, outputTokens, contextWindow}}` (after every model response that reported
+  usage; `State.usage` keeps the latest, restored on resume).
   Events of a turn arrive in order and before the turn's result.
 - notification `mino/stateChanged` State — after every change of session, mode or busy.
 - `window/showMessage` / `window/logMessage` for warnings such as memory files that were not loaded.

@@ -123,6 +123,10 @@ export interface State {
   /** "bwrap" or "sandbox-exec"; null when commands run unsandboxed */
   sandbox: string | null;
   memory: MemoryStatus;
+  /**
+   * the latest request of the current session that reported usage (restored on resume); null when none did
+   */
+  usage: ContextUsage | null;
 }
 
 export interface MemoryStatus {
@@ -137,6 +141,12 @@ export interface MemoryStatus {
 export interface MemoryProblem {
   file: string;
   reason: string;
+}
+
+/** How full the context was at the latest request that reported usage. */
+export interface ContextUsage {
+  inputTokens: number;
+  contextWindow: number;
 }
 
 export interface TurnParams {
@@ -281,7 +291,8 @@ export type Event =
   | ToolResultEvent
   | ApprovalResolved
   | Notice
-  | TurnEnd;
+  | TurnEnd
+  | Usage;
 
 export type EventType = Event['type'];
 /** Each Event's `type`, and the interface it names. */
@@ -293,6 +304,7 @@ export const EVENT_TYPES = {
   approval_resolved: 'ApprovalResolved',
   notice: 'Notice',
   turn_end: 'TurnEnd',
+  usage: 'Usage',
 } as const satisfies Record<EventType, string>;
 
 /** Streamed text, as it arrives. */
@@ -353,6 +365,17 @@ export interface TurnEnd {
   type: 'turn_end';
   turnId: string;
   status: TurnStatus;
+}
+
+/** What the service counted for the request just answered; sent only when it reported a count. */
+export interface Usage {
+  type: 'usage';
+  turnId: string;
+  /** the whole input of the request: how full the context is */
+  inputTokens: number;
+  outputTokens: number;
+  /** the configured budget (config.yaml context_window) */
+  contextWindow: number;
 }
 
 /** LSP `window/showMessage` / `window/logMessage`. */
