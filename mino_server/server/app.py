@@ -481,6 +481,7 @@ class MinoServer:
             agent.session_id,
             agent.restore_problem,
             agent.mode,
+            agent.usage,  # changes after every turn whose model reported usage
         )
 
     def state_changed(self, force: bool = False) -> None:
