@@ -10,7 +10,7 @@
 # e2e/drive.js, stops everything. Screenshots go to <repo>/test-artifacts/e2e/.
 #
 # env: MINO_COMMAND (the mino executable; default <repo>/.venv/bin/mino, then `mino` on PATH),
-#      MINO_PYTHON (runs mino_server.scripted_model; default the python beside mino),
+#      MINO_PYTHON (runs mino_server.testing.scripted_model; default the python beside mino),
 #      MINO_E2E_CACHE, MINO_E2E_PORT (default 8765), MINO_E2E_KEEP=1 keeps the run folder.
 # Everything listens on and talks to 127.0.0.1 only.
 set -uo pipefail
@@ -107,7 +107,7 @@ printf '# e2e workspace\n\nA small project for the Mino end-to-end test.\n' > "$
 # the scripted model: one reply per model request, in the order the scenario makes them
 # (background jobs of a script ignore SIGINT: restore it, so SIGINT stops the model and it prints its errors)
 (cd "$REPO" && exec "$PY" -c 'import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler)
-from mino_server.scripted_model import main; sys.exit(main(sys.argv[1:]))' --replies "$HERE/replies.yaml") > "$WORK/model.url" 2> "$WORK/model.log" &
+from mino_server.testing.scripted_model import main; sys.exit(main(sys.argv[1:]))' --replies "$HERE/replies.yaml") > "$WORK/model.url" 2> "$WORK/model.log" &
 MODELPID=$!
 for _ in $(seq 1 100); do [ -s "$WORK/model.url" ] && break; sleep 0.1; done
 BASE_URL=$(head -1 "$WORK/model.url")

@@ -49,7 +49,7 @@ export class ScriptedModel {
     // JSON is YAML: no YAML library needed here
     const file = path.join(dir, 'replies.yaml');
     fs.writeFileSync(file, JSON.stringify(replies, null, 1));
-    const proc = spawn(python, ['-m', 'mino_server.scripted_model', '--replies', file], {
+    const proc = spawn(python, ['-m', 'mino_server.testing.scripted_model', '--replies', file], {
       cwd: REPO_ROOT,
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, PYTHONPATH: REPO_ROOT },
