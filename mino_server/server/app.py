@@ -521,6 +521,7 @@ class MinoServer:
                     id=s.id,
                     updatedAt=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(s.mtime)),
                     active=s.id == active,
+                    openElsewhere=False,
                 )
                 for s in self.agent.sessions.list()
             ]

@@ -346,22 +346,23 @@ request against; `docs/protocol.schema.json` holds the same types as JSON Schema
 - `initialize`: the working directory is the first workspace folder (else `rootUri`, else the server's
   cwd); it must be a `file://` URI of an existing folder ({invalid_params} otherwise).
   `initializationOptions` may carry `{{"mode": "manual" | "accept-edits" | "bypass"}}`, which
-  overrides `config.yaml` and `mino --stdio --mode`. Result: `serverInfo {{name: "mino", version}}`,
+  overrides `config.yaml` and `mino --stdio --mode`, and `{{"sessionId": ID}}`, the session the window
+  showed before a reload ([Many windows on one home](#many-windows-on-one-home)). Result: `serverInfo {{name: "mino", version}}`,
   `capabilities.experimental.mino = {{protocolVersion: {version}, maxMessageBytes: {max_bytes}}}`.
   A second `initialize` gets {invalid_request}; any other request before it gets {not_initialized}.
-- `initialized`: the server opens the session store (takes `sessions.lock`) and restores the active
-  session by the start-up table (docs/BEHAVIOUR.md, "Start-up selection"); problems show in
-  `State.restoreProblem`, not as a crash. It may send `mino/confirm` first (a session with a call
+- `initialized`: the server opens the session store and restores a session: the window's own
+  `sessionId` when it has one that exists and is not open elsewhere, else the one the start-up table
+  picks (docs/BEHAVIOUR.md, "Start-up selection"; when that one is open elsewhere, a new session);
+  problems show in `State.restoreProblem`, not as a crash. It may send `mino/confirm` first (a session with a call
   whose result was never recorded); a no leaves the command-only state with the reason in
   `restoreProblem`. When done it sends the start-up lines as `window/logMessage` and the first
   `mino/stateChanged`. Requests that arrive earlier wait for it.
-- If the store is in use by another Mino process (the lock is retried for one second, so a window
-  reload does not race the old server), `config.yaml` is bad, or the store cannot be opened
-  (a full or read-only disk), the server stays up but is
-  **unavailable**: it says so once with `window/showMessage` (error), and every request answers
-  error {unavailable} with that line (e.g. "The session store … is in use by another Mino process
-  (pid 4242). …") and `data {{kind, pid?}}`.
-- `shutdown` / `exit` as in LSP; the lock is released; a turn in flight is interrupted and its log
+- If `config.yaml` is bad, the store cannot be opened (a full or read-only disk), or its short lock
+  stays taken for 10 s (a Mino older than protocol version 2 holds it for its whole run), the server
+  stays up but is **unavailable**: it says so once with `window/showMessage` (error), and every
+  request answers error {unavailable} with that line and `data {{kind, pid?}}`.
+- `shutdown` / `exit` as in LSP; the session is closed (other connections hear of it through
+  `mino/sessionsChanged`); a turn in flight is interrupted and its log
   left consistent (`shutdown` answers once the interrupted turn has written its end, or after 5 s; the
   turn's own result says `"interrupted"`). EOF on stdin is an
   exit. Exit code 0 after `shutdown`, else 1.
@@ -373,6 +374,31 @@ request against; `docs/protocol.schema.json` holds the same types as JSON Schema
   sandbox: string|null, memory: {{dir, count, problems: [{{file, reason}}]}}}}` — see `State` under Types.
 `busy` is true while a turn or a compaction runs. `mino/stateChanged` carries the whole State after
 every change of session (new, resume, clear included), mode or busy, and once after start-up.
+
+## Many windows on one home
+Any number of connections — one `mino --stdio` per editor window, terminal `mino` processes, and
+later `mino --acp` sessions — use one `MINO_HOME` at once, each with its own session, working
+directory, mode and turn; turns of different connections run at the same time (docs/BEHAVIOUR.md,
+"The store lock").
+- A session is open in at most one connection. `mino/sessions/resume` or `mino/sessions/clear` of a
+  session open elsewhere is error {session_in_use}, checked before any other refusal, with a message
+  naming that connection's working directory and pid and `data {{sessionId, pid, workdir}}`; nothing
+  changes. `/resume` through `mino/command` answers the same line as its output, like every other
+  command refusal. `mino/sessions/list` marks such sessions with `openElsewhere: true`.
+- At `initialized`, `initializationOptions.sessionId` (the session this window showed before a
+  reload) is restored when it exists and is not open elsewhere; it counts as a resume (recovery
+  first, then it becomes the selection). A reloaded window's new server may start before the old one
+  has let go, so a `sessionId` open elsewhere is waited for up to one second. Otherwise the start-up
+  table decides; when the session it picks is open elsewhere, the window starts a new session and
+  says so in one `window/showMessage` (Info) naming the other connection's pid and directory.
+- `sessions/active-session.json` names the session most recently created, resumed or cleared by any
+  connection (a later terminal start restores it); it is replaced atomically under a short store
+  lock, so creating, switching and clearing never race.
+- Memory saves from two windows are serialised, and an approval stays bound to the file's state: a
+  save approved in one window after another changed that memory writes nothing.
+- `mino/sessionsChanged {{}}` goes to every other connection on the home when one creates, clears,
+  opens or closes a session (a window that exits or is killed closes its own), within about a
+  second: refresh session lists and pickers.
 
 ## Client → server requests
 {client_table}
@@ -457,6 +483,7 @@ def render_doc(names: Names | None = None) -> str:
         "not_initialized": P.NOT_INITIALIZED,
         "unavailable": P.UNAVAILABLE,
         "refused": P.REFUSED,
+        "session_in_use": P.SESSION_IN_USE,
     }
     return DOC.format(
         version=P.PROTOCOL_VERSION,

@@ -23,7 +23,7 @@ import typing
 from dataclasses import dataclass
 from typing import Any, Literal, Union
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024  # a message body larger than this is skipped with an error
 MAX_HEADER_LINE_BYTES = 8 * 1024
 
@@ -38,6 +38,7 @@ NOT_INITIALIZED = -32002
 UNAVAILABLE = -32003
 REFUSED = -32004
 STORAGE_FAILED = -32005
+SESSION_IN_USE = -32006
 REQUEST_CANCELLED = -32800
 
 ERROR_CODES: list[tuple[int, str, str]] = [
@@ -74,8 +75,9 @@ ERROR_CODES: list[tuple[int, str, str]] = [
     (
         UNAVAILABLE,
         "unavailable",
-        "The server started but cannot serve: the session store is in use by another Mino process "
-        '(`data: {kind: "storeLocked", pid}`), the configuration is bad (`data.kind: "config"`), the '
+        "The server started but cannot serve: the session store stayed locked (`sessions.lock` held "
+        "for more than 10 s, e.g. by a Mino older than protocol version 2, which holds it for its whole "
+        'run: `data: {kind: "storeLocked", pid}`), the configuration is bad (`data.kind: "config"`), the '
         'store cannot be opened or written (`data.kind: "storage"`), or start-up failed '
         '(`data.kind: "startup"`). Every request gets this error; the message is the line to show. '
         "Restart the server once the cause is fixed.",
@@ -92,6 +94,14 @@ ERROR_CODES: list[tuple[int, str, str]] = [
         "Saving the selection, clearing or appending to the log failed, and the chat stopped (the CLI "
         "exits there): every later request except mino/state, mino/history, mino/sessions/list and "
         "mino/memory/list gets this error with the same message.",
+    ),
+    (
+        SESSION_IN_USE,
+        "session in use",
+        "`mino/sessions/resume` or `mino/sessions/clear` of a session that is open in another "
+        "connection (another window, a terminal `mino`, an ACP session), checked before any other "
+        "refusal. The message names that connection's working directory and pid; `data: {sessionId, "
+        "pid, workdir}` (`pid` and `workdir` null when they could not be read). Nothing changed.",
     ),
     (
         REQUEST_CANCELLED,
@@ -175,6 +185,11 @@ class WorkspaceFolder:
 @dataclass(kw_only=True)
 class InitializationOptions:
     mode: Mode | None = optional("the start-up permission mode; overrides config.yaml and --mode")
+    sessionId: str | None = optional(
+        "the session this window showed before a reload: restored when it exists and is not open "
+        "elsewhere (a resume: it becomes the selection), else the start-up table decides; anything that "
+        "is not a complete session ID is ignored"
+    )
 
 
 @dataclass(kw_only=True)
@@ -195,7 +210,7 @@ class ServerInfo:
 
 @dataclass(kw_only=True)
 class MinoCapabilities:
-    protocolVersion: int = doc("1")
+    protocolVersion: int = doc("2")
     maxMessageBytes: int = doc(f"{MAX_MESSAGE_BYTES}: larger message bodies are skipped with an error")
 
 
@@ -244,6 +259,9 @@ class SessionInfo:
     id: str
     updatedAt: str = doc('last change, UTC, "YYYY-MM-DDTHH:MM:SSZ"')
     active: bool
+    openElsewhere: bool = doc(
+        "open in another connection (window, terminal, ACP session): resuming or clearing it gets -32006"
+    )
 
 
 @dataclass(kw_only=True)
@@ -356,17 +374,18 @@ LIFECYCLE: list[Method] = [
         "client",
         Empty,
         NOTIFICATION,
-        "Opens the session store (takes `sessions.lock`) and restores the active session by the "
-        "start-up table; then `mino/stateChanged`. A `mino/*` request that arrives first starts this "
-        "too, and waits for it.",
+        "Opens the session store and restores a session: `initializationOptions.sessionId` when it "
+        "exists and is not open elsewhere, else the one the start-up table picks (when that one is open "
+        "elsewhere, a new session, said with `window/showMessage` Info); then `mino/stateChanged`. A "
+        "`mino/*` request that arrives first starts this too, and waits for it.",
     ),
     Method(
         "shutdown",
         "client",
         None,
         None,
-        "Interrupts a turn in flight (its log is left consistent), waits for it, closes the store and "
-        "releases the lock.",
+        "Interrupts a turn in flight (its log is left consistent), waits for it, and closes the session "
+        "(other connections get `mino/sessionsChanged`).",
     ),
     Method(
         "exit",
@@ -401,21 +420,29 @@ CLIENT_REQUESTS: list[Method] = [
         "The same command table and the same lines the CLI prints. `/clear` cannot be typed here "
         "(it needs the ID typed in its own box: use mino/sessions/clear).",
     ),
-    Method("mino/sessions/list", "client", Empty, SessionList, "Newest first, UTC."),
+    Method(
+        "mino/sessions/list",
+        "client",
+        Empty,
+        SessionList,
+        "Newest first, UTC; marks sessions open elsewhere.",
+    ),
     Method("mino/sessions/new", "client", Empty, State, "Creates a session and selects it."),
     Method(
         "mino/sessions/resume",
         "client",
         ResumeParams,
         State,
-        "Complete 32-hex ID only; may send `mino/confirm` first (a no: error -32004, selection unchanged).",
+        "Complete 32-hex ID only; -32006 when it is open elsewhere; may send `mino/confirm` first (a no: "
+        "error -32004, selection unchanged).",
     ),
     Method(
         "mino/sessions/clear",
         "client",
         ClearParams,
         ClearResult,
-        "Clears the active session's saved history; `cleared` only when `typedId`, trimmed, equals `id` exactly.",
+        "Clears the active session's saved history; `cleared` only when `typedId`, trimmed, equals `id` "
+        "exactly; -32006 when `id` is open elsewhere.",
     ),
     Method("mino/mode", "client", ModeParams, State, "Sets the permission mode (allowed during a turn)."),
     Method("mino/compact", "client", Empty, CompactResult, "Summarises older history; cancellable."),
@@ -442,6 +469,14 @@ SERVER_MESSAGES: list[Method] = [
     Method("mino/event", "server", Event, NOTIFICATION, "A turn event; `type` says which."),
     Method(
         "mino/stateChanged", "server", State, NOTIFICATION, "After every change of session, mode or busy."
+    ),
+    Method(
+        "mino/sessionsChanged",
+        "server",
+        Empty,
+        NOTIFICATION,
+        "Another connection on this MINO_HOME created, cleared, opened or closed a session (one that "
+        "exits, or is killed, closes its session): refresh session lists. Sent within about a second.",
     ),
     Method(
         "window/showMessage",
