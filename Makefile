@@ -10,6 +10,7 @@ install:
 lint:
 	$(PY) -m ruff check mino_server tests bench
 	$(PY) -m ruff format --check mino_server tests bench
+	$(PY) -m mypy
 
 test-python: lint
 	$(PY) -m pytest -q
