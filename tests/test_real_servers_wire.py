@@ -464,3 +464,20 @@ def test_the_incomplete_stream_shape(model: ScriptedModel) -> None:
     assert last["response"]["usage"] is None
     assert last["response"]["output"][0]["status"] == "incomplete"
     assert "response.completed" not in [e["type"] for e in events]
+
+
+def test_an_empty_answer_is_said_not_silent(model: ScriptedModel, workdir: Path) -> None:
+    """A strict chat template behind LiteLLM comes back as a completed, empty answer: say so."""
+    from helpers import RecordingUI, make_agent, turn
+
+    from mino_server.core.turn import EMPTY_ANSWER
+
+    model.add({"text": ""}, {"text": "fine"})
+    ui = RecordingUI()
+    agent = make_agent(model.base_url, workdir, ui)
+    agent.open()
+    first = turn(agent, "hello")
+    turn(agent, "again")
+    agent.close()
+    assert first.status == "completed" and first.text == ""
+    assert [n["text"] for n in ui.of_type("notice")] == [EMPTY_ANSWER]
