@@ -13,8 +13,8 @@ const B = 'b'.repeat(32);
 test('session QuickPick rows: short ID, local and UTC times, current marked', () => {
   const rows = sessionPickItems(
     [
-      { id: B, updatedAt: '2026-11-30T09:23:05Z', active: false },
-      { id: A, updatedAt: '2026-11-29T23:59:59Z', active: true },
+      { id: B, updatedAt: '2026-11-30T09:23:05Z', active: false, openElsewhere: false },
+      { id: A, updatedAt: '2026-11-29T23:59:59Z', active: true, openElsewhere: false },
     ],
     A,
   );
@@ -29,7 +29,7 @@ test('session QuickPick rows: short ID, local and UTC times, current marked', ()
 });
 
 test('bad dates do not throw', () => {
-  const rows = sessionPickItems([{ id: A, updatedAt: 'garbage', active: false }], null);
+  const rows = sessionPickItems([{ id: A, updatedAt: 'garbage', active: false, openElsewhere: false }], null);
   assert.equal(rows[0].detail, 'Last update garbage');
 });
 
