@@ -7,12 +7,15 @@ config.yaml > defaults. A bad config file is one clear line naming the file, the
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
-from .decision import MODES, Mode
+from .contract import MODES, Mode
 from .durable import ensure_private_dir
+
+T = TypeVar("T")
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_MODEL = "gpt-5.1"
@@ -58,19 +61,19 @@ class Config:
         return self.home / "memory"
 
 
-def home_dir(env: dict[str, str] | None = None) -> Path:
-    env = os.environ if env is None else env
-    raw = env.get("MINO_HOME")
+def home_dir(env: Mapping[str, str] | None = None) -> Path:
+    raw = (os.environ if env is None else env).get("MINO_HOME")
     return Path(raw).expanduser() if raw else Path.home() / ".mino"
 
 
-def _check(path: Path, key: str, value: Any, kind: type | tuple[type, ...], what: str) -> Any:
+def _check(path: Path, key: str, value: object, kind: type[T], what: str) -> T:
     if isinstance(value, bool) or not isinstance(value, kind):
         raise ConfigError(f"{path}: '{key}' must be {what}, got {value!r}")
     return value
 
 
-def _read_config_file(path: Path) -> dict[str, Any]:
+def _read_config_file(path: Path) -> dict[object, object]:
+    """The file's mapping as YAML read it (keys are checked against KNOWN_KEYS, values by _check)."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -111,7 +114,7 @@ def load_config(
     model: str | None = None,
     base_url: str | None = None,
     mode: str | None = None,
-    env: dict[str, str] | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> Config:
     """Read MINO_HOME, config.yaml, SOUL.md and the overrides. Creates MINO_HOME (0700) if missing."""
     env = dict(os.environ) if env is None else env
@@ -146,17 +149,18 @@ def load_config(
     if "mode" in data:
         cfg.mode = _mode(data["mode"], f"{path}: 'mode'")
     if "request_timeout_s" in data:
-        value = _check(
-            path, "request_timeout_s", data["request_timeout_s"], (int, float), "a number of seconds"
-        )
+        value = data["request_timeout_s"]
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ConfigError(f"{path}: 'request_timeout_s' must be a number of seconds, got {value!r}")
         if value <= 0:
             raise ConfigError(f"{path}: 'request_timeout_s' must be positive, got {value}")
         cfg.request_timeout_s = float(value)
     if "sandbox" in data:
         # YAML 1.1 reads a bare `off` as false: that is what the user wrote, so take it as "off".
-        cfg.sandbox = "off" if data["sandbox"] is False else data["sandbox"]
-        if cfg.sandbox not in ("auto", "off"):
+        value = "off" if data["sandbox"] is False else data["sandbox"]
+        if value != "auto" and value != "off":
             raise ConfigError(f"{path}: 'sandbox' must be 'auto' or 'off', got {data['sandbox']!r}")
+        cfg.sandbox = value
     if "sandbox_unix_sockets" in data:
         value = data["sandbox_unix_sockets"]
         if not isinstance(value, bool):
@@ -182,7 +186,8 @@ def load_config(
     return cfg
 
 
-def _mode(value: Any, where: str) -> Mode:
-    if value not in MODES:
-        raise ConfigError(f"{where} must be one of {', '.join(MODES)}, got {value!r}")
-    return value  # type: ignore[no-any-return]
+def _mode(value: object, where: str) -> Mode:
+    for mode in MODES:
+        if value == mode:
+            return mode
+    raise ConfigError(f"{where} must be one of {', '.join(MODES)}, got {value!r}")

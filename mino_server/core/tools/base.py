@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
 from ..cancel import CancelToken
 
@@ -23,6 +23,12 @@ from ..contract import FAILED as FAILED
 from ..contract import INVALID_ARGUMENTS as INVALID_ARGUMENTS
 from ..contract import UNKNOWN as UNKNOWN
 from ..contract import Kind, ToolStatus
+
+if TYPE_CHECKING:
+    from .sandbox import Sandbox
+
+A = TypeVar("A")  # a tool's validated arguments: validate() makes them, prepare() and run() take them
+S = TypeVar("S")  # the state a tool captures in prepare() and checks again in run()
 
 
 class ArgumentError(Exception):
@@ -44,12 +50,12 @@ class ToolResult:
 
 
 @dataclass
-class Prepared:
+class Prepared(Generic[S]):
     """What the user sees (raw values; front ends escape them) and what the run is bound to."""
 
     fields: list[tuple[str, str]]
     warning: str | None = None
-    state: Any = None  # e.g. the file's sha256 or None when absent; checked again in run()
+    state: S = None  # type: ignore[assignment]  # S is None for tools that bind nothing; e.g. a file's sha256
     # Set when the arguments decide the row of the decision table (a write into .git/, bash asking to
     # run outside the sandbox); None means tool.kind(ctx).
     kind: Kind | None = None
@@ -61,24 +67,31 @@ class ToolContext:
     home: Path  # MINO_HOME
     memory_dir: Path
     cancel: CancelToken
-    sandbox: Any = None  # tools.sandbox.Sandbox | None
+    sandbox: Sandbox | None = None
     skills: dict[str, Path] = field(default_factory=dict)  # name -> SKILL.md of the session catalogue
     # Environment variables commands never see: Mino's own model API key must not be one `echo` away.
     hidden_env: frozenset[str] = frozenset({"MINO_API_KEY", "OPENAI_API_KEY"})
 
 
-class Tool(Protocol):
+class ToolOf(Protocol[A, S]):
+    """A tool whose validated arguments are A and whose prepare() binds state S."""
+
     name: ClassVar[str]
     description: ClassVar[str]
     parameters: ClassVar[dict[str, Any]]  # JSON Schema of the arguments object
 
     def kind(self, ctx: ToolContext) -> Kind: ...
 
-    def validate(self, args: dict[str, Any]) -> Any: ...
+    def validate(self, args: dict[str, Any]) -> A: ...  # `args`: the model's JSON object, unchecked
 
-    def prepare(self, args: Any, ctx: ToolContext) -> Prepared: ...
+    def prepare(self, args: A, ctx: ToolContext) -> Prepared[S]: ...
 
-    def run(self, args: Any, ctx: ToolContext, prepared: Prepared) -> ToolResult: ...
+    def run(self, args: A, ctx: ToolContext, prepared: Prepared[S]) -> ToolResult: ...
+
+
+# A tool as the turn loop holds it: it hands validate()'s result and prepare()'s Prepared back to
+# the same tool, so their types need not be known there.
+Tool = ToolOf[Any, Any]
 
 
 def schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:

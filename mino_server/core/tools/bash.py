@@ -13,11 +13,12 @@ the decision table: the person is asked in every mode except bypass, and sees th
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..cancel import Cancelled, CancelToken
-from ..decision import Kind
+from ..contract import Kind
 from . import orphans
 from .base import (
     COMPLETED,
@@ -26,11 +27,15 @@ from .base import (
     Prepared,
     ToolContext,
     ToolFailure,
+    ToolOf,
     ToolResult,
     reject_unknown,
     require_str,
     schema,
 )
+
+if TYPE_CHECKING:
+    from subprocess import Popen
 
 DEFAULT_TIMEOUT_S = 120.0
 MAX_TIMEOUT_S = 600.0
@@ -48,7 +53,7 @@ class BashArgs:
     reason: str | None = None  # why outside_sandbox; shown in the approval
 
 
-class BashTool:
+class BashTool(ToolOf[BashArgs, None]):
     name: ClassVar[str] = "bash"
     description: ClassVar[str] = (
         "Run a shell command with `bash -c` in the working directory and return its output "
@@ -115,7 +120,7 @@ class BashTool:
             raise ArgumentError("argument 'reason' goes only with outside_sandbox: true")
         return BashArgs(command, float(timeout), bool(outside), reason)
 
-    def prepare(self, args: BashArgs, ctx: ToolContext) -> Prepared:
+    def prepare(self, args: BashArgs, ctx: ToolContext) -> Prepared[None]:
         fields = [("Command", args.command), ("Directory", str(ctx.workdir))]
         if args.outside_sandbox:
             # "bash without sandbox" in the decision table, whether or not there is a sandbox.
@@ -124,7 +129,7 @@ class BashTool:
             )
         return Prepared([*fields, ("Sandbox", ctx.sandbox.name if ctx.sandbox is not None else "none")])
 
-    def run(self, args: BashArgs, ctx: ToolContext, prepared: Prepared) -> ToolResult:
+    def run(self, args: BashArgs, ctx: ToolContext, prepared: Prepared[None]) -> ToolResult:
         import subprocess  # here, not at import: the tool set is loaded on start-up paths that run nothing
 
         ctx.cancel.check()
@@ -215,7 +220,9 @@ class _Capture:
         )
 
 
-def _supervise(proc: Any, cancel: CancelToken, timeout: float, end_leftovers: Any = None) -> tuple[str, str]:
+def _supervise(
+    proc: Popen[bytes], cancel: CancelToken, timeout: float, end_leftovers: Callable[[], None] | None = None
+) -> tuple[str, str]:
     """Wait for the command, collecting output; ("exited" | "timeout" | "cancelled", output).
 
     `end_leftovers()` runs once the shell is reaped and its group is gone, for what left the group."""
@@ -224,6 +231,7 @@ def _supervise(proc: Any, cancel: CancelToken, timeout: float, end_leftovers: An
     import threading
     import time
 
+    assert proc.stdout is not None  # started with stdout=PIPE
     out = proc.stdout.fileno()
     capture = _Capture(OUTPUT_CAP)
     exited = threading.Event()
@@ -246,7 +254,7 @@ def _supervise(proc: Any, cancel: CancelToken, timeout: float, end_leftovers: An
         exited.set()
         wake()
 
-    def pump(seconds: float, done: Any) -> None:
+    def pump(seconds: float, done: Callable[[], bool]) -> None:
         nonlocal eof
         deadline = time.monotonic() + seconds
         while not done():

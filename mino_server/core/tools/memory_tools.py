@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from .. import memory
-from ..decision import Kind
+from ..contract import Kind
 from ..display import preview
 from .base import (
     COMPLETED,
@@ -17,6 +17,7 @@ from .base import (
     Prepared,
     ToolContext,
     ToolFailure,
+    ToolOf,
     ToolResult,
     reject_unknown,
     require_str,
@@ -48,7 +49,7 @@ def _check_name(args: dict[str, Any]) -> str:
     return name
 
 
-class MemoryViewTool:
+class MemoryViewTool(ToolOf[str, None]):
     name: ClassVar[str] = "memory_view"
     description: ClassVar[str] = (
         "Read one saved user memory by its exact name from the memory index, and get the whole memory file "
@@ -65,10 +66,10 @@ class MemoryViewTool:
         reject_unknown(args, {"name"})
         return _check_name(args)
 
-    def prepare(self, args: str, ctx: ToolContext) -> Prepared:
+    def prepare(self, args: str, ctx: ToolContext) -> Prepared[None]:
         return Prepared(fields=[("Memory", args), ("Directory", str(ctx.memory_dir))])
 
-    def run(self, args: str, ctx: ToolContext, prepared: Prepared) -> ToolResult:
+    def run(self, args: str, ctx: ToolContext, prepared: Prepared[None]) -> ToolResult:
         name = args
         # Same view as the index: a memory is readable exactly when it is loaded.
         entries, problems = memory.load_memories(ctx.memory_dir)
@@ -94,7 +95,7 @@ class SaveArgs:
     mode: str  # "create" | "overwrite"
 
 
-class MemorySaveTool:
+class MemorySaveTool(ToolOf[SaveArgs, str | None]):
     name: ClassVar[str] = "memory_save"
     description: ClassVar[str] = (
         "Save one short fact about the user or their work as a user memory. Saved memories are data shown "
@@ -141,7 +142,7 @@ class MemorySaveTool:
             raise ArgumentError(problem)
         return SaveArgs(name, type_, summary, details or None, mode)
 
-    def prepare(self, args: SaveArgs, ctx: ToolContext) -> Prepared:
+    def prepare(self, args: SaveArgs, ctx: ToolContext) -> Prepared[str | None]:
         directory = ctx.memory_dir
         path = memory.memory_path(directory, args.name)
         try:
@@ -182,7 +183,7 @@ class MemorySaveTool:
             fields.append(("Details", details_preview(args.details)))
         return Prepared(fields=fields, warning=SAVE_WARNING, state=state)
 
-    def run(self, args: SaveArgs, ctx: ToolContext, prepared: Prepared) -> ToolResult:
+    def run(self, args: SaveArgs, ctx: ToolContext, prepared: Prepared[str | None]) -> ToolResult:
         try:
             memory.save_memory(
                 ctx.memory_dir, args.name, args.type, args.summary, args.details, prepared.state

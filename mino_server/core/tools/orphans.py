@@ -24,12 +24,20 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Protocol, TypeVar
 
 MARKER = "MINO_COMMAND_ID"
 _MARKER_KEY = b"\0" + MARKER.encode() + b"="
 REAP_WAIT_S = 2.0  # for killed leftovers to be gone (a process in uninterruptible sleep may not)
 _PR_SET_CHILD_SUBREAPER = 36
+
+
+class _Process(Protocol):
+    @property
+    def pid(self) -> int: ...
+
+
+P = TypeVar("P", bound=_Process)  # what spawn() returns: a subprocess.Popen
 
 
 @dataclass(frozen=True)
@@ -76,7 +84,7 @@ def prepare() -> None:
         _adopting = ok
 
 
-def start(spawn: Callable[[], Any], marker: str, bare: bool) -> tuple[Any, Run]:
+def start(spawn: Callable[[], P], marker: str, bare: bool) -> tuple[P, Run]:
     """Start a command's process with `spawn()` (its environment carries MARKER=`marker`) and
     register it. `bare`: no sandbox will end its leftovers, so Mino must be able to adopt them."""
     if bare:

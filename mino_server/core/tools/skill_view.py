@@ -5,13 +5,14 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from .. import frontmatter, skills
-from ..decision import Kind
+from ..contract import Kind
 from .base import (
     COMPLETED,
     ArgumentError,
     Prepared,
     ToolContext,
     ToolFailure,
+    ToolOf,
     ToolResult,
     reject_unknown,
     require_str,
@@ -19,7 +20,7 @@ from .base import (
 )
 
 
-class SkillViewTool:
+class SkillViewTool(ToolOf[str, None]):
     name: ClassVar[str] = "skill_view"
     description: ClassVar[str] = (
         "Read the full SKILL.md of one project skill listed in the skills catalogue of the instructions. "
@@ -40,10 +41,10 @@ class SkillViewTool:
             raise ArgumentError(f"name {name!r} does not follow the naming rule ({frontmatter.NAME_RULE})")
         return name
 
-    def prepare(self, args: str, ctx: ToolContext) -> Prepared:
+    def prepare(self, args: str, ctx: ToolContext) -> Prepared[None]:
         return Prepared(fields=[("Skill", args)])
 
-    def run(self, args: str, ctx: ToolContext, prepared: Prepared) -> ToolResult:
+    def run(self, args: str, ctx: ToolContext, prepared: Prepared[None]) -> ToolResult:
         path = ctx.skills.get(args)
         if path is None:
             # Only the session's catalogue counts: a skill added since is not offered mid-session.
