@@ -68,6 +68,21 @@ APPROVAL_QUESTION = "Approve this operation?"
 
 
 # ---- approvals ----------------------------------------------------------------------------------
+DIFF_MAX_BYTES = 1024 * 1024  # a write carries its diff when the file before and after are at most this
+
+
+@dataclass(kw_only=True, frozen=True)
+class FileDiff:
+    """A write_file or edit_file call's whole file before and after, for an editor's diff view.
+
+    Raw text, as the file holds it (not escaped for display): show it in an editor, never in a
+    terminal. Taken from the same bytes the approval is bound to."""
+
+    path: str = doc("the absolute path the write lands on (symbolic links resolved)")
+    before: str | None = doc("the file's text now; null for a new file")
+    after: str = doc("the file's text once the call runs")
+
+
 @dataclass(kw_only=True, frozen=True)
 class ApprovalField:
     """One line of an approval display: `Label: "value"`."""
@@ -89,6 +104,10 @@ class ApprovalRequest:
     warning: str | None
     question: str = doc('"Approve this operation?"', default=APPROVAL_QUESTION)
     workdir: str
+    diff: FileDiff | None = optional(
+        "write_file and edit_file: the whole file before and after, when both are UTF-8 text of at "
+        "most 1 MiB (absent otherwise); the file on disk is untouched until approved"
+    )
 
 
 # ---- turn events --------------------------------------------------------------------------------
@@ -122,6 +141,9 @@ class ToolCall:
     warning: str | None = doc("shown after the fields (e.g. memory_save's warning)")
     decision: Decision = doc(
         "run: read-only, shown quietly; ask: a mino/approve follows; show: runs without asking"
+    )
+    diff: FileDiff | None = optional(
+        "write_file and edit_file: as in mino/approve, also when no one is asked"
     )
 
 

@@ -283,6 +283,7 @@ class Turn:
                 fields=fields,
                 warning=warning,
                 decision=decision,
+                diff=prepared.diff,
             )
         )
         if decision == "ask":
@@ -293,6 +294,7 @@ class Turn:
                 fields=fields,
                 warning=warning,
                 workdir=str(self.workdir),
+                diff=prepared.diff,
             )
             try:
                 approved = bool(self.ui.approve(request, cancel))

@@ -427,6 +427,7 @@ the server's stderr.
   question: "Approve this operation?", workdir}}` → `{{approved: bool}}`. Values are already escaped
   for display (docs/BEHAVIOUR.md, "Approval display"). A client that answers with an error, or does
   not implement the method, has denied; so has a result that is not exactly `{{approved: true}}`.
+  For `write_file` and `edit_file` it also carries `diff` ([Native diff](#native-diff-for-file-changes)).
 - request `mino/confirm` `{{kind: "recovery", sessionId, message}}` → `{{confirmed: bool}}`.
 - notification `mino/event` `{{turnId, type, ...}}` with `type` one of `text_delta {{text}}`,
   `assistant_message {{text}}`, `tool_call {{callId, tool, fields, warning, decision: "run" | "ask" |
@@ -436,10 +437,22 @@ the server's stderr.
   `usage {{inputTokens, outputTokens, contextWindow}}` (after every model response that reported
   usage; `State.usage` keeps the latest, restored on resume).
   Events of a turn arrive in order and before the turn's result.
+  A `tool_call` of `write_file` or `edit_file` carries `diff` too, also when nobody is asked.
 - notification `mino/stateChanged` State — after every change of session, mode or busy.
 - `window/showMessage` / `window/logMessage` for warnings such as memory files that were not loaded.
 
 {server_table}
+
+## Native diff for file changes
+`mino/approve` params and the `tool_call` event of `write_file` and `edit_file` carry
+`diff?: {{path, before: string | null, after: string}}`: the whole file before and after the call
+(`before` null for a new file), so an editor can show its own diff view. `path` is the absolute path
+the write lands on (symbolic links resolved). The texts are raw, as the file holds them (not escaped
+like `fields`): show them in an editor, not in a terminal. The field is present when both are UTF-8
+text without NUL bytes of at most 1 MiB (in UTF-8 bytes); otherwise it is absent and the fields
+alone describe the call. It is taken in the tool's prepare step from the same bytes the approval is
+bound to, and the file on disk is untouched until approved: if the file changes before the answer,
+nothing is written ("File changed after approval; nothing was written.").
 
 ## Errors
 {error_table}

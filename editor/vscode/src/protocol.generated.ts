@@ -267,6 +267,11 @@ export interface ApprovalRequest {
   /** "Approve this operation?" */
   question: string;
   workdir: string;
+  /**
+   * write_file and edit_file: the whole file before and after, when both are UTF-8 text of at most 1 MiB
+   * (absent otherwise); the file on disk is untouched until approved
+   */
+  diff?: FileDiff;
 }
 
 /** One line of an approval display: `Label: "value"`. */
@@ -274,6 +279,20 @@ export interface ApprovalField {
   label: string;
   /** already escaped for display (docs/BEHAVIOUR.md, approval display): show it as is, in quotes */
   value: string;
+}
+
+/**
+ * A write_file or edit_file call's whole file before and after, for an editor's diff view. Raw text, as the
+ * file holds it (not escaped for display): show it in an editor, never in a terminal. Taken from the same
+ * bytes the approval is bound to.
+ */
+export interface FileDiff {
+  /** the absolute path the write lands on (symbolic links resolved) */
+  path: string;
+  /** the file's text now; null for a new file */
+  before: string | null;
+  /** the file's text once the call runs */
+  after: string;
 }
 
 export interface ApproveResult {
@@ -340,6 +359,8 @@ export interface ToolCall {
   warning: string | null;
   /** run: read-only, shown quietly; ask: a mino/approve follows; show: runs without asking */
   decision: Decision;
+  /** write_file and edit_file: as in mino/approve, also when no one is asked */
+  diff?: FileDiff;
 }
 
 /** A tool call's result. */

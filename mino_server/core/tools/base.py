@@ -22,7 +22,7 @@ from ..contract import DENIED as DENIED
 from ..contract import FAILED as FAILED
 from ..contract import INVALID_ARGUMENTS as INVALID_ARGUMENTS
 from ..contract import UNKNOWN as UNKNOWN
-from ..contract import Kind, ToolStatus
+from ..contract import FileDiff, Kind, ToolStatus
 
 if TYPE_CHECKING:
     from .sandbox import Sandbox
@@ -59,6 +59,8 @@ class Prepared(Generic[S]):
     # Set when the arguments decide the row of the decision table (a write into .git/, bash asking to
     # run outside the sandbox); None means tool.kind(ctx).
     kind: Kind | None = None
+    # write_file and edit_file: the whole file before and after, for an editor's diff view.
+    diff: FileDiff | None = None
 
 
 @dataclass

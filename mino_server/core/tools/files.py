@@ -7,6 +7,8 @@ approved: prepare() records the real path and the sha256 of the file's bytes (No
 run() checks both again and writes nothing if either changed. Every write goes through
 durable.atomic_write_at in the folder already opened, so a crash leaves the old or the new file,
 never a mix. Writes into .git/, .mino/ or .vscode/ take the "other" row of the decision table.
+prepare() also keeps the whole file before and after (`Prepared.diff`, decoded from the same bytes
+the hash is taken of) for an editor's diff view, when both are small UTF-8 text.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from .. import durable
+from ..contract import DIFF_MAX_BYTES, FileDiff
 from ..decision import Kind
 from ..display import preview, split_lines, utf8_boundary
 from .base import (
@@ -232,11 +235,33 @@ def _protected_warning(target: Target) -> str | None:
 
 
 def _write_prepared(
-    target: Target, fields: list[tuple[str, str]], preview_note: str | None, state: FileState
+    target: Target,
+    fields: list[tuple[str, str]],
+    preview_note: str | None,
+    state: FileState,
+    diff: FileDiff | None,
 ) -> Prepared:
     protected = _protected_warning(target)
     warning = " ".join(w for w in (protected, preview_note) if w) or None
-    return Prepared(fields, warning=warning, state=state, kind="other" if protected else None)
+    return Prepared(fields, warning=warning, state=state, kind="other" if protected else None, diff=diff)
+
+
+def _file_diff(path: Path, before: bytes | str | None, after: str) -> FileDiff | None:
+    """The whole file before and after, when both are UTF-8 text (no NUL) of at most DIFF_MAX_BYTES;
+    else None: a binary or huge file has no useful side-by-side view, and the event would be huge."""
+    if isinstance(before, bytes):
+        if len(before) > DIFF_MAX_BYTES:
+            return None
+        try:
+            before = before.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+    for text in (before, after):
+        if text is not None and (
+            len(text) > DIFF_MAX_BYTES or "\0" in text or len(text.encode("utf-8")) > DIFF_MAX_BYTES
+        ):
+            return None
+    return FileDiff(path=str(path), before=before, after=after)
 
 
 def _bound_target(ctx: ToolContext, rel: str, prepared: Prepared) -> Target:
@@ -415,7 +440,8 @@ class WriteFileTool:
             mode_text = "Replace the existing file"
         head, note = preview(args.content)
         fields = [*_path_fields(args.path, path, ctx.workdir), ("Mode", mode_text), ("Content", head)]
-        return _write_prepared(target, fields, note, FileState(path, state))
+        diff = _file_diff(path, None if found is None else found[0], args.content)
+        return _write_prepared(target, fields, note, FileState(path, state), diff)
 
     def run(self, args: WriteArgs, ctx: ToolContext, prepared: Prepared) -> ToolResult:
         target = _bound_target(ctx, args.path, prepared)
@@ -493,7 +519,8 @@ class EditFileTool:
             ("Mode", "Edit the existing file"),
             ("Diff", head),
         ]
-        return _write_prepared(target, fields, note, FileState(target.path, _sha256(data)))
+        diff = _file_diff(target.path, old, new)
+        return _write_prepared(target, fields, note, FileState(target.path, _sha256(data)), diff)
 
     def run(self, args: EditArgs, ctx: ToolContext, prepared: Prepared) -> ToolResult:
         target = _bound_target(ctx, args.path, prepared)
