@@ -57,8 +57,14 @@ class FunctionCall:
 class ModelResponse:
     text: str
     calls: list[FunctionCall]
-    usage: dict | None  # only counts the service reported as positive numbers; None when it gave none
+    # input_tokens, output_tokens, total_tokens: only the counts the service reported as positive
+    # numbers; None when it gave none
+    usage: dict[str, int] | None
     incomplete: str | None = None  # why the answer was cut short (e.g. max_output_tokens); no calls then
+
+
+# What the worker hands the caller's thread: a text delta, the answer, the failure, or None when aborted.
+_Event = str | ModelResponse | ModelError | None
 
 
 class _Retryable(Exception):
@@ -135,15 +141,15 @@ def _service_message(response: httpx.Response) -> str:
         return "error"
 
 
-def _usage(raw: object) -> dict | None:
+def _usage(raw: object) -> dict[str, int] | None:
     """The token counts the service reported. A 0 or a missing count means it did not count (llama.cpp
     servers report none; LiteLLM's bridge passes 0s): it is left out, and with nothing left, None."""
     if not isinstance(raw, dict):
         return None
-    usage = {
-        key: raw[key]
+    usage: dict[str, int] = {
+        key: count
         for key in ("input_tokens", "output_tokens", "total_tokens")
-        if type(raw.get(key)) is int and raw[key] > 0
+        if type(count := raw.get(key)) is int and count > 0
     }
     return usage if "input_tokens" in usage or "output_tokens" in usage else None
 
@@ -167,7 +173,7 @@ def _message_text(content: object) -> str | None:
 _TEXT_PARTS = ("input_text", "output_text", "text")
 
 
-def alternating(items: list) -> list:
+def alternating(items: list[object]) -> list[object]:
     """`items` with each run of adjacent messages of one role merged into one message.
 
     A chat-completions bridge turns the input into chat messages, and strict chat templates reject
@@ -176,7 +182,7 @@ def alternating(items: list) -> list:
     messages are merged into one string (paragraphs); anything else keeps its parts, concatenated.
     An assistant message followed by function_call items is left alone (the bridge makes one message).
     """
-    out: list = []
+    out: list[object] = []
     for item in items:
         prev = out[-1] if out else None
         if (
@@ -187,6 +193,7 @@ def alternating(items: list) -> list:
             and item.get("role") == prev.get("role")
         ):
             a, b = _message_text(prev.get("content")), _message_text(item.get("content"))
+            merged: str | list[object]
             if a is not None and b is not None:
                 merged = "\n\n".join(t for t in (a, b) if t)
             else:
@@ -248,7 +255,7 @@ class _Job:
     """One `stream()` call: the queue between worker and caller, and the in-flight socket to cut on abort."""
 
     def __init__(self) -> None:
-        self.events: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
+        self.events: queue.SimpleQueue[_Event] = queue.SimpleQueue()
         self.aborted = threading.Event()
         self._lock = threading.Lock()
         self._sock: socket.socket | None = None
@@ -269,7 +276,7 @@ class _Job:
         self.aborted.set()
         with self._lock:
             self._cut()
-        self.events.put(("aborted", None))
+        self.events.put(None)
 
     def _cut(self) -> None:
         if self._sock is not None:
@@ -285,8 +292,9 @@ class _Accumulator:
     """What the events said so far, for when `response.completed` carries no output."""
 
     text: list[str] = field(default_factory=list)
-    items: dict[int, dict] = field(default_factory=dict)  # output_index -> finished item
-    calls: dict[str, dict] = field(default_factory=dict)  # item_id -> function_call item being built
+    items: dict[int, dict[str, Any]] = field(default_factory=dict)  # output_index -> finished item
+    # item_id -> function_call item being built
+    calls: dict[str, dict[str, Any]] = field(default_factory=dict)
     events: int = 0
     half: str = ""  # a high surrogate that ended the last text delta: its pair may begin the next
 
@@ -365,7 +373,9 @@ class ModelClient:
 
     # -- the call ----------------------------------------------------------------------------
 
-    def stream(self, body: dict, on_text: Callable[[str], None], cancel: CancelToken) -> ModelResponse:
+    def stream(
+        self, body: dict[str, Any], on_text: Callable[[str], None], cancel: CancelToken
+    ) -> ModelResponse:
         """Send one request and stream the answer; `on_text` gets each text delta as it arrives.
 
         Raises ModelError (one line) or Cancelled.
@@ -381,16 +391,16 @@ class ModelClient:
         try:
             worker.start()
             while True:
-                kind, value = job.events.get()
+                event = job.events.get()
                 if cancel.cancelled:
                     raise Cancelled()
-                if kind == "text":
-                    on_text(value)
-                elif kind == "done":
-                    return value
-                elif kind == "error":
-                    raise value
-                else:  # "aborted" without a cancel cannot happen; treat it as one anyway
+                if isinstance(event, str):
+                    on_text(event)
+                elif isinstance(event, ModelResponse):
+                    return event
+                elif isinstance(event, ModelError):
+                    raise event
+                else:  # aborted without a cancel cannot happen; treat it as one anyway
                     raise Cancelled()
         finally:
             unregister()
@@ -398,13 +408,13 @@ class ModelClient:
 
     def _work(self, content: bytes, job: _Job) -> None:
         try:
-            job.events.put(("done", self._attempts(content, job)))
+            job.events.put(self._attempts(content, job))
         except _Aborted:
             pass
         except ModelError as exc:
-            job.events.put(("error", exc))
+            job.events.put(exc)
         except Exception as exc:  # never leave the caller waiting
-            job.events.put(("error", ModelError(f"Model request failed: {type(exc).__name__}: {exc}")))
+            job.events.put(ModelError(f"Model request failed: {type(exc).__name__}: {exc}"))
 
     def _attempts(self, content: bytes, job: _Job) -> ModelResponse:
         attempt = 0
@@ -518,7 +528,7 @@ class ModelClient:
     # -- SSE ---------------------------------------------------------------------------------
 
     @staticmethod
-    def _events(response: httpx.Response) -> Iterator[dict]:
+    def _events(response: httpx.Response) -> Iterator[dict[str, Any]]:
         """Parse the SSE stream into event dicts (the `type` is inside the data; `event:` is a fallback)."""
         data: list[str] = []
         name = ""
@@ -546,7 +556,7 @@ class ModelClient:
                 event["type"] = event_name  # the type is in the data for OpenAI; some servers only name it
             yield event
 
-    def _handle(self, event: dict, acc: _Accumulator, job: _Job) -> ModelResponse | None:
+    def _handle(self, event: dict[str, Any], acc: _Accumulator, job: _Job) -> ModelResponse | None:
         """Apply one event; returns the result on response.completed, raises on a failure event."""
         kind = event.get("type")
         if kind in ("response.output_text.delta", "response.refusal.delta"):
@@ -559,7 +569,7 @@ class ModelClient:
                 delta = _valid(delta)
                 if delta:
                     acc.text.append(delta)
-                    job.events.put(("text", delta))
+                    job.events.put(delta)
         elif kind == "response.output_item.added":
             item = event.get("item")
             if isinstance(item, dict) and item.get("type") == "function_call":
@@ -594,7 +604,7 @@ class ModelClient:
         return None
 
     @staticmethod
-    def _finish(response: dict, acc: _Accumulator, incomplete: str | None = None) -> ModelResponse:
+    def _finish(response: dict[str, Any], acc: _Accumulator, incomplete: str | None = None) -> ModelResponse:
         """Prefer the final output; else the finished items; else what the deltas built.
 
         An answer cut short keeps the text the person saw streamed, and no calls: their arguments
@@ -640,7 +650,7 @@ class ModelClient:
         return ModelResponse(text=_valid("".join(text)), calls=calls, usage=usage)
 
 
-def _incomplete_reason(response: dict) -> str | None:
+def _incomplete_reason(response: dict[str, Any]) -> str | None:
     """Why a response was cut short (`status: incomplete`, `incomplete_details.reason`), or None."""
     details = response.get("incomplete_details")
     reason = details.get("reason") if isinstance(details, dict) else None
