@@ -1,4 +1,4 @@
-"""Context compaction (SPEC §9, chapter 06).
+"""Context compaction (docs/BEHAVIOUR.md, "Compaction").
 
 Older history is summarised by a separate request (no memory index, no tools); the in-progress
 turn and the two most recent turns are never summarised. The summary is saved as a `compaction`
@@ -73,11 +73,20 @@ class Compactor:
 
     def summary(self) -> str | None:
         comp = self.log.latest_compaction()
-        return comp["summary"] if comp else None
+        if comp is None:
+            return None
+        summary: str = comp["summary"]  # a string: the log checks each record as it reads it
+        return summary
 
     def estimate(
-        self, instructions: str, front: Any, history: list[Any], turn: list[Any], tools: list[Any]
+        self,
+        instructions: str,
+        front: dict[str, Any] | None,
+        history: list[dict[str, Any]],
+        turn: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
     ) -> int:
+        """The request's tokens, estimated from its characters: input items and tool schemas are JSON."""
         chars = len(instructions) + sum(len(str(t)) for t in tools)
         chars += (
             (item_chars(front) if front else 0) + sum(map(item_chars, history)) + sum(map(item_chars, turn))
@@ -86,11 +95,16 @@ class Compactor:
         return int(chars * self.budget.tokens_per_char)
 
     def over_budget(
-        self, instructions: str, front: Any, history: list[Any], turn: list[Any], tools: list[Any]
+        self,
+        instructions: str,
+        front: dict[str, Any] | None,
+        history: list[dict[str, Any]],
+        turn: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
     ) -> bool:
         return self.estimate(instructions, front, history, turn, tools) > self.budget.context_window
 
-    def observe_usage(self, usage: dict[str, Any] | None) -> None:
+    def observe_usage(self, usage: dict[str, int] | None) -> None:
         """Calibrate the estimate with what the service counted for the request just sent.
 
         A missing or zero count is unknown (llama.cpp servers count nothing; LiteLLM's bridge passes

@@ -17,7 +17,10 @@ import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from yaml import CSafeLoader, SafeLoader
 
 # Memories and skills share one naming rule: lowercase letters, digits, single inner hyphens.
 # At most 64 characters: a name is a file or folder name (NAME.md), is repeated on every memory index
@@ -89,10 +92,11 @@ def one_line_problem(field: str, value: str, max_bytes: int) -> str | None:
     return None
 
 
-def _loader() -> Any:
+def _loader() -> type[SafeLoader | CSafeLoader]:
     import yaml
 
-    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    loader: type[SafeLoader | CSafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # C: with libyaml
+    return loader
 
 
 def split(text: str) -> tuple[str, str]:

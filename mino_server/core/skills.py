@@ -14,7 +14,6 @@ import stat
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from . import frontmatter
 
@@ -165,7 +164,7 @@ def catalogue_to_record(skills: Iterable[Skill]) -> list[dict[str, str]]:
     return [{"name": s.name, "description": s.description} for s in sorted(skills, key=lambda s: s.name)]
 
 
-def catalogue_from_record(obj: Any, workdir: Path) -> list[Skill]:
+def catalogue_from_record(obj: object, workdir: Path) -> list[Skill]:
     """The catalogue saved in a session_skills record; paths point into the current working directory.
 
     Raises ValueError with a reason when the record is not a list of valid {name, description}.
