@@ -10,6 +10,9 @@ import sys
 USAGE = """\
 usage: mino [--model MODEL] [--base-url URL] [--mode MODE]   chat in the terminal
        mino --stdio [--mode MODE]                            the editor server (JSON-RPC on stdio)
+       mino --acp [--model MODEL] [--base-url URL] [--mode MODE]
+                                                             an Agent Client Protocol agent on stdio
+                                                             (Zed, JetBrains IDEs, Neovim, Emacs)
        mino eval DIR [--live] [-k NAME] [--json]             run the eval cases in DIR
        mino --version | --help
 
@@ -24,12 +27,14 @@ class UsageError(Exception):
 
 
 def _parse(argv: list[str]) -> dict[str, object]:
-    opts: dict[str, object] = {"stdio": False, "model": None, "base_url": None, "mode": None}
+    opts: dict[str, object] = {"stdio": False, "acp": False, "model": None, "base_url": None, "mode": None}
     i = 0
     while i < len(argv):
         arg = argv[i]
         if arg == "--stdio":
             opts["stdio"] = True
+        elif arg == "--acp":
+            opts["acp"] = True
         elif arg in ("--model", "--base-url", "--mode") or arg.startswith(
             ("--model=", "--base-url=", "--mode=")
         ):
@@ -68,6 +73,13 @@ def main(argv: list[str] | None = None) -> int:
 
         sys.stderr.write(f"mino: {terminal_text(str(exc))}\n{USAGE}")
         return 2
+    if opts["stdio"] and opts["acp"]:
+        sys.stderr.write(f"mino: --stdio and --acp are two protocols; choose one\n{USAGE}")
+        return 2
+    if opts["acp"]:
+        from .acp.app import serve as serve_acp
+
+        return serve_acp(opts["mode"], opts["model"], opts["base_url"])  # type: ignore[arg-type]
     if opts["stdio"]:
         from .server.app import serve
 

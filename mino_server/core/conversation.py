@@ -75,14 +75,17 @@ class Conversation:
     def session_id(self) -> str | None:
         return self.log.id if self.log else None
 
-    def open(self) -> Startup:
+    def open(self, select: bool = True) -> Startup:
         """Open the store and select a session by the start-up table (docs/BEHAVIOUR.md, "Start-up
-        selection"). Raises StoreLocked (another process) and RecoveryRefused (the CLI exits on it)."""
+        selection"). Raises StoreLocked (another process) and RecoveryRefused (the CLI exits on it).
+
+        `select=False` opens without choosing a session: the front end says which one next
+        (new_session or resume), as an ACP client does with session/new and session/load."""
         self.store.open()
         self._opened = True
         self._client_for_turn().warm_up()
         Background(self._warm_up_turn, "mino-warm-up")
-        notices = self._startup_selection()
+        notices = self._startup_selection() if select else []
         self._sandbox, self.sandbox_line = self.store.sandbox()
         return Startup(
             session_id=self.session_id,

@@ -1,0 +1,745 @@
+"""`mino --acp`: the Agent Client Protocol front end (docs/PROTOCOL.md, "`mino --acp`").
+
+One process serves many ACP sessions. Each is one core Conversation (its own session log, working
+directory from session/new or session/load, mode and running turn) on one shared Store; the ACP
+session ID is the Mino session ID, so session/list and session/load work on Mino's sessions.
+
+Threads:
+- main: reads one JSON-RPC message per line from stdin and dispatches it in arrival order.
+  initialize, session/list, session/set_mode and session/cancel are answered right there;
+- one worker per session/new, session/load and session/prompt: the core is synchronous and
+  blocking (a turn streams, asks and runs tools), so it runs where it may block. Its updates are
+  written by that same worker before its answer, so a client sees every session/update of a turn
+  before the turn's result;
+- approvals: a worker sends session/request_permission and waits for the answer (read by the
+  main thread), for session/cancel, or for the process to stop, whichever comes first.
+
+Why not the official Python SDK (PyPI `agent-client-protocol`) for the connection: it is asyncio
+end to end, and the core blocks. Every text delta, tool call and approval of a turn would cross from
+a worker thread into the event loop and back (run_coroutine_threadsafe), and the order of a turn's
+updates against its result would depend on the loop's scheduling rather than on one thread writing
+them in order. Its import (pydantic and a 5,800-line generated schema) also costs 0.5-0.65 s on
+the CI machine before the first byte could be answered, where this front end answers initialize
+in the time Python takes to start. ACP's framing is one JSON object per line, so the transport here
+is 80 lines of the standard library. The SDK's generated schema is the oracle instead: the tests
+check every message this front end sends against it (and the official TypeScript SDK's client
+drives a real `mino --acp` in editor/acp-client-test/).
+
+stdout carries only ACP messages: fd 1 is pointed at stderr for everything else in the process,
+child processes included, and fd 0 at /dev/null so nothing else can read the client's messages.
+No traceback reaches the client: an unexpected failure is one line with -32603, the traceback goes
+to stderr.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from .. import __version__
+from ..core.cancel import CancelToken
+from . import mapping as M
+from .transport import LineError, Writer, read_messages
+
+log = logging.getLogger("mino.acp")
+
+# JSON-RPC and ACP error codes; -32001 … -32006 keep the meaning they have in docs/PROTOCOL.md.
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+BUSY = -32001
+NOT_FOUND = -32002  # ACP's "resource not found": an unknown or malformed session ID
+UNAVAILABLE = -32003
+REFUSED = -32004
+STORAGE_FAILED = -32005
+SESSION_IN_USE = -32006
+
+STOP_WAIT_S = 5.0  # how long an exit waits for interrupted turns to write their end
+SESSION_CHANGING = "This session is being loaded; wait for session/load to answer."
+
+
+class RpcError(Exception):
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = " ".join(message.split())  # one line, whatever the cause wrote
+        self.data = data
+
+
+@dataclass
+class Reply:
+    """A result, and what to send right after it (updates about a session the client now knows)."""
+
+    result: Any
+    after: Callable[[], None] | None = None
+
+
+@dataclass
+class _Ask:
+    done: threading.Event = field(default_factory=threading.Event)
+    response: dict[str, Any] | None = None
+
+
+def one_line(exc: BaseException) -> str:
+    return " ".join((str(exc).strip() or exc.__class__.__name__).split())
+
+
+class AcpSession:
+    """One ACP session: a conversation, its UI, and the turn (or command) running in it."""
+
+    def __init__(self, agent: AcpAgent, conversation: Any, ui: SessionUI, mcp_servers: int) -> None:
+        self.agent = agent
+        self.conversation = conversation
+        self.ui = ui
+        self.id: str = conversation.session_id
+        self.mcp_servers = mcp_servers  # said once, in the first agent_message_chunk
+        self._running = threading.Lock()
+        self.cancel: CancelToken | None = None
+
+    def begin(self) -> CancelToken:
+        from ..core.words import TURN_RUNNING
+
+        if not self._running.acquire(blocking=False):
+            raise RpcError(BUSY, "busy", {"detail": TURN_RUNNING, "running": "session/prompt"})
+        self.cancel = CancelToken()
+        return self.cancel
+
+    def end(self) -> None:
+        self.cancel = None
+        self._running.release()
+
+    @property
+    def busy(self) -> bool:
+        return self._running.locked()
+
+    def close(self) -> None:
+        try:
+            self.conversation.close()
+        except Exception:
+            log.exception("closing session %s failed", self.id)
+
+
+class SessionUI:
+    """The core's UI port for one ACP session: events become session/update, questions become
+    session/request_permission."""
+
+    def __init__(self, agent: AcpAgent, workdir: Path) -> None:
+        self.agent = agent
+        self.workdir = str(workdir)
+        self.session_id: str | None = None  # known once the conversation has its session
+        self._announced: set[str] = set()  # tool calls of this session the client was shown
+
+    def update(self, update: dict[str, Any]) -> None:
+        if self.session_id is not None:
+            self.agent.notify("session/update", {"sessionId": self.session_id, "update": update})
+
+    # ---- the UI protocol -------------------------------------------------------------------------
+    def event(self, event: Any) -> None:
+        from ..core.contract import ApprovalResolved, Notice, TextDelta, ToolCall, ToolResultEvent, TurnEnd
+
+        if isinstance(event, TextDelta):
+            self.update(M.text_chunk(event.text))
+        elif isinstance(event, ToolCall):
+            self._announced.add(event.callId)
+            self.update(
+                M.tool_call_start(event.callId, event.tool, event.fields, event.warning, self.workdir)
+            )
+            if event.decision != "ask":
+                self.update(M.in_progress(event.callId))
+        elif isinstance(event, ApprovalResolved):
+            if event.outcome == "approved":
+                self.update(M.in_progress(event.callId))
+        elif isinstance(event, ToolResultEvent):
+            announced = event.callId in self._announced
+            self._announced.discard(event.callId)
+            self.update(M.tool_call_result(event.callId, event.tool, event.status, event.text, announced))
+        elif isinstance(event, Notice):
+            self.update(M.text_chunk(f"\n{event.text}\n"))
+        elif isinstance(event, TurnEnd):
+            self._announced.clear()
+        # AssistantMessage repeats the deltas already sent; usage has no stable ACP update.
+
+    def approve(self, request: Any, cancel: CancelToken) -> bool:
+        if self.session_id is None:
+            return False
+        params = {
+            "sessionId": self.session_id,
+            "toolCall": M.permission_tool_call(request.callId, request.tool, request.fields, request.warning),
+            "options": M.PERMISSION_OPTIONS,
+        }
+        return M.granted(self.agent.ask("session/request_permission", params, cancel))
+
+    def confirm(self, kind: str, session_id: str, message: str) -> bool:
+        params = {
+            "sessionId": session_id,
+            "toolCall": M.recovery_tool_call(session_id, message),
+            "options": M.PERMISSION_OPTIONS,
+        }
+        return M.granted(self.agent.ask("session/request_permission", params, None))
+
+    def memory_problems(self, directory: str, problems: list[Any]) -> None:
+        lines = [f"Some memory files in {directory} were not loaded:"]
+        lines += [f"  {p.file}: {p.reason}" for p in problems]
+        self.update(M.text_chunk("\n".join(lines) + "\n\n"))
+
+
+class AcpAgent:
+    def __init__(
+        self, writer: Writer, mode: str | None, model: str | None = None, base_url: str | None = None
+    ) -> None:
+        self.writer = writer
+        self.mode = mode
+        self.model = model
+        self.base_url = base_url
+        self.initialized = False
+        self.stopping = CancelToken()
+        self.sessions: dict[str, AcpSession] = {}
+        self._changing: set[str] = set()  # session IDs being created or loaded
+        self._lock = threading.Lock()
+        self._asks: dict[str, _Ask] = {}
+        self._ids = itertools.count(1)
+        self._store: Any = None
+        self._store_lock = threading.Lock()
+        self._workers: set[threading.Thread] = set()
+
+    # ---- the read loop ---------------------------------------------------------------------------
+    def run(self, stream: BinaryIO) -> None:
+        for message in read_messages(stream):
+            if isinstance(message, LineError):
+                self.send_error(None, message.code, message.message)
+            else:
+                self.dispatch(message)
+
+    def dispatch(self, message: dict[str, Any]) -> None:
+        method = message.get("method")
+        if message.get("jsonrpc") != "2.0":
+            self.send_error(
+                _id_or_none(message), INVALID_REQUEST, 'Invalid request: "jsonrpc" must be "2.0".'
+            )
+            return
+        if method is None:
+            if "id" in message and ("result" in message or "error" in message):
+                self._answered(message)
+            else:
+                self.send_error(
+                    None, INVALID_REQUEST, "Invalid request: a message needs a method or a result."
+                )
+            return
+        params = message.get("params")
+        if not isinstance(method, str) or (params is not None and not isinstance(params, dict)):
+            if "id" in message:
+                self.send_error(
+                    _id_or_none(message),
+                    INVALID_REQUEST,
+                    "Invalid request: method must be a string, params an object.",
+                )
+            return
+        if "id" not in message:
+            self._notification(method, params or {})
+            return
+        msg_id = message["id"]
+        if not (isinstance(msg_id, str) or (isinstance(msg_id, int) and not isinstance(msg_id, bool))):
+            self.send_error(None, INVALID_REQUEST, 'Invalid request: "id" must be a number or a string.')
+            return
+        self._request(msg_id, method, params or {})
+
+    def _request(self, msg_id: Any, method: str, params: dict[str, Any]) -> None:
+        inline: dict[str, Callable[[dict[str, Any]], Any]] = {
+            "initialize": self.initialize,
+            "session/list": self.list_sessions,
+            "session/set_mode": self.set_mode,
+        }
+        threaded: dict[str, Callable[[dict[str, Any]], Any]] = {
+            "session/new": self.new_session,
+            "session/load": self.load_session,
+            "session/prompt": self.prompt,
+        }
+        handler = inline.get(method) or threaded.get(method)
+        if handler is None:
+            self.send_error(msg_id, METHOD_NOT_FOUND, f"Method not found: {method}")
+            return
+        if method != "initialize" and not self.initialized:
+            self.send_error(msg_id, INVALID_REQUEST, "Invalid request: send initialize first.")
+            return
+        if method in inline:
+            self._answer(msg_id, method, lambda: handler(params))
+            return
+        worker = threading.Thread(
+            target=self._worker,
+            args=(msg_id, method, handler, params),
+            name=f"mino-acp-{method}",
+            daemon=True,
+        )
+        with self._lock:
+            self._workers.add(worker)
+        worker.start()
+
+    def _worker(
+        self, msg_id: Any, method: str, handler: Callable[[dict[str, Any]], Any], params: Any
+    ) -> None:
+        try:
+            self._answer(msg_id, method, lambda: handler(params))
+        finally:
+            with self._lock:
+                self._workers.discard(threading.current_thread())
+
+    def _answer(self, msg_id: Any, method: str, work: Callable[[], Any]) -> None:
+        from ..core.conversation import CommandError
+        from ..core.sessions.store import StorageError
+
+        try:
+            reply = work()
+        except RpcError as exc:
+            self.send_error(msg_id, exc.code, exc.message, exc.data)
+            return
+        except M.ParamsError as exc:
+            self.send_error(msg_id, INVALID_PARAMS, str(exc))
+            return
+        except CommandError as exc:
+            self.send_error(msg_id, REFUSED, str(exc))
+            return
+        except StorageError as exc:
+            self.send_error(msg_id, STORAGE_FAILED, str(exc))
+            return
+        except Exception as exc:  # a bug: one line for the client, the traceback on stderr
+            log.exception("%s failed", method)
+            self.send_error(msg_id, INTERNAL_ERROR, f"Internal error: {one_line(exc)}")
+            return
+        if not isinstance(reply, Reply):
+            reply = Reply(reply)
+        self.writer.send({"jsonrpc": "2.0", "id": msg_id, "result": reply.result})
+        if reply.after is not None:
+            try:
+                reply.after()
+            except Exception:
+                log.exception("after %s", method)
+
+    def _notification(self, method: str, params: dict[str, Any]) -> None:
+        if method == "session/cancel":
+            sid = params.get("sessionId")
+            session = self.sessions.get(sid) if isinstance(sid, str) else None
+            token = session.cancel if session is not None else None
+            if token is not None:
+                token.cancel()  # pending permissions count as denied now; late answers are ignored
+        else:
+            log.debug("ignored notification %s", method)
+
+    # ---- talking to the client -------------------------------------------------------------------
+    def send_error(self, msg_id: Any, code: int, message: str, data: Any = None) -> None:
+        error: dict[str, Any] = {"code": code, "message": " ".join(message.split())}
+        if data is not None:
+            error["data"] = data
+        self.writer.send({"jsonrpc": "2.0", "id": msg_id, "error": error})
+
+    def notify(self, method: str, params: dict[str, Any]) -> None:
+        self.writer.send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    def ask(self, method: str, params: dict[str, Any], cancel: CancelToken | None) -> Any:
+        """Send a request and wait for its result: None on an error answer, on cancel and on exit
+        (then the request is forgotten: an answer that comes later is ignored)."""
+        if self.stopping.cancelled:
+            return None
+        msg_id = f"mino-{next(self._ids)}"
+        waiter = _Ask()
+        with self._lock:
+            self._asks[msg_id] = waiter
+        undo = [self.stopping.on_cancel(waiter.done.set)]
+        if cancel is not None:
+            undo.append(cancel.on_cancel(waiter.done.set))
+        try:
+            self.writer.send({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
+            waiter.done.wait()
+        finally:
+            for unregister in undo:
+                unregister()
+            with self._lock:
+                self._asks.pop(msg_id, None)
+        response = waiter.response
+        if response is None or "error" in response:
+            if response is not None:
+                log.info("%s answered with an error (a denial): %s", method, response.get("error"))
+            return None
+        return response.get("result")
+
+    def _answered(self, message: dict[str, Any]) -> None:
+        with self._lock:
+            waiter = self._asks.pop(message["id"], None) if _hashable(message["id"]) else None
+        if waiter is None:
+            log.debug("an answer to %r came after it was no longer awaited; ignored", message.get("id"))
+            return
+        waiter.response = message
+        waiter.done.set()
+
+    # ---- the store -------------------------------------------------------------------------------
+    def store(self) -> Any:
+        """The process's Store (config loaded once); -32003 when the configuration is unusable."""
+        from ..core.config import ConfigError, load_config
+        from ..core.store import Store
+
+        with self._store_lock:
+            if self._store is None:
+                try:
+                    config = load_config(model=self.model, base_url=self.base_url, mode=self.mode)
+                except ConfigError as exc:
+                    raise RpcError(UNAVAILABLE, f"Mino cannot start: {exc}", {"kind": "config"}) from None
+                self._store = Store(config)
+            return self._store
+
+    def warm_up(self) -> None:
+        """Load the core and the configuration while the client reads the initialize answer."""
+        try:
+            from ..core import commands, context, conversation  # noqa: F401
+
+            self.store()
+        except Exception:  # reported when a request needs it
+            pass
+
+    def _conversation(self, workdir: Path) -> tuple[Any, SessionUI, list[str]]:
+        """A conversation opened on the store without a session (the request picks one)."""
+        from ..core.conversation import Conversation
+        from ..core.sessions.store import StorageError, StoreLocked
+
+        ui = SessionUI(self, workdir)
+        conversation = Conversation(self.store(), workdir, ui)
+        try:
+            startup = conversation.open(select=False)
+        except StoreLocked as exc:
+            conversation.close()
+            data = {"kind": "storeLocked", **({"pid": exc.pid} if exc.pid is not None else {})}
+            raise RpcError(UNAVAILABLE, str(exc), data) from None
+        except StorageError as exc:
+            conversation.close()
+            raise RpcError(UNAVAILABLE, str(exc), {"kind": "storage"}) from None
+        except BaseException:
+            conversation.close()
+            raise
+        return conversation, ui, list(startup.warnings)
+
+    def _remember(self, session_id: str, workdir: Path, title: str | None = None) -> None:
+        from ..core.sessions import places
+
+        directory = self.store().config.sessions_dir
+        if title is None:
+            known = places.recall(directory, session_id)
+            title = known.title if known is not None else None
+        try:
+            places.remember(directory, session_id, places.Place(str(workdir), title))
+        except OSError as exc:  # only session/list's cwd is lost; the session itself is saved
+            log.warning("could not save where session %s was used: %s", session_id, exc)
+
+    # ---- requests --------------------------------------------------------------------------------
+    def initialize(self, params: dict[str, Any]) -> dict[str, Any]:
+        if self.initialized:
+            raise RpcError(INVALID_REQUEST, "Invalid request: initialize was already received; send it once.")
+        version = params.get("protocolVersion")
+        if not isinstance(version, int) or isinstance(version, bool) or version < 0:
+            raise M.ParamsError("Invalid params: protocolVersion must be a non-negative integer.")
+        self.initialized = True
+        threading.Thread(target=self.warm_up, name="mino-acp-warm-up", daemon=True).start()
+        return {
+            "protocolVersion": M.PROTOCOL_VERSION,  # the one Mino speaks; a client on another one disconnects
+            "agentInfo": {"name": "mino", "title": "Mino", "version": __version__},
+            "agentCapabilities": {
+                "loadSession": True,
+                "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
+                "sessionCapabilities": {"list": {}},
+            },
+            "authMethods": [],
+        }
+
+    def _mcp_count(self, params: dict[str, Any], required: bool) -> int:
+        servers = params.get("mcpServers")
+        if servers is None and not required:
+            return 0
+        if not isinstance(servers, list):
+            raise M.ParamsError("Invalid params: mcpServers must be a list (Mino accepts and ignores it).")
+        return len(servers)
+
+    def new_session(self, params: dict[str, Any]) -> Reply:
+        workdir = M.absolute_dir(params.get("cwd"), "cwd")
+        mcp = self._mcp_count(params, required=False)
+        conversation, ui, warnings = self._conversation(workdir)
+        try:
+            sid = conversation.new_session()
+        except BaseException:
+            conversation.close()
+            raise
+        ui.session_id = sid
+        session = AcpSession(self, conversation, ui, mcp)
+        with self._lock:
+            self.sessions[sid] = session
+        self._remember(sid, workdir)
+        return Reply(
+            {"sessionId": sid, "modes": M.modes_state(conversation.mode)},
+            lambda: self._introduce(session, warnings),
+        )
+
+    def _introduce(self, session: AcpSession, warnings: list[str]) -> None:
+        session.ui.update(M.available_commands_update())
+        if warnings:
+            session.ui.update(M.text_chunk("\n".join(warnings) + "\n\n"))
+
+    def load_session(self, params: dict[str, Any]) -> Reply:
+        from ..core.sessions.store import ID_RE
+
+        sid = params.get("sessionId")
+        if not isinstance(sid, str) or not ID_RE.match(sid):
+            raise RpcError(
+                NOT_FOUND,
+                f"Not a complete session ID: {M._short(sid)!r}. Session IDs are 32 lowercase hexadecimal "
+                "characters; session/list lists them.",
+            )
+        workdir = M.absolute_dir(params.get("cwd"), "cwd")
+        mcp = self._mcp_count(params, required=False)
+        if not self.store().sessions.exists(sid):
+            raise RpcError(NOT_FOUND, f"No session with ID {sid}. session/list lists the sessions.")
+        with self._lock:
+            if sid in self._changing:
+                raise RpcError(BUSY, "busy", {"detail": SESSION_CHANGING, "running": "session/load"})
+            old = self.sessions.get(sid)
+            if old is not None and old.busy:
+                raise RpcError(
+                    BUSY,
+                    "busy",
+                    {
+                        "detail": "A turn is running in this session; cancel it first.",
+                        "running": "session/prompt",
+                    },
+                )
+            self._changing.add(sid)
+            if old is not None:  # loaded again in this process (an editor reopening its thread)
+                del self.sessions[sid]
+        try:
+            if old is not None:
+                old.close()
+            conversation, ui, warnings = self._conversation(workdir)
+            try:
+                conversation.resume(sid)  # may ask the recovery question (request_permission)
+                ui.session_id = sid
+                self._replay(conversation, ui)
+            except BaseException:
+                conversation.close()
+                raise
+            session = AcpSession(self, conversation, ui, mcp)
+            with self._lock:
+                self.sessions[sid] = session
+        finally:
+            with self._lock:
+                self._changing.discard(sid)
+        self._remember(sid, workdir)
+        return Reply({"modes": M.modes_state(conversation.mode)}, lambda: self._introduce(session, warnings))
+
+    def _replay(self, conversation: Any, ui: SessionUI) -> None:
+        """The session's history as session/update, oldest first (the latest page when it is long)."""
+        items, more = conversation.history()
+        if more:
+            ui.update(M.text_chunk("(Earlier messages of this session are not shown here.)\n\n"))
+        for item in items:
+            ui.update(M.replay_update(item))
+
+    def list_sessions(self, params: dict[str, Any]) -> dict[str, Any]:
+        from ..core.sessions import places
+
+        cwd = params.get("cwd")
+        wanted = M.absolute_dir(cwd, "cwd") if cwd is not None else None
+        if params.get("cursor") is not None:
+            raise M.ParamsError(
+                "Invalid params: cursor is not one Mino gave; session/list answers in one page."
+            )
+        store = self.store()
+        directory = store.config.sessions_dir
+        fallback = str(Path.cwd())
+        out = []
+        for info in store.sessions.list():
+            place = places.recall(directory, info.id)
+            if wanted is not None and (place is None or Path(place.cwd) != wanted):
+                continue
+            item: dict[str, Any] = {
+                "sessionId": info.id,
+                "cwd": place.cwd if place is not None else fallback,
+                "updatedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(info.mtime)),
+            }
+            if place is not None and place.title:
+                item["title"] = place.title
+            if place is None:  # used only outside an editor's ACP client so far: its folder is not known
+                item["_meta"] = {"mino": {"cwdKnown": False}}
+            out.append(item)
+        return {"sessions": out}
+
+    def _session(self, params: dict[str, Any]) -> AcpSession:
+        sid = params.get("sessionId")
+        session = self.sessions.get(sid) if isinstance(sid, str) else None
+        if session is None:
+            raise RpcError(
+                NOT_FOUND,
+                f"Unknown session ID {M._short(sid)!r} in this connection; send session/new or session/load first.",
+            )
+        return session
+
+    def set_mode(self, params: dict[str, Any]) -> Reply:
+        from ..core.contract import MODES
+
+        session = self._session(params)
+        mode = params.get("modeId")
+        if mode not in MODES:
+            raise M.ParamsError(
+                f"Invalid params: modeId must be one of {', '.join(MODES)}; got {M._short(mode)!r}."
+            )
+        session.conversation.set_mode(mode)
+        return Reply({}, lambda: session.ui.update(M.current_mode_update(session.conversation.mode)))
+
+    def prompt(self, params: dict[str, Any]) -> dict[str, Any]:
+        session = self._session(params)
+        text, requests = M.parse_prompt(params.get("prompt"))
+        is_command = text.lstrip().startswith("/")
+        if is_command and requests:
+            raise M.ParamsError("Invalid params: a slash command takes no resource or resource_link blocks.")
+        if not text.strip() and not requests:
+            raise M.ParamsError("Invalid params: the prompt has no text and no context.")
+        cancel = session.begin()
+        try:
+            if session.mcp_servers:
+                count, session.mcp_servers = session.mcp_servers, 0
+                session.ui.update(
+                    M.text_chunk(
+                        f"Mino has no MCP client yet: the {count} MCP server(s) of this session are ignored.\n\n"
+                    )
+                )
+            if is_command:
+                self._command(session, text.strip(), cancel)
+                return {"stopReason": "cancelled" if cancel.cancelled else "end_turn"}
+            return self._turn(session, text, requests, cancel)
+        finally:
+            session.end()
+
+    def _turn(
+        self, session: AcpSession, text: str, requests: list[Any], cancel: CancelToken
+    ) -> dict[str, Any]:
+        from ..core.context import ContextError, resolve_items, with_context
+        from ..core.sessions import places
+
+        conversation = session.conversation
+        try:
+            items = resolve_items(requests, conversation.workdir, conversation.config.home)
+        except ContextError as exc:
+            raise M.ParamsError(f"Invalid params: {exc}") from None
+        known = places.recall(conversation.config.sessions_dir, session.id)
+        if known is None or known.title is None:
+            self._remember(session.id, conversation.workdir, places.title_from(text) or "")
+        result = conversation.run_turn(with_context(text, items), cancel)
+        if result.status == "completed":
+            return {"stopReason": "end_turn"}
+        if result.status == "limit":
+            return {"stopReason": "max_turn_requests"}
+        if result.status == "interrupted":
+            return {"stopReason": "cancelled"}
+        raise RpcError(INTERNAL_ERROR, result.error or "The turn failed.")
+
+    def _command(self, session: AcpSession, line: str, cancel: CancelToken) -> None:
+        from ..core.commands import NOT_CLEARED, run_command
+        from ..core.words import session_line
+
+        conversation = session.conversation
+        lines: list[str] = []
+        words = line.split()
+        name, args = words[0], words[1:]
+        mode_before = conversation.mode
+        if name in M.THREAD_COMMANDS:
+            lines.append(M.THREAD_COMMANDS[name])
+        elif name == "/help":
+            lines.extend(M.HELP_LINES if not args else ["/help takes no arguments."])
+        elif name == "/clear" and len(args) != 1:
+            lines += [session_line(session.id), NOT_CLEARED + f" Type /clear {session.id} to clear it."]
+        elif name == "/clear":  # the ID typed after the command is the answer to "type the complete ID"
+            run_command(conversation, "/clear", lines.append, lambda prompt: args[0], cancel)
+        else:
+            run_command(conversation, line, lines.append, lambda prompt: None, cancel)
+        text = "\n".join(lines).strip("\n")
+        if text:
+            session.ui.update(M.text_chunk(text + "\n"))
+        if conversation.mode != mode_before:
+            session.ui.update(M.current_mode_update(conversation.mode))
+
+    # ---- leaving ---------------------------------------------------------------------------------
+    def stop(self, timeout: float = STOP_WAIT_S) -> None:
+        """Interrupt every turn, wait for them (bounded) and close the sessions that ended."""
+        self.stopping.cancel()
+        for session in list(self.sessions.values()):
+            if session.cancel is not None:
+                session.cancel.cancel()
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            workers = list(self._workers)
+        for worker in workers:
+            worker.join(max(0.0, deadline - time.monotonic()))
+        for session in list(self.sessions.values()):
+            if session.busy:
+                log.warning(
+                    "session %s did not end in %.0f s; leaving without closing it", session.id, timeout
+                )
+                continue
+            session.close()
+
+
+def _id_or_none(message: dict[str, Any]) -> Any:
+    msg_id = message.get("id")
+    return msg_id if isinstance(msg_id, str | int) and not isinstance(msg_id, bool) else None
+
+
+def _hashable(value: Any) -> bool:
+    return isinstance(value, str | int | float) or value is None
+
+
+class _Terminated(Exception):
+    """SIGTERM: leave as on EOF."""
+
+
+def _claim_stdio() -> tuple[BinaryIO, BinaryIO]:
+    """The protocol's own copies of fds 0 and 1; the process's fds 0/1 become /dev/null/stderr."""
+    proto_in, proto_out = os.dup(0), os.dup(1)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    os.dup2(2, 1)
+    return open(proto_in, "rb", buffering=1 << 16), open(proto_out, "wb", buffering=0)
+
+
+def _configure_logging() -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("mino --acp: %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.addHandler(handler)
+    root.setLevel(logging.DEBUG if os.environ.get("MINO_SERVER_DEBUG") else logging.WARNING)
+
+
+def serve(mode: str | None = None, model: str | None = None, base_url: str | None = None) -> int:
+    """Serve ACP on stdin/stdout until EOF or SIGTERM. Ends the process (see the end)."""
+    _configure_logging()
+    stdin, stdout = _claim_stdio()
+    agent = AcpAgent(Writer(stdout), mode, model, base_url)
+
+    def on_term(signum: int, frame: Any) -> None:
+        raise _Terminated()
+
+    signal.signal(signal.SIGTERM, on_term)
+    try:
+        agent.run(stdin)
+    except _Terminated:
+        log.warning("terminated by a signal")
+    except KeyboardInterrupt:
+        pass
+    agent.stop()
+    sys.stderr.flush()
+    # A tool stuck past the stop wait must not keep the process alive; everything that matters
+    # (session logs, the store lock) is fsynced or released with the process.
+    os._exit(0)

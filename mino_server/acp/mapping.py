@@ -1,0 +1,328 @@
+"""Mino's contract in the Agent Client Protocol's words: pure functions, no I/O.
+
+Prompt blocks become the typed text and context requests; core events, approvals and history items
+become `session/update` payloads and `session/request_permission` tool calls. What a person sees of
+a tool call (its content) is exactly the escaped fields and warning every front end shows, inside a
+Markdown fence so an editor that renders Markdown shows it literally; `rawInput` carries the same
+escaped fields, never the model's raw arguments.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from ..core.context import ContextRequest, fence
+from ..core.contract import MODES, ApprovalField, HistoryItem
+from ..core.display import approval_lines
+from ..core.sessions.log import result_text
+
+PROTOCOL_VERSION = 1
+
+MODE_NAMES = {"manual": "Manual", "accept-edits": "Accept edits", "bypass": "Bypass"}
+MODE_DESCRIPTIONS = {
+    "manual": "Asks before every command, file change and memory save",
+    "accept-edits": "Runs project file edits and sandboxed commands without asking; asks for the rest",
+    "bypass": "Runs everything without asking, showing each call",
+}
+
+# Slash commands an ACP client can offer (names without the leading /). /new and /resume are the
+# editor's own thread actions (a new thread is session/new, an old one session/load).
+COMMANDS: list[tuple[str, str, str | None]] = [
+    ("compact", "Summarise older history to save context", None),
+    ("mode", "Show or set the permission mode: manual, accept-edits, bypass", "mode name (optional)"),
+    ("sessions", "List Mino's sessions, newest first (* marks this one)", None),
+    ("help", "Show the commands", None),
+    ("clear", "Clear this session's saved history (type its complete ID)", "the complete session ID"),
+]
+HELP_LINES = [
+    "Commands:",
+    "  /compact        summarise older history to save context",
+    "  /mode [NAME]    show or set the permission mode: manual, accept-edits, bypass",
+    "  /sessions       list sessions, newest first (* marks this one)",
+    "  /clear ID       clear this session's saved history (type its complete 32-character ID)",
+    "  /help           show this list",
+    "A new thread in the editor starts a new session; its thread history opens an earlier one.",
+]
+THREAD_COMMANDS = {
+    "/new": "In an editor, start a new thread instead of /new: each thread is its own Mino session.",
+    "/resume": "In an editor, open the session from the thread history instead of /resume.",
+}
+
+PERMISSION_OPTIONS = [
+    {"optionId": "approve", "name": "Approve", "kind": "allow_once"},
+    {"optionId": "deny", "name": "Deny", "kind": "reject_once"},
+]
+
+TOOL_KINDS = {
+    "read_file": "read",
+    "skill_view": "read",
+    "memory_view": "read",
+    "write_file": "edit",
+    "edit_file": "edit",
+    "memory_save": "edit",
+    "bash": "execute",
+}
+TITLE_MAX = 120
+_LINES = re.compile(r"^L(\d+)(?:[-:]L?(\d+))?$")
+
+
+class ParamsError(ValueError):
+    """Invalid params (-32602); the message names the field and says what is wrong."""
+
+
+# ---- session set-up ------------------------------------------------------------------------------
+
+
+def modes_state(current: str) -> dict[str, Any]:
+    return {
+        "currentModeId": current,
+        "availableModes": [
+            {"id": m, "name": MODE_NAMES[m], "description": MODE_DESCRIPTIONS[m]} for m in MODES
+        ],
+    }
+
+
+def available_commands_update() -> dict[str, Any]:
+    commands = []
+    for name, description, hint in COMMANDS:
+        command: dict[str, Any] = {"name": name, "description": description}
+        if hint is not None:
+            command["input"] = {"hint": hint}
+        commands.append(command)
+    return {"sessionUpdate": "available_commands_update", "availableCommands": commands}
+
+
+def current_mode_update(mode: str) -> dict[str, Any]:
+    return {"sessionUpdate": "current_mode_update", "currentModeId": mode}
+
+
+def text_chunk(text: str, role: str = "agent") -> dict[str, Any]:
+    kind = "agent_message_chunk" if role == "agent" else "user_message_chunk"
+    return {"sessionUpdate": kind, "content": {"type": "text", "text": text}}
+
+
+def absolute_dir(value: Any, field: str) -> Path:
+    """A `cwd` param: an absolute path of an existing folder."""
+    if not isinstance(value, str) or not value:
+        raise ParamsError(f"Invalid params: {field} must be an absolute path (a string).")
+    if not os.path.isabs(value):
+        raise ParamsError(f"Invalid params: {field} must be an absolute path; got {value!r}.")
+    path = Path(value)
+    if not path.is_dir():
+        raise ParamsError(f"Invalid params: {field} {value!r} does not exist or is not a folder.")
+    return path.resolve()
+
+
+# ---- prompts -------------------------------------------------------------------------------------
+
+
+def parse_prompt(blocks: Any) -> tuple[str, list[ContextRequest]]:
+    """(typed text, context requests) of a session/prompt's `prompt` (docs/PROTOCOL.md, "mino --acp")."""
+    if not isinstance(blocks, list) or not blocks:
+        raise ParamsError("Invalid params: prompt must be a non-empty list of content blocks.")
+    texts: list[str] = []
+    context: list[ContextRequest] = []
+    for i, block in enumerate(blocks):
+        where = f"prompt[{i}]"
+        if not isinstance(block, dict) or not isinstance(block.get("type"), str):
+            raise ParamsError(f"Invalid params: {where} must be a content block with a type.")
+        kind = block["type"]
+        if kind == "text":
+            if not isinstance(block.get("text"), str):
+                raise ParamsError(f"Invalid params: {where}.text must be a string.")
+            texts.append(block["text"])
+        elif kind == "resource_link":
+            uri = block.get("uri")
+            path, start, end = file_uri(uri, f"{where}.uri")
+            context.append(ContextRequest(path, start, end, None, f"{where} ({_short(uri)})"))
+        elif kind == "resource":
+            resource = block.get("resource")
+            if not isinstance(resource, dict):
+                raise ParamsError(f"Invalid params: {where}.resource must be an object with uri and text.")
+            uri = resource.get("uri")
+            if "text" not in resource:
+                raise ParamsError(
+                    f"Invalid params: {where} is a blob resource; Mino takes text resources and file links only."
+                )
+            if not isinstance(resource["text"], str):
+                raise ParamsError(f"Invalid params: {where}.resource.text must be a string.")
+            path, start, end = file_uri(uri, f"{where}.resource.uri")
+            context.append(ContextRequest(path, start, end, resource["text"], f"{where} ({_short(uri)})"))
+        elif kind in ("image", "audio"):
+            raise ParamsError(
+                f"Invalid params: {where} is an {kind} block; Mino takes text, resource and "
+                "resource_link blocks only."
+            )
+        else:
+            raise ParamsError(f"Invalid params: {where} has an unknown type {kind!r}.")
+    return "\n\n".join(texts), context
+
+
+def file_uri(uri: Any, field: str) -> tuple[str, int | None, int | None]:
+    """(absolute path, first line, last line) of a file:// URI; `#L10-20`, `#L10:20` or `#L10` give lines."""
+    if not isinstance(uri, str) or not uri:
+        raise ParamsError(f"Invalid params: {field} must be a file:// URI.")
+    parts = urlsplit(uri)
+    if parts.scheme != "file" or parts.netloc not in ("", "localhost") or not parts.path:
+        raise ParamsError(
+            f"Invalid params: {field} must be a file:// URI of a local file; got {_short(uri)!r}."
+        )
+    start = end = None
+    if parts.fragment:
+        m = _LINES.match(parts.fragment)
+        if m is None:
+            raise ParamsError(
+                f"Invalid params: {field} has the fragment #{_short(parts.fragment)}; "
+                "Mino understands #L10, #L10-20 and #L10:20."
+            )
+        start = int(m.group(1))
+        end = int(m.group(2)) if m.group(2) else start
+    return unquote(parts.path), start, end
+
+
+def _short(value: Any, limit: int = 200) -> str:
+    text = str(value)
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+# ---- tool calls ----------------------------------------------------------------------------------
+
+
+def tool_kind(tool: str) -> str:
+    return TOOL_KINDS.get(tool, "other")
+
+
+def tool_title(tool: str, fields: list[ApprovalField]) -> str:
+    """`tool: first field`, e.g. `bash: ls -la` (escaped values: one line, nothing invisible)."""
+    if not fields:
+        return tool
+    title = f"{tool}: {fields[0].value}"
+    return title if len(title) <= TITLE_MAX else title[: TITLE_MAX - 1] + "…"
+
+
+def tool_locations(fields: list[ApprovalField], workdir: str) -> list[dict[str, Any]]:
+    """The file a file tool works on, when its shown path is the real one (escaping changed nothing)."""
+    values = {f.label: f.value for f in fields}
+    path = values.get("Target") or values.get("Path")
+    if path is None or "\\" in path or not path:
+        return []
+    location: dict[str, Any] = {"path": os.path.normpath(os.path.join(workdir, path))}
+    lines = values.get("Lines", "")
+    first = lines.split("-", 1)[0]
+    if first.isdigit():
+        location["line"] = int(first)
+    return [location]
+
+
+def fields_content(tool: str, fields: list[ApprovalField], warning: str | None) -> list[dict[str, Any]]:
+    """The tool call as every front end shows it: `[Tool: NAME]`, `Label: "value"` lines, the warning."""
+    lines = approval_lines(tool, [(f.label, f.value) for f in fields], warning)
+    return [text_content(fence("\n".join(lines)))]
+
+
+def text_content(text: str) -> dict[str, Any]:
+    return {"type": "content", "content": {"type": "text", "text": text}}
+
+
+def raw_input(fields: list[ApprovalField]) -> dict[str, str]:
+    return {f.label: f.value for f in fields}
+
+
+def tool_call_start(
+    call_id: str, tool: str, fields: list[ApprovalField], warning: str | None, workdir: str
+) -> dict[str, Any]:
+    return {
+        "sessionUpdate": "tool_call",
+        "toolCallId": call_id,
+        "title": tool_title(tool, fields),
+        "kind": tool_kind(tool),
+        "status": "pending",
+        "rawInput": raw_input(fields),
+        "locations": tool_locations(fields, workdir),
+        "content": fields_content(tool, fields, warning),
+    }
+
+
+def permission_tool_call(
+    call_id: str, tool: str, fields: list[ApprovalField], warning: str | None
+) -> dict[str, Any]:
+    return {
+        "toolCallId": call_id,
+        "title": tool_title(tool, fields),
+        "kind": tool_kind(tool),
+        "status": "pending",
+        "content": fields_content(tool, fields, warning),
+    }
+
+
+def granted(result: Any) -> bool:
+    """A session/request_permission answer: only the approve option selected is a yes."""
+    if not isinstance(result, dict):
+        return False
+    outcome = result.get("outcome")
+    return (
+        isinstance(outcome, dict)
+        and outcome.get("outcome") == "selected"
+        and outcome.get("optionId") == "approve"
+    )
+
+
+def result_status(status: str) -> str:
+    return "completed" if status == "completed" else "failed"
+
+
+def result_content(status: str, output: str) -> list[dict[str, Any]]:
+    """What the model receives, shown literally: the output, or for a failure the status and why."""
+    text = output if status == "completed" else result_text(status, output)
+    return [text_content(fence(text))] if text else []
+
+
+def tool_call_result(call_id: str, tool: str, status: str, output: str, announced: bool) -> dict[str, Any]:
+    update: dict[str, Any] = {
+        "sessionUpdate": "tool_call_update" if announced else "tool_call",
+        "toolCallId": call_id,
+        "status": result_status(status),
+        "content": result_content(status, output),
+    }
+    if not announced:  # refused before it was shown (unknown tool, invalid arguments)
+        update["title"] = tool
+        update["kind"] = tool_kind(tool)
+    return update
+
+
+def in_progress(call_id: str) -> dict[str, Any]:
+    return {"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": "in_progress"}
+
+
+def recovery_tool_call(session_id: str, message: str) -> dict[str, Any]:
+    return {
+        "toolCallId": f"recover-{session_id}",
+        "title": f"Recover session {session_id}",
+        "kind": "other",
+        "status": "pending",
+        "content": [text_content(fence(message))],
+    }
+
+
+# ---- replay --------------------------------------------------------------------------------------
+
+
+def replay_update(item: HistoryItem) -> dict[str, Any]:
+    """One history item as the update that showed it."""
+    if item.role == "user":
+        return text_chunk(item.text, "user")
+    if item.role == "assistant":
+        return text_chunk(item.text)
+    tool = item.tool or "?"
+    return {
+        "sessionUpdate": "tool_call",
+        "toolCallId": f"history-{item.seq}",
+        "title": tool,
+        "kind": tool_kind(tool),
+        "status": result_status(item.status or "unknown"),
+        "content": result_content(item.status or "unknown", item.text),
+    }

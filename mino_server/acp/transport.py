@@ -1,0 +1,76 @@
+"""Newline-delimited JSON-RPC 2.0 on a byte stream, as the Agent Client Protocol frames it.
+
+One message per line, UTF-8, no embedded newline (json.dumps escapes every control character, and
+ensure_ascii keeps a lone surrogate from model output encodable). A line longer than MAX_LINE_BYTES
+is skipped unread to its end and answered with -32600; standard library only.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, BinaryIO
+
+log = logging.getLogger("mino.acp")
+
+MAX_LINE_BYTES = 32 * 1024 * 1024  # a prompt with 256 KiB of context is far below; a runaway client is not
+_CHUNK = 1 << 16
+
+
+@dataclass(frozen=True)
+class LineError:
+    """A line that is not one JSON-RPC message; `code` and `message` are the error to answer."""
+
+    code: int
+    message: str
+
+
+def read_messages(stream: BinaryIO, max_bytes: int = MAX_LINE_BYTES) -> Iterator[dict[str, Any] | LineError]:
+    """Each non-blank line as a JSON object, or a LineError; ends at EOF."""
+    while True:
+        line = stream.readline(max_bytes + 1)
+        if not line:
+            return
+        if len(line) > max_bytes and not line.endswith(b"\n"):
+            while True:  # skip the rest of the line without holding it
+                more = stream.readline(_CHUNK)
+                if not more or more.endswith(b"\n"):
+                    break
+            yield LineError(-32600, f"Invalid request: a message longer than {max_bytes} bytes was skipped.")
+            continue
+        if not line.strip():
+            continue
+        try:
+            message = json.loads(line)
+        except ValueError:
+            yield LineError(-32700, "Parse error: a line is not valid JSON (one JSON-RPC message per line).")
+            continue
+        if not isinstance(message, dict):
+            kind = "a batch (JSON array)" if isinstance(message, list) else "not a JSON object"
+            yield LineError(-32600, f"Invalid request: the message is {kind}; send one object per line.")
+            continue
+        yield message
+
+
+class Writer:
+    """Writes whole messages, one per line, from any thread; after a write error it drops the rest."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self._stream = stream
+        self._lock = threading.Lock()
+        self.broken = False
+
+    def send(self, message: dict[str, Any]) -> None:
+        data = json.dumps(message, ensure_ascii=True, separators=(",", ":")).encode("ascii") + b"\n"
+        with self._lock:
+            if self.broken:
+                return
+            try:
+                self._stream.write(data)
+                self._stream.flush()
+            except (OSError, ValueError) as exc:  # the client went away: nothing more can be said
+                self.broken = True
+                log.info("stdout closed (%s); no more messages are sent", exc)

@@ -1,0 +1,565 @@
+"""`mino --acp` as a real subprocess over real pipes, against the scripted model server.
+
+Every row of the mapping table in docs/PROTOCOL.md ("`mino --acp`"): each test drives the agent
+with a plain newline-delimited JSON-RPC client (tests/acp_client.py), which checks every message
+the agent sends against the official ACP schema; at teardown every agent is ended by EOF and must
+have written nothing but ACP on stdout and no traceback anywhere.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from acp_client import NO_ANSWER, AcpClient
+
+from mino_server.core.sessions.store import SessionStore
+from mino_server.testing.scripted_model import ScriptedModel
+
+APPROVE = {"outcome": {"outcome": "selected", "optionId": "approve"}}
+DENY = {"outcome": {"outcome": "selected", "optionId": "deny"}}
+CANCELLED = {"outcome": {"outcome": "cancelled"}}
+
+
+def write_call(path: str, content: str) -> dict[str, Any]:
+    return {"name": "write_file", "arguments": {"path": path, "content": content, "mode": "create"}}
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    h = tmp_path / "home"
+    h.mkdir()
+    (h / "config.yaml").write_text('sandbox: "off"\n')  # the same decisions on every machine
+    return h
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    w = tmp_path / "work space"
+    w.mkdir()
+    (w / "notes.txt").write_text("line one\nline two\nline three\nline four\n")
+    return w
+
+
+@pytest.fixture
+def env(home: Path, model: ScriptedModel) -> dict[str, str]:
+    e = dict(os.environ, MINO_HOME=str(home), MINO_BASE_URL=model.base_url, MINO_API_KEY="test")
+    e.pop("MINO_MODEL", None)
+    return e
+
+
+Spawn = Callable[..., AcpClient]
+
+
+@pytest.fixture
+def spawn(env: dict[str, str], ws: Path) -> Iterator[Spawn]:
+    clients: list[AcpClient] = []
+
+    def make(
+        handlers: dict[str, Any] | None = None, args: list[str] | None = None, init: bool = True
+    ) -> AcpClient:
+        argv = [sys.executable, "-m", "mino_server", "--acp", *(args or [])]
+        client = AcpClient(env, ws, argv=argv, handlers=handlers)
+        clients.append(client)
+        if init:
+            client.initialize()
+        return client
+
+    yield make
+    for client in clients:
+        if client.proc.poll() is None:
+            assert client.close() == 0
+        assert client.violations == []
+        assert b"Traceback" not in client.stderr, client.stderr.decode(errors="replace")
+
+
+def sessions_dir(home: Path) -> Path:
+    return home / "sessions"
+
+
+def records(home: Path, sid: str) -> list[dict[str, Any]]:
+    text = (sessions_dir(home) / f"{sid}.jsonl").read_text()
+    return [json.loads(line) for line in text.splitlines() if line]
+
+
+def request_texts(model: ScriptedModel, n: int) -> str:
+    return json.dumps(model.requests[n])
+
+
+# ---- initialize, session/new, session/prompt ------------------------------------------------------
+
+
+def test_initialize_answers_the_capabilities(spawn: Spawn) -> None:
+    client = spawn(init=False)
+    result = client.initialize()
+    assert result["protocolVersion"] == 1
+    assert result["agentInfo"]["name"] == "mino" and result["agentInfo"]["version"]
+    assert result["agentCapabilities"] == {
+        "loadSession": True,
+        "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
+        "sessionCapabilities": {"list": {}},
+    }
+    assert result["authMethods"] == []
+    assert client.error("initialize", {"protocolVersion": 1}).code == -32600  # once only
+
+
+def test_requests_before_initialize_and_unknown_methods(spawn: Spawn, ws: Path) -> None:
+    client = spawn(init=False)
+    assert client.error("session/new", {"cwd": str(ws), "mcpServers": []}).code == -32600
+    client.initialize()
+    assert client.error("session/fork", {}).code == -32601
+    client.notify("some/notification", {})  # ignored
+    assert client.error("session/new", {"cwd": "relative/dir", "mcpServers": []}).code == -32602
+    err = client.error("session/new", {"cwd": str(ws / "missing"), "mcpServers": []})
+    assert err.code == -32602 and "does not exist" in err.message
+
+
+def test_new_session_and_a_streamed_turn(spawn: Spawn, model: ScriptedModel, ws: Path, home: Path) -> None:
+    model.add({"text": "Hello from the scripted model, in several words", "require": "say hello"})
+    client = spawn()
+    new = client.request("session/new", {"cwd": str(ws), "mcpServers": []})
+    sid = new["sessionId"]
+    assert new["modes"]["currentModeId"] == "manual"
+    assert [m["id"] for m in new["modes"]["availableModes"]] == ["manual", "accept-edits", "bypass"]
+    (commands,) = client.wait_for(lambda: client.updates(sid, "available_commands_update"))
+    assert [c["name"] for c in commands["availableCommands"]] == [
+        "compact",
+        "mode",
+        "sessions",
+        "help",
+        "clear",
+    ]
+    # saved as the selection, as /new
+    assert json.loads((sessions_dir(home) / "active-session.json").read_text())["session_id"] == sid
+
+    pending = client.start("session/prompt", client.prompt_params(sid, "please say hello"))
+    assert pending.result() == {"stopReason": "end_turn"}
+    chunks = client.updates(sid, "agent_message_chunk")
+    assert len(chunks) > 1  # streamed, one chunk per delta
+    assert client.agent_text(sid) == "Hello from the scripted model, in several words"
+    # every update of the turn came before its result
+    answer = client.index_of(lambda m: m.get("id") == pending.id)
+    last_update = max(i for i, m in enumerate(client.messages) if m.get("method") == "session/update")
+    assert last_update < answer
+    types = [r["type"] for r in records(home, sid) if r["type"] != "session_skills"]
+    assert types == ["user_message", "assistant_message", "turn_end"]
+
+
+def test_a_failed_turn_is_an_error_with_one_line(spawn: Spawn, model: ScriptedModel, ws: Path) -> None:
+    model.add({"status": 500, "error": "the model\nserver broke"}, {"status": 500, "error": "still broken"})
+    model.add({"status": 500, "error": "and again"}, {"status": 500, "error": "and again"})
+    client = spawn()
+    sid = client.new_session(ws)
+    err = client.error("session/prompt", client.prompt_params(sid, "hi"), timeout=60)
+    assert err.code == -32603
+    assert "\n" not in err.message and "500" in err.message
+
+
+def test_a_turn_limit_is_max_turn_requests(spawn: Spawn, model: ScriptedModel, ws: Path) -> None:
+    model.add({"text": "cut", "incomplete": "max_output_tokens"})
+    client = spawn()
+    sid = client.new_session(ws)
+    assert client.prompt(sid, "go") == {"stopReason": "max_turn_requests"}
+
+
+def test_busy_while_a_turn_runs(spawn: Spawn, model: ScriptedModel, ws: Path) -> None:
+    model.add({"text": "slow answer", "stall": 1.5}, {"text": "second"})
+    client = spawn()
+    sid = client.new_session(ws)
+    first = client.start("session/prompt", client.prompt_params(sid, "one"))
+    client.wait_for(lambda: len(model.requests) == 1, what="the first request")
+    err = client.error("session/prompt", client.prompt_params(sid, "two"))
+    assert err.code == -32001 and err.message == "busy" and "turn is running" in err.data["detail"]
+    assert client.error("session/load", {"sessionId": sid, "cwd": str(ws), "mcpServers": []}).code == -32001
+    assert first.result() == {"stopReason": "end_turn"}
+    assert client.prompt(sid, "two") == {"stopReason": "end_turn"}
+
+
+def test_mcp_servers_are_accepted_and_said_once(spawn: Spawn, model: ScriptedModel, ws: Path) -> None:
+    model.add({"text": "one"}, {"text": "two"})
+    client = spawn()
+    server = {"name": "fs", "command": "/bin/true", "args": [], "env": []}
+    sid = client.new_session(ws, [server])
+    client.prompt(sid, "first")
+    chunks = client.updates(sid, "agent_message_chunk")
+    assert chunks[0]["content"]["text"].startswith("Mino has no MCP client yet")
+    client.prompt(sid, "second")
+    assert client.agent_text(sid).count("no MCP client") == 1
+
+
+# ---- tool calls and permissions -------------------------------------------------------------------
+
+
+def test_approval_through_request_permission(spawn: Spawn, model: ScriptedModel, ws: Path) -> None:
+    model.add({"calls": [write_call("out.txt", "written\n")]}, {"text": "done"})
+    client = spawn(handlers={"session/request_permission": lambda p: APPROVE})
+    sid = client.new_session(ws)
+    assert client.prompt(sid, "write it") == {"stopReason": "end_turn"}
+    assert (ws / "out.txt").read_text() == "written\n"
+    (asked,) = [r for r in client.agent_requests if r["method"] == "session/request_permission"]
+    params = asked["params"]
+    assert params["sessionId"] == sid
+    assert params["options"] == [
+        {"optionId": "approve", "name": "Approve", "kind": "allow_once"},
+        {"optionId": "deny", "name": "Deny", "kind": "reject_once"},
+    ]
+    call = params["toolCall"]
+    assert call["kind"] == "edit" and call["status"] == "pending" and call["title"] == "write_file: out.txt"
+    shown = call["content"][0]["content"]["text"]
+    assert shown.startswith("```\n[Tool: write_file]\n") and 'Path: "out.txt"' in shown
+    assert 'Content: "written\\n"' in shown  # the escaped value, as every front end shows it
+
+    calls = client.updates(sid, "tool_call")
+    (start,) = [u for u in calls if u["toolCallId"] == call["toolCallId"]]
+    assert start["status"] == "pending" and start["kind"] == "edit"
+    assert start["rawInput"]["Path"] == "out.txt"
+    assert start["locations"] == [{"path": str(ws.resolve() / "out.txt")}]
+    assert start["content"] == call["content"]
+    statuses = [u["status"] for u in client.updates(sid, "tool_call_update")]
+    assert statuses == ["in_progress", "completed"]
+    # the tool call was shown before the question, the question before it ran
+    shown_at = client.index_of(
+        lambda m: m.get("params", {}).get("update", {}).get("sessionUpdate") == "tool_call"
+    )
+    asked_at = client.index_of(lambda m: m.get("method") == "session/request_permission")
+    assert shown_at < asked_at
+
+
+@pytest.mark.parametrize("answer", [DENY, CANCELLED, "error"])
+def test_deny_cancelled_and_errors_are_denials(
+    spawn: Spawn, model: ScriptedModel, ws: Path, home: Path, answer: Any
+) -> None:
+    model.add({"calls": [write_call("out.txt", "x")]}, {"text": "the turn goes on", "require": "denied"})
+    handlers = {} if answer == "error" else {"session/request_permission": lambda p: answer}
+    client = spawn(handlers=handlers)
+    sid = client.new_session(ws)
+    assert client.prompt(sid, "write it") == {"stopReason": "end_turn"}
+    assert not (ws / "out.txt").exists()
+    (end,) = client.updates(sid, "tool_call_update")
+    assert end["status"] == "failed"
+    assert end["content"][0]["content"]["text"] == (
+        "```\n[status: denied]\nThe user denied this operation; nothing was done.\n```"
+    )
+    assert client.agent_text(sid) == "the turn goes on"
+
+
+def test_cancel_during_an_approval(spawn: Spawn, model: ScriptedModel, ws: Path, home: Path) -> None:
+    model.add({"calls": [write_call("out.txt", "x")]})
+    client = spawn(handlers={"session/request_permission": lambda p: NO_ANSWER})
+    sid = client.new_session(ws)
+    pending = client.start("session/prompt", client.prompt_params(sid, "write it"))
+    asked = client.wait_agent_request("session/request_permission")
+    sent = time.monotonic()
+    client.notify("session/cancel", {"sessionId": sid})
+    assert pending.result() == {"stopReason": "cancelled"}
+    assert pending.at is not None and pending.at - sent < 2.0  # denied at once, not after an answer
+    client.answer(asked, APPROVE)  # too late: ignored
+    (end,) = client.updates(sid, "tool_call_update")
+    assert end["status"] == "failed" and "interrupted the turn" in end["content"][0]["content"]["text"]
+    assert not (ws / "out.txt").exists()
+    types = [r["type"] for r in records(home, sid)]
+    assert types[-1] == "turn_end" and records(home, sid)[-1]["status"] == "interrupted"
+    # the session goes on
+    model.add({"text": "still here"})
+    assert client.prompt(sid, "again") == {"stopReason": "end_turn"}
+    assert not (ws / "out.txt").exists()
+
+
+def test_unknown_tool_is_shown_as_a_failed_call(spawn: Spawn, model: ScriptedModel, ws: Path) -> None:
+    model.add({"calls": [{"name": "launch_rockets", "arguments": {}}]}, {"text": "ok"})
+    client = spawn()
+    sid = client.new_session(ws)
+    client.prompt(sid, "go")
+    (call,) = client.updates(sid, "tool_call")
+    assert call["status"] == "failed" and call["title"] == "launch_rockets" and call["kind"] == "other"
+    assert "Unknown tool" in call["content"][0]["content"]["text"]
+
+
+# ---- session/set_mode and slash commands ----------------------------------------------------------
+
+
+def test_set_mode_belongs_to_each_session(spawn: Spawn, model: ScriptedModel, ws: Path) -> None:
+    model.add({"calls": [write_call("a.txt", "a")]}, {"text": "done"})
+    client = spawn()  # no permission handler: anything asked would be denied
+    first = client.new_session(ws)
+    second = client.new_session(ws)
+    assert client.request("session/set_mode", {"sessionId": first, "modeId": "accept-edits"}) == {}
+    (update,) = client.wait_for(lambda: client.updates(first, "current_mode_update"))
+    assert update == {"sessionUpdate": "current_mode_update", "currentModeId": "accept-edits"}
+    assert client.updates(second, "current_mode_update") == []
+    client.prompt(first, "write")
+    assert (ws / "a.txt").read_text() == "a"  # accept-edits ran it without asking
+    assert not any(r["method"] == "session/request_permission" for r in client.agent_requests)
+    err = client.error("session/set_mode", {"sessionId": first, "modeId": "yolo"})
+    assert err.code == -32602 and "manual, accept-edits, bypass" in err.message
+    assert client.error("session/set_mode", {"sessionId": "0" * 32, "modeId": "manual"}).code == -32002
+
+
+def test_mode_given_on_the_command_line(spawn: Spawn, ws: Path) -> None:
+    client = spawn(args=["--mode", "bypass"])
+    result = client.request("session/new", {"cwd": str(ws), "mcpServers": []})
+    assert result["modes"]["currentModeId"] == "bypass"
+
+
+def test_slash_commands(spawn: Spawn, model: ScriptedModel, ws: Path, home: Path) -> None:
+    model.add({"text": "remembered"})
+    client = spawn()
+    sid = client.new_session(ws)
+    client.prompt(sid, "a message to clear")
+
+    def said(*blocks: Any) -> str:
+        before = len(client.agent_text(sid))
+        assert client.prompt(sid, *blocks) == {"stopReason": "end_turn"}
+        return client.agent_text(sid)[before:]
+
+    assert "/compact" in said("/help") and "/clear ID" in said("/help")
+    assert said("/mode bypass") == "Permission mode: bypass. Use /mode to change it.\n"
+    assert client.updates(sid, "current_mode_update")[-1]["currentModeId"] == "bypass"
+    assert f"* {sid}" in said("/sessions")
+    assert "start a new thread" in said("/new")
+    assert "Unknown command: /frobnicate" in said("/frobnicate")
+    assert "Session was not cleared" in said("/clear")
+    assert "Session was not cleared" in said(f"/clear {'0' * 32}")
+    assert records(home, sid)  # untouched
+    assert f"Cleared session: {sid}" in said(f"/clear {sid}")
+    assert records(home, sid) == []
+    assert len(model.requests) == 1  # no command reached the model
+
+
+# ---- context: resource and resource_link blocks ---------------------------------------------------
+
+
+def test_resources_become_context_items(spawn: Spawn, model: ScriptedModel, ws: Path, home: Path) -> None:
+    model.add({"text": "seen"})
+    client = spawn()
+    sid = client.new_session(ws)
+    link = {"type": "resource_link", "uri": (ws / "notes.txt").as_uri() + "#L2-3", "name": "notes.txt"}
+    selection = {
+        "type": "resource",
+        "resource": {
+            "uri": (ws / "draft.py").as_uri() + "#L5:6",
+            "text": "x = ```1```\n",
+            "mimeType": "text/x-python",
+        },
+    }
+    whole = {"type": "resource_link", "uri": (ws / "notes.txt").as_uri(), "name": "notes.txt"}
+    client.prompt(sid, "look at these", {"type": "text", "text": "and this"}, link, selection, whole)
+    sent = json.loads(request_texts(model, 0))
+    user = next(i for i in sent["input"] if i.get("role") == "user")
+    content = user["content"] if isinstance(user["content"], str) else user["content"][0]["text"]
+    assert content.startswith("look at these\n\nand this\n\n")
+    assert "Context: notes.txt (lines 2-3)\n```\nline two\nline three\n```" in content
+    assert (
+        "Context: draft.py (lines 5-6)\n````\nx = ```1```\n````" in content
+    )  # a fence longer than the run inside
+    assert "Context: notes.txt\n```\nline one\nline two\nline three\nline four\n```" in content
+    (saved,) = [r for r in records(home, sid) if r["type"] == "user_message"]
+    assert saved["text"] == content  # a resume sends exactly the same
+
+
+@pytest.mark.parametrize(
+    "block, words",
+    [
+        (
+            {"type": "resource_link", "uri": "file:///etc/passwd", "name": "passwd"},
+            "outside the working directory",
+        ),
+        ({"type": "resource_link", "uri": "https://example.com/x", "name": "x"}, "file:// URI"),
+        ({"type": "resource", "resource": {"uri": "file:///x", "blob": "AAAA"}}, "blob resource"),
+        ({"type": "image", "data": "AAAA", "mimeType": "image/png"}, "image block"),
+        ({"type": "resource_link", "uri": "file:///x#frag", "name": "x"}, "#L10-20"),
+    ],
+)
+def test_bad_context_is_refused_before_anything_is_sent(
+    spawn: Spawn, model: ScriptedModel, ws: Path, home: Path, block: dict[str, Any], words: str
+) -> None:
+    client = spawn()
+    sid = client.new_session(ws)
+    err = client.error("session/prompt", client.prompt_params(sid, "look", block))
+    assert err.code == -32602 and words in err.message and "prompt[1]" in err.message
+    assert model.requests == [] and records(home, sid) == []
+
+
+def test_context_text_over_the_limit(spawn: Spawn, model: ScriptedModel, ws: Path) -> None:
+    client = spawn()
+    sid = client.new_session(ws)
+    big = {"type": "resource", "resource": {"uri": (ws / "big.txt").as_uri(), "text": "x" * (64 * 1024 + 1)}}
+    err = client.error("session/prompt", client.prompt_params(sid, "look", big))
+    assert err.code == -32602 and "at most 65536 bytes" in err.message
+    assert model.requests == []
+
+
+# ---- many sessions, session/list, session/load ----------------------------------------------------
+
+
+def test_two_sessions_with_their_own_directories(
+    spawn: Spawn, model: ScriptedModel, tmp_path: Path, home: Path
+) -> None:
+    alpha, beta = tmp_path / "alpha", tmp_path / "beta"
+    for d, word in ((alpha, "apricot"), (beta, "blueberry")):
+        d.mkdir()
+        (d / "fruit.txt").write_text(f"{word}\n")
+    client = spawn(handlers={"session/request_permission": lambda p: APPROVE})
+    a = client.new_session(alpha)
+    b = client.new_session(beta)
+    read = {"name": "read_file", "arguments": {"path": "fruit.txt"}}
+    model.add({"calls": [read]}, {"text": "alpha saw it", "require": "apricot"})
+    client.prompt(a, "alpha-first")
+    model.add({"calls": [read]}, {"text": "beta saw it", "require": "blueberry"})
+    client.prompt(b, "beta-first")
+    model.add({"text": "alpha again", "require": ["alpha-first", "apricot"]})
+    client.prompt(a, "alpha-second")
+    assert model.errors == []
+    last = request_texts(model, 4)
+    assert "beta" not in last and "blueberry" not in last  # each request carries only its own history
+    assert "alpha" not in request_texts(model, 2) and "apricot" not in request_texts(model, 3)
+    (loc,) = [u for u in client.updates(b, "tool_call")][0]["locations"]
+    assert loc["path"] == str(beta.resolve() / "fruit.txt")
+
+    listed = client.request("session/list", {})["sessions"]
+    assert [s["sessionId"] for s in listed][:2] == [a, b]  # newest first (a was written last)
+    by_id = {s["sessionId"]: s for s in listed}
+    assert by_id[a]["cwd"] == str(alpha.resolve()) and by_id[b]["cwd"] == str(beta.resolve())
+    assert by_id[a]["title"] == "alpha-first"
+    assert all(s["updatedAt"].endswith("Z") and "T" in s["updatedAt"] for s in listed)
+    only_beta = client.request("session/list", {"cwd": str(beta)})["sessions"]
+    assert [s["sessionId"] for s in only_beta] == [b]
+
+
+def test_load_replays_before_answering_with_isolation(
+    spawn: Spawn, model: ScriptedModel, tmp_path: Path, ws: Path, home: Path
+) -> None:
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    model.add({"text": "answer A"}, {"text": "answer B"})
+    first = spawn()
+    a = first.new_session(ws)
+    first.prompt(a, "question A")
+    b = first.new_session(ws)
+    first.prompt(b, "question B")
+    assert first.close() == 0
+
+    second = spawn()
+    pending = second.start("session/load", {"sessionId": a, "cwd": str(other), "mcpServers": []})
+    result = pending.result()
+    assert result["modes"]["currentModeId"] == "manual"
+    replay = [
+        m["params"]["update"]
+        for m in second.messages[: second.index_of(lambda m: m.get("id") == pending.id)]
+        if m.get("method") == "session/update"
+    ]
+    assert replay == [
+        {"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "question A"}},
+        {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "answer A"}},
+    ]
+    second.wait_for(lambda: second.updates(a, "available_commands_update"))
+    model.add({"text": "A again", "require": ["question A", "answer A"]})
+    second.prompt(a, "follow-up")
+    assert model.errors == []
+    assert "question B" not in request_texts(model, 2) and "answer B" not in request_texts(model, 2)
+    # the load moved the session: session/list reports the new directory
+    listed = {s["sessionId"]: s for s in second.request("session/list", {})["sessions"]}
+    assert listed[a]["cwd"] == str(other.resolve()) and listed[b]["cwd"] == str(ws.resolve())
+    assert json.loads((sessions_dir(home) / "active-session.json").read_text())["session_id"] == a
+
+
+def test_load_errors(spawn: Spawn, ws: Path) -> None:
+    client = spawn()
+    for bad in ("abc", "0" * 31 + "G", 42):
+        err = client.error("session/load", {"sessionId": bad, "cwd": str(ws), "mcpServers": []})
+        assert err.code == -32002 and "Not a complete session ID" in err.message
+    err = client.error("session/load", {"sessionId": "0" * 32, "cwd": str(ws), "mcpServers": []})
+    assert err.code == -32002 and "No session with ID" in err.message
+    assert client.error("session/prompt", client.prompt_params("0" * 32, "hi")).code == -32002
+
+
+@pytest.mark.parametrize("approved", [True, False])
+def test_recovery_on_load(spawn: Spawn, model: ScriptedModel, ws: Path, home: Path, approved: bool) -> None:
+    store = SessionStore(sessions_dir(home))
+    sid = store.create()
+    log = store.open_log(sid)
+    log.append("user_message", "t1", text="deploy it")
+    log.append("tool_call", "t1", call_id="call_9", name="bash", arguments='{"command": "make deploy"}')
+    log.close()  # Mino "stopped" while the command ran: no result was recorded
+    client = spawn(handlers={"session/request_permission": lambda p: APPROVE if approved else DENY})
+    pending = client.start("session/load", {"sessionId": sid, "cwd": str(ws), "mcpServers": []})
+    asked = client.wait_agent_request("session/request_permission")
+    call = asked["params"]["toolCall"]
+    assert call["kind"] == "other" and call["title"] == f"Recover session {sid}"
+    assert "make deploy" in call["content"][0]["content"]["text"]
+    assert "never runs a command from history again" in call["content"][0]["content"]["text"]
+    if approved:
+        pending.result()
+        assert "recovery_ack" in [r["type"] for r in records(home, sid)]
+        tool = [u for u in client.updates(sid, "tool_call")]
+        assert tool and tool[0]["status"] == "failed"  # its result is `unknown`
+        assert "never recorded" in tool[0]["content"][0]["content"]["text"]
+    else:
+        err = pending.error()
+        assert err.code == -32004 and "was not activated" in err.message
+        assert client.error("session/prompt", client.prompt_params(sid, "hi")).code == -32002
+        assert "recovery_ack" not in [r["type"] for r in records(home, sid)]
+    results = [r for r in records(home, sid) if r["type"] == "tool_result"]
+    assert [r["status"] for r in results] == ["unknown"]  # nothing ran again, either way
+    assert model.requests == []
+
+
+# ---- the process ----------------------------------------------------------------------------------
+
+
+def test_nothing_but_acp_on_stdout(spawn: Spawn, model: ScriptedModel, ws: Path) -> None:
+    model.add({"calls": [{"name": "bash", "arguments": {"command": "echo to-stdout; echo to-stderr >&2"}}]})
+    model.add({"text": "ran"})
+    client = spawn(args=["--mode", "bypass"])
+    client.write_raw(b"this is not json\n")
+    client.write_raw(b'[{"jsonrpc": "2.0", "id": 99, "method": "initialize"}]\n')
+    client.write_raw(b"\n")
+    sid = client.new_session(ws)
+    client.prompt(sid, "run it")
+    errors = [m["error"] for m in client.messages if "error" in m]
+    assert [e["code"] for e in errors] == [-32700, -32600]
+    (end,) = client.updates(sid, "tool_call_update")[-1:]
+    assert "to-stdout" in end["content"][0]["content"]["text"]
+    assert client.close() == 0  # EOF ends it; the fixture checks every stdout line
+
+
+def test_eof_during_a_turn_ends_it(spawn: Spawn, model: ScriptedModel, ws: Path, home: Path) -> None:
+    model.add({"text": "slow", "stall": 30})
+    client = spawn()
+    sid = client.new_session(ws)
+    client.start("session/prompt", client.prompt_params(sid, "wait"))
+    client.wait_for(lambda: model.requests, what="the model request")
+    started = time.monotonic()
+    assert client.close() == 0
+    assert time.monotonic() - started < 8
+    assert records(home, sid)[-1]["type"] == "turn_end"
+
+
+def test_acp_costs_nothing_on_the_other_paths(tmp_path: Path, env: dict[str, str], ws: Path) -> None:
+    """`mino --help`, the terminal and `--stdio` never import the ACP front end."""
+
+    def imported(args: list[str]) -> str:
+        run = subprocess.run(
+            [sys.executable, "-X", "importtime", "-m", "mino_server", *args],
+            input=b"",
+            capture_output=True,
+            env=env,
+            cwd=ws,
+            timeout=60,
+        )
+        return run.stderr.decode(errors="replace")
+
+    for args in (["--help"], [], ["--stdio"]):
+        modules = imported(args)
+        assert "mino_server.main" in modules  # the measurement saw the imports
+        assert "mino_server.acp" not in modules, args
+    acp_path = imported(["--acp"])
+    assert "mino_server.acp.app" in acp_path
+    assert "pydantic" not in acp_path  # the SDK is the tests' schema oracle, not a run-time cost
