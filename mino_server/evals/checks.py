@@ -206,9 +206,9 @@ def grade(case: Case, run: Run, live: bool) -> list[str]:
         if count != exp.session_count:
             failures.append(f"session_count: {count} session files, expected {exp.session_count}")
     if "active_session" in keys and exp.active_session is not None:
-        wanted = sub(exp.active_session)
-        if run.final_session != wanted:
-            failures.append(f"active_session: {run.final_session} is selected, expected {wanted}")
+        session = sub(exp.active_session)
+        if run.final_session != session:
+            failures.append(f"active_session: {run.final_session} is selected, expected {session}")
     return failures
 
 
@@ -263,7 +263,7 @@ def _request(label: str, body: dict[str, Any], check: RequestCheck, sub: Callabl
     for needle in map(sub, check.not_contains):
         if contains_text(needle, raw, strings):
             failures.append(f"{label} contains {show(needle)} (in {_where(needle, body)})")
-    instructions = body.get("instructions") if isinstance(body.get("instructions"), str) else ""
+    instructions = found if isinstance(found := body.get("instructions"), str) else ""
     for needle in map(sub, check.instructions_contains):
         if needle not in instructions:
             failures.append(
@@ -272,13 +272,13 @@ def _request(label: str, body: dict[str, Any], check: RequestCheck, sub: Callabl
     for needle in map(sub, check.instructions_not_contains):
         if needle in instructions:
             failures.append(f"{label}: instructions contain {show(needle)}")
-    tools = body.get("tools") if isinstance(body.get("tools"), list) else []
+    tools = found if isinstance(found := body.get("tools"), list) else []
     if check.tools is True and not tools:
         failures.append(f"{label} offers no tools, expected some")
     if check.tools is False and tools:
         names = ", ".join(str(t.get("name")) for t in tools if isinstance(t, dict))
         failures.append(f"{label} offers tools ({names}), expected none")
-    items = body.get("input") if isinstance(body.get("input"), list) else []
+    items = found if isinstance(found := body.get("input"), list) else []
     if check.input_count is not None and len(items) != check.input_count:
         failures.append(f"{label} has {len(items)} input items, expected {check.input_count}")
     for number, icheck in check.items.items():

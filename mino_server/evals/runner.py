@@ -14,15 +14,20 @@ import sys
 import tempfile
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ..core.cancel import CancelToken
 from ..core.contract import ApprovalRequest, Event, MemoryProblem, Notice, ToolResultEvent
 from ..core.display import terminal_text
 from .checks import Run, Turn, describe_request, grade
 from .schema import PLACEHOLDER_RE, Case, CaseError, load_case
+
+if TYPE_CHECKING:
+    from ..core.config import Config
+    from ..testing.scripted_model import ScriptedModel
 
 USAGE = "usage: mino eval DIR [--live] [-k NAME] [--json]"
 SCRIPTED_MODEL = "mino-eval-scripted"
@@ -80,7 +85,8 @@ class EvalUI:
         self.results: list[ToolResultEvent] = []
         self.asked: list[str] = []
         self.output: list[str] = []
-        self.session_id: Any = lambda: None  # set by the runner: the agent's current session
+        # Set by the runner: the agent's current session.
+        self.session_id: Callable[[], str | None] = lambda: None
 
     def event(self, event: Event) -> None:
         match event:
@@ -113,7 +119,9 @@ class EvalUI:
 
 
 class Placeholders:
-    def __init__(self, values: dict[str, str], sessions: list[str], current: Any) -> None:
+    def __init__(
+        self, values: dict[str, str], sessions: list[str], current: Callable[[], str | None]
+    ) -> None:
         self.values = values
         self.sessions = sessions
         self.current = current
@@ -134,7 +142,11 @@ class Placeholders:
 
         return PLACEHOLDER_RE.sub(replace, text)
 
-    def deep(self, obj: Any) -> Any:
+    def replies(self, script: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The script's replies (JSON) with the placeholders in every string replaced."""
+        return [{key: self.deep(value) for key, value in reply.items()} for reply in script]
+
+    def deep(self, obj: object) -> object:
         if isinstance(obj, str):
             return self(obj)
         if isinstance(obj, list):
@@ -177,7 +189,7 @@ def _seed(case: Case, home: Path, workspace: Path) -> None:
         (folder / SKILL_FILE).write_bytes(text.encode("utf-8"))
 
 
-def _config(case: Case, home: Path, base_url: str, live: LiveModel | None) -> Any:
+def _config(case: Case, home: Path, base_url: str, live: LiveModel | None) -> Config:
     from ..core.config import ConfigError, load_config
 
     env = {
@@ -244,13 +256,13 @@ def _run(case: Case, live: LiveModel | None, home: Path, workspace: Path, result
             values["port"] = base_url.rsplit(":", 1)[1].split("/", 1)[0]
         sub = Placeholders(values, sessions, current)
         if model is not None:
-            model.add(*sub.deep(case.script))
+            model.add(*sub.replies(case.script))
         run = Run(home=home, workspace=workspace, substitute=sub)
         failures: list[str] = []
         try:
             ui.output.extend(startup_lines(agent.open()))
-            if current():
-                sessions.append(current())  # type: ignore[arg-type]
+            if started := current():
+                sessions.append(started)
             if "sandbox" in case.requires and agent.state().sandbox is None:
                 line = agent.sandbox_line
                 reason = line.removeprefix("Sandbox: unavailable (").removesuffix(")")
@@ -265,8 +277,8 @@ def _run(case: Case, live: LiveModel | None, home: Path, workspace: Path, result
                     outcome = run_command(agent, text, ui.output.append, ui.ask_text)
                     status = "stopped" if outcome.stop else "completed"
                     run.turns.append(Turn(number, text, True, status, "\n".join(ui.output[start:])))
-                    if current() and current() not in sessions:
-                        sessions.append(current())  # type: ignore[arg-type]
+                    if (selected := current()) and selected not in sessions:
+                        sessions.append(selected)
                     if outcome.stop:
                         break
                     continue
@@ -292,7 +304,7 @@ def _run(case: Case, live: LiveModel | None, home: Path, workspace: Path, result
             model.stop()
 
 
-def _script_failures(case: Case, model: Any) -> list[str]:
+def _script_failures(case: Case, model: ScriptedModel) -> list[str]:
     """Script violations first: they explain most of what fails after them."""
     failures = []
     for error in model.errors:

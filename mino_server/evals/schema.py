@@ -8,9 +8,12 @@ Indices in field names are 1-based, like request and turn numbers.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 # Fixed tool names (docs/BEHAVIOUR.md, "Tools") so that cases can rely on them; checked so that a
 # typo in tools_not_called cannot make an expectation pass vacuously.
@@ -221,7 +224,7 @@ def _mapping(value: object, where: str, known: tuple[str, ...] | None = None) ->
 def _one_of(value: object, where: str, choices: tuple[str, ...]) -> str:
     if value not in choices:
         raise CaseError(where, f"must be one of {', '.join(choices)}, got {value!r}")
-    return value  # type: ignore[return-value]
+    return value
 
 
 def _tool(value: object, where: str) -> str:
@@ -259,10 +262,10 @@ def _placeholders(text: str, where: str, *, sessions: bool) -> None:
             raise CaseError(where, f"{m.group(0)}: sessions are numbered from 1")
 
 
-def _turn_keyed(value: object, where: str, turns: int, parse: Any) -> dict[int, Any]:
+def _turn_keyed(value: object, where: str, turns: int, parse: Callable[[object, str], T]) -> dict[int, T]:
     """A value for the last model turn, or a mapping {turn number: value}."""
     if isinstance(value, dict):
-        out: dict[int, Any] = {}
+        out: dict[int, T] = {}
         for key, item in value.items():
             if isinstance(key, bool) or not isinstance(key, int) or not 1 <= key <= turns:
                 raise CaseError(f"{where}.{key}", f"keys are turn numbers from 1 to {turns}")

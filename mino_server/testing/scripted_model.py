@@ -259,9 +259,9 @@ def input_problems(body: dict) -> list[str]:
     previous: object = None
     for i, item in enumerate(items):
         is_message = isinstance(item, dict) and item.get("type", "message") == "message" and "role" in item
-        role = item.get("role") if is_message else None  # type: ignore[union-attr]
+        role = item.get("role") if is_message else None
         if is_message:
-            content = item.get("content")  # type: ignore[union-attr]
+            content = item.get("content")
             if isinstance(content, list) and all(
                 isinstance(part, dict) and part.get("type") in _TEXT_PARTS for part in content
             ):
@@ -602,7 +602,7 @@ class ScriptedModel:
         streamed = 0
         if "text" in reply:
             text, index, item_id = reply["text"], len(output), f"msg_{n:06d}_{len(output)}"
-            item = {
+            item: dict[str, Any] = {
                 "id": item_id,
                 "type": "message",
                 "status": "in_progress",
