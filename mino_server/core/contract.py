@@ -110,6 +110,23 @@ class ApprovalRequest:
     )
 
 
+# ---- editor context -----------------------------------------------------------------------------
+@dataclass(kw_only=True, frozen=True)
+class ContextItem:
+    """A file, or lines of it, attached to a turn (docs/BEHAVIOUR.md, "Editor context")."""
+
+    path: str = doc(
+        "absolute, or relative to the working directory; it must resolve (symbolic links included) "
+        "inside the working directory"
+    )
+    startLine: int | None = optional("the first line (1-based); absent: from the first line")
+    endLine: int | None = optional("the last line, inclusive; absent: to the end")
+    text: str | None = optional(
+        "what the editor shows (a selection, possibly unsaved; the file need not exist), at most "
+        "64 KiB in UTF-8; absent: the server reads the file or the lines with read_file's limits"
+    )
+
+
 # ---- turn events --------------------------------------------------------------------------------
 @dataclass(kw_only=True, frozen=True)
 class TextDelta:

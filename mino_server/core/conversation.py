@@ -18,8 +18,10 @@ from typing import Any
 from .cancel import CancelToken
 from .compaction import TokenBudget
 from .config import Config
+from .context import ContextRequest, ResolvedItem
 from .contract import (
     MODES,
+    ContextItem,
     ContextUsage,
     MemoryProblem,
     MemoryStatus,
@@ -359,7 +361,15 @@ class Conversation:
         return self._client
 
     # ---- the turn ------------------------------------------------------------------------
-    def run_turn(self, text: str, cancel: CancelToken) -> TurnResult:
+    def run_turn(
+        self,
+        text: str,
+        cancel: CancelToken,
+        context: typing.Sequence[ContextItem | ContextRequest | ResolvedItem] = (),
+    ) -> TurnResult:
+        """One turn on `text`, with `context` attached after it (docs/BEHAVIOUR.md, "Editor context").
+
+        Raises ContextError, before anything is sent or logged, when an item cannot be attached."""
         if self.stopped:
             return TurnResult(turnId="", status="failed", text="", error=self.stopped)
         if self.log is None:
@@ -368,14 +378,25 @@ class Conversation:
             return TurnResult(turnId="", status="failed", text="", error="A turn is already running.")
         self.busy = True
         try:
+            items = self.resolve_context(context) if context else []
             # Undecodable bytes piped into the CLI arrive as lone surrogates (surrogateescape), and an
             # editor can send half an emoji: neither can be saved as UTF-8, so each becomes U+FFFD.
-            return self._turn(self.log, _SURROGATE.sub("\ufffd", text), cancel)
+            return self._turn(self.log, _SURROGATE.sub("\ufffd", text), cancel, items)
         finally:
             self.busy = False
 
-    def _turn(self, log: SessionLog, text: str, cancel: CancelToken) -> TurnResult:
+    def resolve_context(
+        self, items: typing.Sequence[ContextItem | ContextRequest | ResolvedItem]
+    ) -> list[ResolvedItem]:
+        """Check and load context items for this conversation's working directory (core/context.py).
+        Raises ContextError naming the first item that cannot be attached."""
+        from .context import resolve_context
+
+        return resolve_context(self.workdir, self.config.home, items)
+
+    def _turn(self, log: SessionLog, text: str, cancel: CancelToken, items: list[ResolvedItem]) -> TurnResult:
         from .compaction import Compactor
+        from .context import to_record
         from .tools.base import ToolContext
         from .tools.registry import tool_schemas
         from .turn import Turn
@@ -404,7 +425,8 @@ class Conversation:
         try:
             skill_list = self._session_skills(log)
             history = log.replay_records()  # before this turn's first record
-            log.append("user_message", turn.turn_id, text=text)
+            context = [to_record(item) for item in items]  # kept so every replay sends the same parts
+            log.append("user_message", turn.turn_id, text=text, **({"context": context} if context else {}))
         except OSError as exc:
             result = turn.storage_failed(exc)
         else:
@@ -415,7 +437,7 @@ class Conversation:
                 turn.instructions = self.instructions(skill_list)
                 turn.schemas = tool_schemas(self.tools)
 
-            result = turn.run(text, history, prepare)
+            result = turn.run(text, history, prepare, context)
         if turn.usage is not None:
             self.usage = ContextUsage(inputTokens=turn.usage[0], contextWindow=self.budget.context_window)
         if turn.stopped:

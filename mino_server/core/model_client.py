@@ -155,10 +155,13 @@ def _usage(raw: object) -> dict[str, int] | None:
 
 
 def _message_text(content: object) -> str | None:
-    """A message's text: string content as is, a list of text parts joined; None if it has other parts."""
+    """A message's text: string content as is, or a list of one text part; None for anything else.
+
+    Several parts are kept apart: a user message with context items is the typed text followed by
+    one part per item, and merged into a neighbour it stays so (the neighbour's text becomes a part)."""
     if isinstance(content, str):
         return content
-    if not isinstance(content, list):
+    if not isinstance(content, list) or len(content) > 1:
         return None
     texts = []
     for part in content:
@@ -179,7 +182,8 @@ def alternating(items: list[object]) -> list[object]:
     A chat-completions bridge turns the input into chat messages, and strict chat templates reject
     two of one role in a row: a turn that failed before any answer leaves its user message just
     before the next one; the front assistant message may meet an assistant message. Text-only
-    messages are merged into one string (paragraphs); anything else keeps its parts, concatenated.
+    messages are merged into one string (paragraphs); anything else (an image, context items) keeps
+    its parts, concatenated.
     An assistant message followed by function_call items is left alone (the bridge makes one message).
     """
     out: list[object] = []

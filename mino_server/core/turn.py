@@ -87,8 +87,15 @@ class Turn:
     stopped: str | None = None  # set when the log could not be written: the chat stops
     usage: tuple[int, int] | None = None  # (input, output) tokens of the latest request that reported them
 
-    def run(self, text: str, history: list[dict[str, Any]], prepare: Callable[[], None]) -> TurnResult:
-        """Run the turn whose user_message (`text`) is already saved; `history` is what came before.
+    def run(
+        self,
+        text: str,
+        history: list[dict[str, Any]],
+        prepare: Callable[[], None],
+        context: list[dict[str, Any]] | None = None,
+    ) -> TurnResult:
+        """Run the turn whose user_message (`text`, with its `context` items as the record keeps
+        them) is already saved; `history` is what came before.
 
         `prepare` fills in what needs the disk (memory index, skills, instructions); it runs inside
         the turn, so whatever it raises ends the turn like any other failure."""
@@ -99,7 +106,7 @@ class Turn:
         try:
             prepare()
             history_items = replay_items(history)
-            turn_items: list[dict[str, Any]] = [user_item(text)]
+            turn_items: list[dict[str, Any]] = [user_item(text, context)]
             requests = calls = 0
             used_ids = log.call_ids()
             while True:

@@ -503,7 +503,16 @@ class MinoServer:
         return self.state()
 
     def do_turn(self, params: P.TurnParams, cancel: CancelToken) -> P.TurnResult:
-        return self.agent.run_turn(params.text, cancel)  # type: ignore[no-any-return]
+        from ..core.context import ContextError, find_mentions, request_of
+
+        agent = self.agent
+        # The editor's items first, then what `@path` in the text names (the same parser as the CLI's).
+        items = [request_of(item, f"params.context[{i}]") for i, item in enumerate(params.context or [])]
+        try:
+            items += find_mentions(params.text, agent.workdir, agent.config.home)
+            return agent.run_turn(params.text, cancel, items)  # type: ignore[no-any-return]
+        except ContextError as exc:  # checked before anything was sent or logged
+            raise P.ProtocolError(P.INVALID_PARAMS, f"Invalid params: {exc}") from None
 
     def do_command(self, params: P.CommandParams, cancel: CancelToken) -> P.CommandResult:
         from ..core.commands import run_command

@@ -422,6 +422,28 @@ gives them); got the string 'abc'`). `mino/turn` refuses text that starts with `
 client as a message: an unexpected failure is one line with {internal_error}, the traceback goes to
 the server's stderr.
 
+## Editor context in a turn
+`mino/turn {{text, context?: [{{path, startLine?, endLine?, text?}}]}}` attaches files, or lines of
+them, to what the person typed (docs/BEHAVIOUR.md, "Editor context"):
+- `path` is absolute or relative to the working directory and must resolve, symbolic links included,
+  inside it (never into `MINO_HOME`). With `text`, the item is what the editor shows (a selection,
+  possibly unsaved; the file need not exist on disk), at most 64 KiB; without it, the server reads
+  the file, or lines `startLine`..`endLine` (1-based, inclusive; either may be left out), with
+  read_file's checks and limits (UTF-8 text, cut at 2000 lines or 256 KiB with a note). All items
+  together are at most 256 KiB, in UTF-8 bytes.
+- `@path` and `@path:A-B` (or `@path:A`) in `text`, at its start or after white space, attach that
+  file or those lines too, after the `context` items; the text is sent as typed. An `@word` that
+  names no regular file inside the working directory (an email address, a decorator, a folder, a
+  file elsewhere) stays plain text. The terminal reads `@` the same way (one parser in the core).
+- Every item is checked before anything is sent or logged: an item that cannot be attached is error
+  {invalid_params} naming it (`params.context[1]: …`, or `@src/app.py:40-50: …`), and nothing happens.
+- The model receives the typed text, then one `input_text` part per item: `Context: <path relative
+  to the working directory>[ (lines A-B)]`, a newline, and the text in a Markdown fence longer than
+  any backtick run inside it. The `user_message` record keeps the items (path, lines, text as sent),
+  so a later request, a resume and a restart send exactly the same, whatever the files hold by then.
+  A turn without items sends its text as one string, as in version 1.
+- `mino/files {{prefix}}` lists workspace files for `@` completion (below).
+
 ## Server → client
 - request `mino/approve` `{{turnId, callId, tool, fields: [{{label, value}}], warning: string|null,
   question: "Approve this operation?", workdir}}` → `{{approved: bool}}`. Values are already escaped

@@ -139,6 +139,7 @@ from ..core.contract import (  # noqa: E402, F401  (re-exported: the protocol's 
     ApprovalRequest,
     ApprovalResolved,
     AssistantMessage,
+    ContextItem,
     Decision,
     Event,
     HistoryItem,
@@ -239,7 +240,14 @@ class CancelParams:
 @dataclass(kw_only=True)
 class TurnParams:
     text: str = doc(
-        "what the user typed; not empty, not a slash command (those go to mino/command)", nonblank=True
+        "what the user typed, sent as typed; not empty, not a slash command (those go to mino/command). "
+        "`@path` and `@path:A-B` in it (at the start or after white space) naming a file inside the "
+        "working directory attach that file or those lines, after the items of `context`",
+        nonblank=True,
+    )
+    context: list[ContextItem] | None = optional(
+        "files or lines to attach (a selection, an open file): the model gets each after the text; "
+        "every item is checked before anything is sent or logged (-32602 naming the item)"
     )
 
 

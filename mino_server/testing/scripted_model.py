@@ -43,8 +43,10 @@ Reply keys (all optional; validated by `parse_reply`):
 Strict input (`ScriptedModel(strict=True)`, the default): every request is checked as a strict
 chat-completions bridge would take it (LiteLLM in front of llama-cpp-python, with a chat template
 that demands alternating roles). A text-only message must carry string content (such bridges drop
-or refuse a list of parts), and no two adjacent messages may have the same role. A violation is
-recorded in `errors` and answered with HTTP 400, like a script violation.
+or refuse a list of parts; llama-cpp-python takes only strings from assistant and system messages),
+except a user message of several text parts, which is how context items travel (a chat-completions
+user message takes a list of text parts); and no two adjacent messages may have the same role. A
+violation is recorded in `errors` and answered with HTTP 400, like a script violation.
 
 A request when no reply is left records "unexpected request #N: <first 300 chars of body>" and gets
 HTTP 400 `{"error": {"message": "scripted model: ...", "type": "invalid_request_error"}}`.
@@ -262,8 +264,11 @@ def input_problems(body: dict) -> list[str]:
         role = item.get("role") if is_message else None
         if is_message:
             content = item.get("content")
-            if isinstance(content, list) and all(
-                isinstance(part, dict) and part.get("type") in _TEXT_PARTS for part in content
+            context_parts = role == "user" and isinstance(content, list) and len(content) > 1
+            if (
+                isinstance(content, list)
+                and not context_parts
+                and all(isinstance(part, dict) and part.get("type") in _TEXT_PARTS for part in content)
             ):
                 problems.append(
                     f"input[{i}]: a text-only {role} message sent as a list of parts, not a string"

@@ -156,8 +156,35 @@ export interface ContextUsage {
 }
 
 export interface TurnParams {
-  /** what the user typed; not empty, not a slash command (those go to mino/command) */
+  /**
+   * what the user typed, sent as typed; not empty, not a slash command (those go to mino/command). `@path`
+   * and `@path:A-B` in it (at the start or after white space) naming a file inside the working directory
+   * attach that file or those lines, after the items of `context`
+   */
   text: string;
+  /**
+   * files or lines to attach (a selection, an open file): the model gets each after the text; every item is
+   * checked before anything is sent or logged (-32602 naming the item)
+   */
+  context?: ContextItem[];
+}
+
+/** A file, or lines of it, attached to a turn (docs/BEHAVIOUR.md, "Editor context"). */
+export interface ContextItem {
+  /**
+   * absolute, or relative to the working directory; it must resolve (symbolic links included) inside the
+   * working directory
+   */
+  path: string;
+  /** the first line (1-based); absent: from the first line */
+  startLine?: number;
+  /** the last line, inclusive; absent: to the end */
+  endLine?: number;
+  /**
+   * what the editor shows (a selection, possibly unsaved; the file need not exist), at most 64 KiB in UTF-8;
+   * absent: the server reads the file or the lines with read_file's limits
+   */
+  text?: string;
 }
 
 /** How a turn ended. */

@@ -232,7 +232,7 @@ def replay_items(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for r in records:
         t = r["type"]
         if t == "user_message":
-            items.append(user_item(r["text"]))
+            items.append(user_item(r["text"], r.get("context")))
         elif t == "assistant_message":
             text = r["text"]
             if r.get("incomplete"):  # the model sees what the person saw: the text, and that it was cut
@@ -249,8 +249,15 @@ def replay_items(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 # Text-only messages carry string content (valid Responses input): chat-completions bridges pass it
 # through, where a list of parts was dropped or refused (llama-cpp-python behind LiteLLM).
-def user_item(text: str) -> dict[str, Any]:
-    return {"type": "message", "role": "user", "content": text}
+def user_item(text: str, context: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """A user message; with context items (a user_message record's `context`), the typed text and
+    one `input_text` part per item: context needs parts, so a message with any is never a string."""
+    if not context:
+        return {"type": "message", "role": "user", "content": text}
+    from ..context import context_part, from_record
+
+    parts = [text, *(context_part(from_record(rec)) for rec in context)]
+    return {"type": "message", "role": "user", "content": [{"type": "input_text", "text": p} for p in parts]}
 
 
 def assistant_item(text: str) -> dict[str, Any]:
@@ -328,6 +335,12 @@ def _record_problem(rec: Any, expected_seq: int) -> str | None:
         return "recovery_ack needs a list of call_id strings"
     if t in ("user_message", "assistant_message") and not isinstance(rec.get("text"), str):
         return f"{t} without text"
+    if t == "user_message" and "context" in rec:  # replayed as parts: checked like the rest
+        from ..context import record_problem
+
+        problem = record_problem(rec["context"])
+        if problem is not None:
+            return problem
     if t == "tool_call" and not (
         isinstance(rec.get("call_id"), str)
         and isinstance(rec.get("name"), str)

@@ -1,0 +1,426 @@
+"""Editor context in a turn (docs/BEHAVIOUR.md, "Editor context"): `context` items on mino/turn and
+`@path` / `@path:A-B` in typed text, checked before anything is sent or logged, sent as one
+`input_text` part per item after the typed text, and kept in the user_message record so every
+replay sends the same. Server tests run a real `mino --stdio` against the scripted model."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import make_agent, turn
+from server_client import Client, contract_problems
+
+from mino_server.core.cancel import CancelToken
+from mino_server.core.context import (
+    ITEM_MAX_BYTES,
+    MAX_MENTIONS,
+    TOTAL_MAX_BYTES,
+    ContextError,
+    ContextRequest,
+    ResolvedItem,
+    context_part,
+    fence,
+    find_mentions,
+    resolve_context,
+    to_record,
+)
+from mino_server.core.contract import ContextItem
+from mino_server.core.model_client import alternating
+from mino_server.core.sessions.log import LogError, replay_items, user_item
+from mino_server.core.sessions.store import SessionStore
+from mino_server.testing.scripted_model import ScriptedModel, input_problems
+
+
+# ---- the fence and the part ---------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("x = 1\n", "```\nx = 1\n```"),
+        ("x = 1", "```\nx = 1\n```"),  # a newline before the closing fence, never inside the text
+        ("", "```\n```"),
+        ("a `b` ``c``", "```\na `b` ``c``\n```"),
+        ("```py\nx\n```\n", "````\n```py\nx\n```\n````"),
+        ("a ````` b", "``````\na ````` b\n``````"),  # longer than the longest run, wherever it is
+    ],
+)
+def test_the_fence_is_longer_than_any_backtick_run(text: str, expected: str) -> None:
+    assert fence(text) == expected
+
+
+def test_the_part_names_the_path_and_lines() -> None:
+    assert context_part(ResolvedItem("src/a.py", None, None, "x\n")) == "Context: src/a.py\n```\nx\n```"
+    assert context_part(ResolvedItem("a.py", 10, 20, "y")) == "Context: a.py (lines 10-20)\n```\ny\n```"
+    assert context_part(ResolvedItem("a.py", 5, None, "y")) == "Context: a.py (lines 5-end)\n```\ny\n```"
+
+
+# ---- the @ parser -------------------------------------------------------------------------------
+@pytest.fixture
+def wd(workdir: Path) -> Path:
+    (workdir / "src").mkdir()
+    (workdir / "src" / "app.py").write_text("".join(f"line {n}\n" for n in range(1, 31)))
+    (workdir / "notes.txt").write_text("pine\n")
+    (workdir / "example.com").mkdir()  # a folder is not a file to attach
+    return workdir.resolve()
+
+
+def mentions(text: str, wd: Path, home: Path) -> list[tuple[str, int | None, int | None]]:
+    return [(r.path, r.start_line, r.end_line) for r in find_mentions(text, wd, home)]
+
+
+def test_mentions_at_the_start_or_after_white_space(wd: Path, mino_home: Path) -> None:
+    text = "@notes.txt explain\t@src/app.py:3-5 and @src/app.py:7, then (@notes.txt) x@notes.txt"
+    assert mentions(text, wd, mino_home) == [
+        ("notes.txt", None, None),
+        ("src/app.py", 3, 5),
+        ("src/app.py", 7, 7),  # "@path:A" is one line; the comma after it is not part of it
+    ]
+    assert mentions(f"see @{wd / 'notes.txt'}.", wd, mino_home) == [(str(wd / "notes.txt"), None, None)]
+    assert mentions("@notes.txt and @notes.txt", wd, mino_home) == [("notes.txt", None, None)]  # once
+
+
+def test_an_at_word_naming_no_file_inside_stays_plain_text(wd: Path, mino_home: Path, tmp_path: Path) -> None:
+    (tmp_path / "secret.txt").write_text("outside\n")
+    (wd / "escape.txt").symlink_to(tmp_path / "secret.txt")
+    for text in [
+        "mail me@example.com",  # not after white space
+        "@example.com is a folder here",
+        "@property is a decorator",
+        "@../secret.txt",
+        f"@{tmp_path / 'secret.txt'}",
+        "@escape.txt leads outside through a link",
+        "@src/app.py:x-y",
+        "@",
+    ]:
+        assert find_mentions(text, wd, mino_home) == [], text
+
+
+def test_mino_home_inside_the_workdir_is_never_a_mention(wd: Path) -> None:
+    home = wd / ".mino-home"
+    home.mkdir()
+    (home / "config.yaml").write_text("model: x\n")
+    assert find_mentions("@.mino-home/config.yaml", wd, home) == []
+    with pytest.raises(ContextError, match=r"MINO_HOME"):
+        resolve_context(wd, home, [ContextItem(path=".mino-home/config.yaml", text="x")])
+
+
+def test_only_the_first_mentions_are_looked_up(wd: Path, mino_home: Path) -> None:
+    text = " ".join(["@nothing"] * MAX_MENTIONS + ["@notes.txt"])
+    assert find_mentions(text, wd, mino_home) == []
+
+
+# ---- resolving ----------------------------------------------------------------------------------
+def test_items_resolve_relative_to_the_workdir(wd: Path, mino_home: Path) -> None:
+    items = [
+        ContextItem(path="draft.py", text="unsaved = True\n", startLine=2, endLine=2),  # need not exist
+        ContextItem(path=str(wd / "src" / "app.py"), startLine=29),
+        ContextItem(path="src/../notes.txt"),
+        ContextRequest("src/app.py", 2, 3, where="@src/app.py:2-3"),
+    ]
+    assert resolve_context(wd, mino_home, items) == [
+        ResolvedItem("draft.py", 2, 2, "unsaved = True\n"),
+        ResolvedItem("src/app.py", 29, None, "line 29\nline 30\n"),
+        ResolvedItem("notes.txt", None, None, "pine\n"),
+        ResolvedItem("src/app.py", 2, 3, "line 2\nline 3\n"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "item, words",
+    [
+        (
+            ContextItem(path="../outside.txt", text="x"),
+            "context[0]: ../outside.txt is outside the working directory",
+        ),
+        (ContextItem(path="/etc/passwd"), "context[0]: /etc/passwd is outside the working directory"),
+        (
+            ContextItem(path="escape.txt"),
+            "context[0]: escape.txt leads outside the working directory",
+        ),
+        (ContextItem(path="missing.txt"), "context[0]: missing.txt does not exist"),
+        (ContextItem(path="src/app.py", startLine=40), "start_line 40 is past the end of src/app.py"),
+        (ContextItem(path="src/app.py", startLine=5, endLine=4), "the last line (4) is before the first (5)"),
+        (ContextItem(path="src/app.py", startLine=0), "lines are numbered from 1"),
+        (ContextItem(path=""), "the path must be a file name"),
+        (ContextItem(path="src"), "src is a directory"),
+        (ContextItem(path="a\0b", text="x"), "without NUL bytes"),
+    ],
+)
+def test_items_that_cannot_be_attached(
+    wd: Path, mino_home: Path, tmp_path: Path, item: ContextItem, words: str
+) -> None:
+    (tmp_path / "outside.txt").write_text("secret\n")
+    (wd / "escape.txt").symlink_to(tmp_path / "outside.txt")
+    with pytest.raises(ContextError) as info:
+        resolve_context(wd, mino_home, [item])
+    assert words in str(info.value) and "\n" not in str(info.value)
+
+
+def test_size_limits_in_utf8_bytes(wd: Path, mino_home: Path) -> None:
+    fits = "é" * (ITEM_MAX_BYTES // 2)  # 64 KiB exactly
+    assert resolve_context(wd, mino_home, [ContextItem(path="a", text=fits)])[0].text == fits
+    with pytest.raises(
+        ContextError, match=r"context\[1\]: its text is 65,538 bytes; an item may hold at most 65536"
+    ):
+        resolve_context(
+            wd, mino_home, [ContextItem(path="a", text="x"), ContextItem(path="b", text=fits + "é")]
+        )
+    four = [ContextItem(path=f"f{i}", text="x" * ITEM_MAX_BYTES) for i in range(4)]
+    assert len(resolve_context(wd, mino_home, four)) == 4  # 256 KiB together: the limit itself
+    with pytest.raises(ContextError, match=r"context\[4\]: with it the context items come to 262,145 bytes"):
+        resolve_context(wd, mino_home, [*four, ContextItem(path="f5", text="y")])
+
+
+def test_a_large_file_is_cut_as_read_file_cuts_it(wd: Path, mino_home: Path) -> None:
+    (wd / "big.log").write_text("x" * 100 + "\n" + "y" * TOTAL_MAX_BYTES)
+    (item,) = resolve_context(wd, mino_home, [ContextItem(path="big.log")])
+    assert item.text.startswith("x" * 100) and "[Output cut at 256 KiB inside line 2" in item.text
+    with pytest.raises(ContextError, match="all items together may hold at most 262144 bytes"):
+        resolve_context(wd, mino_home, [ContextItem(path="big.log"), ContextItem(path="notes.txt")])
+
+
+def test_lone_surrogates_in_a_text_become_replacement_characters(wd: Path, mino_home: Path) -> None:
+    (item,) = resolve_context(wd, mino_home, [ContextItem(path="a.txt", text="half \ud83d emoji")])
+    assert item.text == "half \ufffd emoji"
+
+
+# ---- parts on the wire and in the log -----------------------------------------------------------
+def test_user_item_is_a_string_without_context_and_parts_with() -> None:
+    assert user_item("hello") == {"type": "message", "role": "user", "content": "hello"}
+    rec = to_record(ResolvedItem("a.py", 1, 2, "x\n"))
+    assert rec == {"path": "a.py", "start_line": 1, "end_line": 2, "text": "x\n"}
+    assert user_item("look", [rec])["content"] == [
+        {"type": "input_text", "text": "look"},
+        {"type": "input_text", "text": "Context: a.py (lines 1-2)\n```\nx\n```"},
+    ]
+
+
+def test_merging_keeps_the_parts_of_a_message_with_context() -> None:
+    # A turn that failed before any answer leaves its user message just before the next one.
+    records: list[dict[str, Any]] = [
+        {"type": "user_message", "text": "failed turn"},
+        {
+            "type": "user_message",
+            "text": "look",
+            "context": [to_record(ResolvedItem("a.py", None, None, "x"))],
+        },
+    ]
+    merged = alternating(replay_items(records))
+    assert merged == [
+        {
+            "type": "message",
+            "role": "user",
+            "content": [
+                {"type": "input_text", "text": "failed turn"},
+                {"type": "input_text", "text": "look"},
+                {"type": "input_text", "text": "Context: a.py\n```\nx\n```"},
+            ],
+        }
+    ]
+    assert input_problems({"input": merged}) == []  # the strict bridge takes a user message of text parts
+    single = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "x"}]}
+    assert input_problems({"input": [single]})  # ...but not a plain message sent as parts
+
+
+def test_a_damaged_context_record_is_damage(model: ScriptedModel, workdir: Path) -> None:
+    agent = make_agent(model.base_url, workdir)
+    agent.open()
+    assert agent.log is not None
+    path = agent.log.path
+    agent.close()
+    bad = {
+        "seq": 1,
+        "type": "user_message",
+        "turn_id": "t",
+        "at": "x",
+        "text": "hi",
+        "context": [{"path": 1}],
+    }
+    path.write_text(json.dumps(bad) + "\n" + json.dumps({**bad, "seq": 2, "context": []}) + "\n")
+    with pytest.raises(LogError, match="line 1: user_message context items need a string path and text"):
+        SessionStore(path.parent).open_log(path.name.removesuffix(".jsonl"))
+
+
+def test_the_core_api(model: ScriptedModel, workdir: Path) -> None:
+    (workdir / "notes.txt").write_text("pine\n")
+    model.add({"text": "seen"}, {"text": "again"})
+    agent = make_agent(model.base_url, workdir)
+    agent.open()
+    result = agent.run_turn("what word?", CancelToken(), [ContextItem(path="notes.txt")])
+    assert result.status == "completed"
+    with pytest.raises(ContextError):
+        agent.run_turn("x", CancelToken(), [ContextItem(path="../nope")])
+    assert not agent.busy
+    turn(agent, "next")
+    assert model.requests[1]["input"][0] == model.requests[0]["input"][0]  # replayed as first sent
+    assert len(model.requests) == 2 and model.errors == []
+    agent.close()
+
+
+# ---- over a real `mino --stdio` -----------------------------------------------------------------
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    h = tmp_path / "home"
+    h.mkdir()
+    (h / "config.yaml").write_text('sandbox: "off"\n')
+    return h
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    w = tmp_path / "work space"
+    w.mkdir()
+    (w / "src").mkdir()
+    (w / "src" / "app.py").write_text("".join(f"line {n}\n" for n in range(1, 31)))
+    (w / "notes.txt").write_text("pine\n")
+    return w
+
+
+Spawn = Callable[[], Client]
+
+
+@pytest.fixture
+def spawn(home: Path, ws: Path, model: ScriptedModel) -> Iterator[Spawn]:
+    clients: list[Client] = []
+
+    def make() -> Client:
+        env = dict(os.environ, MINO_HOME=str(home), MINO_BASE_URL=model.base_url, MINO_API_KEY="test")
+        client = Client(env, ws)
+        clients.append(client)
+        client.initialize(ws)
+        return client
+
+    yield make
+    for client in clients:
+        client.stop()
+    for client in clients:
+        assert contract_problems(client) == [], bytes(client.stderr).decode(errors="replace")
+        assert b"Traceback" not in client.stderr, bytes(client.stderr).decode(errors="replace")
+    assert model.errors == []
+
+
+def user_content(request: dict[str, Any], index: int = -1) -> Any:
+    return [i for i in request["input"] if i.get("role") == "user"][index]["content"]
+
+
+def records(home: Path, sid: str) -> list[dict[str, Any]]:
+    log = SessionStore(home / "sessions").open_log(sid)
+    try:
+        return list(log.records)
+    finally:
+        log.close()
+
+
+SELECTION = {"path": "src/draft.py", "startLine": 3, "endLine": 4, "text": "def f():\n    return '```'\n"}
+PARTS = [
+    {"type": "input_text", "text": "explain @src/app.py:2-3 please"},
+    {
+        "type": "input_text",
+        "text": "Context: src/draft.py (lines 3-4)\n````\ndef f():\n    return '```'\n````",
+    },
+    {"type": "input_text", "text": "Context: notes.txt\n```\npine\n```"},
+    {"type": "input_text", "text": "Context: src/app.py (lines 2-3)\n```\nline 2\nline 3\n```"},
+]
+
+
+def test_context_items_and_mentions_reach_the_model_as_parts(
+    spawn: Spawn, model: ScriptedModel, home: Path, ws: Path
+) -> None:
+    model.add({"text": "Explained."})
+    client = spawn()
+    context = [SELECTION, {"path": str(ws.resolve() / "notes.txt")}]
+    result = client.request("mino/turn", {"text": "explain @src/app.py:2-3 please", "context": context})
+    assert result["status"] == "completed"
+    assert user_content(model.requests[0]) == PARTS
+    sid = client.request("mino/state")["sessionId"]
+    (saved,) = [r for r in records(home, sid) if r["type"] == "user_message"]
+    assert saved["text"] == "explain @src/app.py:2-3 please"  # sent and kept as typed
+    assert saved["context"] == [
+        {"path": "src/draft.py", "start_line": 3, "end_line": 4, "text": SELECTION["text"]},
+        {"path": "notes.txt", "text": "pine\n"},
+        {"path": "src/app.py", "start_line": 2, "end_line": 3, "text": "line 2\nline 3\n"},
+    ]
+    assert client.request("mino/history")["items"][0]["text"] == "explain @src/app.py:2-3 please"
+
+
+def test_replay_after_resume_and_restart_sends_the_same_parts(
+    spawn: Spawn, model: ScriptedModel, ws: Path
+) -> None:
+    model.add({"text": "one"}, {"text": "other"}, {"text": "two"}, {"text": "three"})
+    client = spawn()
+    client.request(
+        "mino/turn", {"text": "explain @src/app.py:2-3 please", "context": [SELECTION, {"path": "notes.txt"}]}
+    )
+    sid = client.request("mino/state")["sessionId"]
+    (ws / "notes.txt").write_text("changed since\n")  # the record keeps the text as sent
+    client.request("mino/sessions/new")
+    client.request("mino/turn", {"text": "elsewhere"})
+    client.request("mino/sessions/resume", {"id": sid})
+    client.request("mino/turn", {"text": "and now?"})
+    assert user_content(model.requests[2], 0) == PARTS
+    assert user_content(model.requests[2]) == "and now?"  # a message without context stays a string
+    client.stop()
+    again = spawn()  # a restart restores the selected session
+    assert again.request("mino/state")["sessionId"] == sid
+    again.request("mino/turn", {"text": "after a restart"})
+    assert user_content(model.requests[3], 0) == PARTS
+
+
+@pytest.mark.parametrize(
+    "context, words",
+    [
+        ([{"path": "../outside.txt"}], "params.context[0]: ../outside.txt is outside the working directory"),
+        (
+            [{"path": "notes.txt"}, {"path": "escape.txt"}],
+            "params.context[1]: escape.txt leads outside the working directory",
+        ),
+        (
+            [{"path": "big.txt", "text": "x" * (ITEM_MAX_BYTES + 1)}],
+            "params.context[0]: its text is 65,537 bytes; an item may hold at most 65536 bytes",
+        ),
+        (
+            [{"path": f"f{i}", "text": "x" * 60_000} for i in range(5)],
+            "params.context[4]: with it the context items come to 300,000 bytes",
+        ),
+        ([{"path": "notes.txt", "startLine": "2"}], "params.context[0].startLine must be a whole number"),
+    ],
+)
+def test_bad_context_is_refused_before_anything_is_sent_or_logged(
+    spawn: Spawn, model: ScriptedModel, home: Path, ws: Path, tmp_path: Path, context: list[Any], words: str
+) -> None:
+    (tmp_path / "outside.txt").write_text("secret\n")
+    (ws / "escape.txt").symlink_to(tmp_path / "outside.txt")
+    client = spawn()
+    err = client.error("mino/turn", {"text": "look", "context": context})
+    assert err.code == -32602 and err.message.startswith("Invalid params: ") and words in err.message
+    assert model.requests == []
+    assert records(home, client.request("mino/state")["sessionId"]) == []
+    model.add({"text": "fine"})  # nothing is left busy
+    assert client.request("mino/turn", {"text": "look"})["status"] == "completed"
+
+
+def test_a_mention_that_cannot_be_attached_is_refused(spawn: Spawn, model: ScriptedModel, ws: Path) -> None:
+    client = spawn()
+    err = client.error("mino/turn", {"text": "see @src/app.py:40-50"})
+    assert (
+        err.code == -32602 and "@src/app.py:40-50: start_line 40 is past the end of src/app.py" in err.message
+    )
+    assert model.requests == []
+
+
+def test_an_email_address_is_not_a_file_and_a_version_1_turn_is_unchanged(
+    spawn: Spawn, model: ScriptedModel, home: Path
+) -> None:
+    model.add({"text": "Sent."}, {"text": "Plain."})
+    client = spawn()
+    text = "write to me@example.com and @example.com, cc @nobody"
+    assert client.request("mino/turn", {"text": text})["status"] == "completed"
+    assert user_content(model.requests[0]) == text  # no items: one string, as before
+    assert client.request("mino/turn", {"text": "no context at all"})["status"] == "completed"
+    assert user_content(model.requests[1]) == "no context at all"
+    sid = client.request("mino/state")["sessionId"]
+    assert all("context" not in r for r in records(home, sid))
