@@ -27,6 +27,7 @@ from .contract import (
     AssistantMessage,
     Mode,
     Notice,
+    Outcome,
     TextDelta,
     ToolCall,
     ToolResultEvent,
@@ -184,7 +185,7 @@ class Turn:
                             turnId=turn_id,
                             callId=call.call_id,
                             tool=call.name,
-                            status=result.status,  # type: ignore[arg-type]
+                            status=result.status,
                             text=result.output,
                         )
                     )
@@ -307,7 +308,7 @@ class Turn:
                 approved = bool(self.ui.approve(request, cancel))
             except Exception:
                 approved = False  # a front end that fails to ask has not approved
-            outcome = "cancelled" if cancel.cancelled else ("approved" if approved else "denied")
+            outcome: Outcome = "cancelled" if cancel.cancelled else ("approved" if approved else "denied")
             self.ui.event(ApprovalResolved(turnId=self.turn_id, callId=call.call_id, outcome=outcome))
             if cancel.cancelled:
                 return ToolResult(DENIED, "Not run: the user interrupted the turn before approving.")
@@ -333,7 +334,7 @@ def front_item(index: str | None, summary: str | None) -> dict[str, Any] | None:
     return assistant_item("\n\n".join(parts)) if parts else None
 
 
-def reported_usage(usage: dict[str, Any] | None) -> tuple[int, int] | None:
+def reported_usage(usage: dict[str, int] | None) -> tuple[int, int] | None:
     """(input, output) tokens when the service counted the input; None when it did not.
 
     Zero and absent counts mean "unknown" (llama.cpp servers report none, LiteLLM's bridge 0s): no

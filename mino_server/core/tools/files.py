@@ -24,8 +24,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from .. import durable
-from ..contract import DIFF_MAX_BYTES, FileDiff
-from ..decision import Kind
+from ..contract import DIFF_MAX_BYTES, FileDiff, Kind
 from ..display import preview, split_lines, utf8_boundary
 from .base import (
     COMPLETED,
@@ -33,6 +32,7 @@ from .base import (
     Prepared,
     ToolContext,
     ToolFailure,
+    ToolOf,
     ToolResult,
     reject_unknown,
     require_str,
@@ -240,7 +240,7 @@ def _write_prepared(
     preview_note: str | None,
     state: FileState,
     diff: FileDiff | None,
-) -> Prepared:
+) -> Prepared[FileState]:
     protected = _protected_warning(target)
     warning = " ".join(w for w in (protected, preview_note) if w) or None
     return Prepared(fields, warning=warning, state=state, kind="other" if protected else None, diff=diff)
@@ -264,7 +264,7 @@ def _file_diff(path: Path, before: bytes | str | None, after: str) -> FileDiff |
     return FileDiff(path=str(path), before=before, after=after)
 
 
-def _bound_target(ctx: ToolContext, rel: str, prepared: Prepared) -> Target:
+def _bound_target(ctx: ToolContext, rel: str, prepared: Prepared[FileState]) -> Target:
     """The target again, refusing a path that now resolves elsewhere than the one approved."""
     target = _locate(ctx, rel, writing=True)
     if not isinstance(prepared.state, FileState) or target.path != prepared.state.path:
@@ -284,7 +284,7 @@ def _find_all(text: str, needle: str) -> list[int]:
 # --- read_file ---------------------------------------------------------------------------------
 
 
-class ReadFileTool:
+class ReadFileTool(ToolOf[ReadArgs, None]):
     name: ClassVar[str] = "read_file"
     description: ClassVar[str] = (
         "Read a UTF-8 text file in the working directory. `path` is relative to the working directory "
@@ -314,14 +314,14 @@ class ReadFileTool:
             raise ArgumentError(f"end_line ({end}) must not be less than start_line ({start})")
         return ReadArgs(path, start, end)
 
-    def prepare(self, args: ReadArgs, ctx: ToolContext) -> Prepared:
+    def prepare(self, args: ReadArgs, ctx: ToolContext) -> Prepared[None]:
         _locate(ctx, args.path, writing=False)
         fields = [("Path", args.path), ("Directory", str(ctx.workdir))]
         if args.start_line is not None or args.end_line is not None:
             fields.append(("Lines", f"{args.start_line or 1}-{args.end_line or 'end'}"))
         return Prepared(fields)
 
-    def run(self, args: ReadArgs, ctx: ToolContext, prepared: Prepared) -> ToolResult:
+    def run(self, args: ReadArgs, ctx: ToolContext, prepared: Prepared[None]) -> ToolResult:
         fd = _open_regular(_locate(ctx, args.path, writing=False))
         if fd is None:
             raise ToolFailure(f"{args.path} does not exist.")
@@ -391,7 +391,7 @@ def _read_lines(f: Any, args: ReadArgs) -> str:
 # --- write_file --------------------------------------------------------------------------------
 
 
-class WriteFileTool:
+class WriteFileTool(ToolOf[WriteArgs, FileState]):
     name: ClassVar[str] = "write_file"
     description: ClassVar[str] = (
         "Write a whole file in the working directory. mode 'create' makes a new file and fails if the "
@@ -425,7 +425,7 @@ class WriteFileTool:
             raise ArgumentError("argument 'mode' must be 'create' or 'overwrite'")
         return WriteArgs(path, content, mode)
 
-    def prepare(self, args: WriteArgs, ctx: ToolContext) -> Prepared:
+    def prepare(self, args: WriteArgs, ctx: ToolContext) -> Prepared[FileState]:
         target = _locate(ctx, args.path, writing=True)
         path = target.path
         found = _read_regular(target)
@@ -443,7 +443,7 @@ class WriteFileTool:
         diff = _file_diff(path, None if found is None else found[0], args.content)
         return _write_prepared(target, fields, note, FileState(path, state), diff)
 
-    def run(self, args: WriteArgs, ctx: ToolContext, prepared: Prepared) -> ToolResult:
+    def run(self, args: WriteArgs, ctx: ToolContext, prepared: Prepared[FileState]) -> ToolResult:
         target = _bound_target(ctx, args.path, prepared)
         parent = open_parent(target)
         try:
@@ -470,7 +470,7 @@ class WriteFileTool:
 # --- edit_file ---------------------------------------------------------------------------------
 
 
-class EditFileTool:
+class EditFileTool(ToolOf[EditArgs, FileState]):
     name: ClassVar[str] = "edit_file"
     description: ClassVar[str] = (
         "Replace one exact piece of text in an existing UTF-8 file in the working directory. "
@@ -501,7 +501,7 @@ class EditFileTool:
             raise ArgumentError("new_text is the same as old_text; there is nothing to change")
         return EditArgs(path, old, new)
 
-    def prepare(self, args: EditArgs, ctx: ToolContext) -> Prepared:
+    def prepare(self, args: EditArgs, ctx: ToolContext) -> Prepared[FileState]:
         target = _locate(ctx, args.path, writing=True)
         found = _read_regular(target)
         if found is None:
@@ -519,10 +519,10 @@ class EditFileTool:
             ("Mode", "Edit the existing file"),
             ("Diff", head),
         ]
-        diff = _file_diff(target.path, old, new)
-        return _write_prepared(target, fields, note, FileState(target.path, _sha256(data)), diff)
+        whole = _file_diff(target.path, old, new)
+        return _write_prepared(target, fields, note, FileState(target.path, _sha256(data)), whole)
 
-    def run(self, args: EditArgs, ctx: ToolContext, prepared: Prepared) -> ToolResult:
+    def run(self, args: EditArgs, ctx: ToolContext, prepared: Prepared[FileState]) -> ToolResult:
         target = _bound_target(ctx, args.path, prepared)
         parent = open_parent(target)
         try:
