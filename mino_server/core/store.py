@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from .config import Config
 from .sessions.store import SessionStore
 
 T = TypeVar("T")
+
+if TYPE_CHECKING:
+    from .tools.sandbox import Sandbox
 
 
 class Store:
@@ -25,7 +28,7 @@ class Store:
         self.sessions = SessionStore(config.sessions_dir)
         self._guard = threading.Lock()
         self._users = 0
-        self._sandbox: Background[tuple[Any, str]] | None = None
+        self._sandbox: Background[tuple[Sandbox | None, str]] | None = None
 
     def open(self) -> None:
         """Take the store lock for this process (once, however many conversations open it).
@@ -46,15 +49,15 @@ class Store:
             if self._users == 0:
                 self.sessions.unlock()
 
-    def sandbox(self) -> tuple[Any, str]:
-        """(tools.sandbox.Sandbox or None, the start-up line); waits for the probe on first use."""
+    def sandbox(self) -> tuple[Sandbox | None, str]:
+        """(the sandbox or None, the start-up line); waits for the probe on first use."""
         with self._guard:
             if self._sandbox is None:
                 self._sandbox = Background(self._detect_sandbox, "mino-sandbox-probe")
             probe = self._sandbox
         return probe.result()
 
-    def _detect_sandbox(self) -> tuple[Any, str]:
+    def _detect_sandbox(self) -> tuple[Sandbox | None, str]:
         from .tools import sandbox
 
         return sandbox.detect(self.config.sandbox, self.config.sandbox_unix_sockets)
@@ -65,14 +68,14 @@ class Background(Generic[T]):
 
     def __init__(self, work: Callable[[], T], name: str) -> None:
         self._work = work
-        self._value: T | None = None
+        self._value: tuple[T] | None = None  # set (in a tuple: T may be None) when work() returned
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
         try:
-            self._value = self._work()
+            self._value = (self._work(),)
         except BaseException as exc:  # handed to the caller of result()
             self._error = exc
 
@@ -80,4 +83,5 @@ class Background(Generic[T]):
         self._thread.join()
         if self._error is not None:
             raise self._error
-        return self._value  # type: ignore[return-value]
+        assert self._value is not None  # the thread ended without an error: work() returned
+        return self._value[0]
