@@ -88,6 +88,7 @@ ROUTES: dict[str, Route] = {
     "mino/mode": Route(P.ModeParams, "do_mode"),
     "mino/compact": Route(P.Empty, "do_compact", lambda p: COMPACT_RUNNING, lambda p: True, cancellable=True),
     "mino/memory/list": Route(P.Empty, "do_memory_list", read_only=True),
+    "mino/files": Route(P.FilesParams, "do_files", read_only=True),
     "mino/history": Route(P.Empty, "do_history", read_only=True),
 }
 assert set(ROUTES) == {m.name for m in P.CLIENT_REQUESTS}, "protocol.py and ROUTES disagree"
@@ -138,6 +139,7 @@ class MinoServer:
         self._close_lock = threading.Lock()
         self._closed = False
         self._ids = itertools.count(1)
+        self.files: Any = None  # core.workspace_files.WorkspaceFiles, once the conversation is open
         self.ui = ServerUI(self)
 
     # ---- loading pygls -----------------------------------------------------------------------
@@ -372,6 +374,8 @@ class MinoServer:
         try:
             self._open_agent()
             self.state_changed()  # before any waiting request is answered
+            if self.agent is not None:  # list the files for `@` completion while the person reads
+                self._workspace_files().warm()
         except Exception as exc:
             log.exception("start-up failed")
             self._set_unavailable("startup", f"Mino could not start: {P.one_line(exc)}")
@@ -571,6 +575,16 @@ class MinoServer:
     def do_compact(self, params: P.Empty, cancel: CancelToken) -> P.CompactResult:
         compacted, message = self.agent.compact(cancel)
         return P.CompactResult(compacted=compacted, message=message)
+
+    def _workspace_files(self) -> Any:
+        if self.files is None:
+            from ..core.workspace_files import WorkspaceFiles
+
+            self.files = WorkspaceFiles(self.agent.workdir, self.agent.config.home)
+        return self.files
+
+    def do_files(self, params: P.FilesParams, cancel: None) -> P.FileList:
+        return P.FileList(paths=self._workspace_files().complete(params.prefix, P.MAX_FILE_RESULTS))
 
     def do_memory_list(self, params: P.Empty, cancel: None) -> P.MemoryList:
         entries, problems = self.agent.memory_snapshot()

@@ -26,6 +26,7 @@ from typing import Any, Literal, Union
 PROTOCOL_VERSION = 2
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024  # a message body larger than this is skipped with an error
 MAX_HEADER_LINE_BYTES = 8 * 1024
+MAX_FILE_RESULTS = 50  # mino/files answers at most this many paths (core/workspace_files.py)
 
 # ---- error codes -------------------------------------------------------------------------------
 PARSE_ERROR = -32700
@@ -237,6 +238,20 @@ class CancelParams:
 
 
 # ---- client → server requests ------------------------------------------------------------------
+@dataclass(kw_only=True)
+class FilesParams:
+    prefix: str = doc("what follows the `@` typed so far (may be empty); matched ignoring case")
+
+
+@dataclass(kw_only=True)
+class FileList:
+    paths: list[str] = doc(
+        f'at most {MAX_FILE_RESULTS} files, relative to the working directory, "/"-separated: those whose '
+        "path starts with the prefix, then those whose name does, shallow ones first; git-ignored and "
+        "hidden files left out"
+    )
+
+
 @dataclass(kw_only=True)
 class TurnParams:
     text: str = doc(
@@ -455,6 +470,14 @@ CLIENT_REQUESTS: list[Method] = [
     Method("mino/mode", "client", ModeParams, State, "Sets the permission mode (allowed during a turn)."),
     Method("mino/compact", "client", Empty, CompactResult, "Summarises older history; cancellable."),
     Method("mino/memory/list", "client", Empty, MemoryList, "The memory files, as loaded now."),
+    Method(
+        "mino/files",
+        "client",
+        FilesParams,
+        FileList,
+        "Workspace files for `@` completion in the chat box; answers from a cached list (refreshed in "
+        "the background every few seconds), so it is quick in a large tree. Works during a turn.",
+    ),
     Method("mino/history", "client", Empty, History, "What the chat panel shows for the active session."),
 ]
 

@@ -268,6 +268,19 @@ export interface MemoryInfo {
   path: string;
 }
 
+export interface FilesParams {
+  /** what follows the `@` typed so far (may be empty); matched ignoring case */
+  prefix: string;
+}
+
+export interface FileList {
+  /**
+   * at most 50 files, relative to the working directory, "/"-separated: those whose path starts with the
+   * prefix, then those whose name does, shallow ones first; git-ignored and hidden files left out
+   */
+  paths: string[];
+}
+
 export interface History {
   /** in order, oldest first */
   items: HistoryItem[];
@@ -495,6 +508,11 @@ export const Methods = {
   compact: 'mino/compact',
   /** Client request. The memory files, as loaded now. */
   memoryList: 'mino/memory/list',
+  /**
+   * Client request. Workspace files for `@` completion in the chat box; answers from a cached list (refreshed
+   * in the background every few seconds), so it is quick in a large tree. Works during a turn.
+   */
+  files: 'mino/files',
   /** Client request. What the chat panel shows for the active session. */
   history: 'mino/history',
   /**
@@ -558,6 +576,7 @@ export const METHOD_TABLE: { readonly [M in MethodName]: MethodInfo } = {
   'mino/mode': { sender: 'client', kind: 'request', params: 'ModeParams', result: 'State' },
   'mino/compact': { sender: 'client', kind: 'request', params: 'Empty', result: 'CompactResult' },
   'mino/memory/list': { sender: 'client', kind: 'request', params: 'Empty', result: 'MemoryList' },
+  'mino/files': { sender: 'client', kind: 'request', params: 'FilesParams', result: 'FileList' },
   'mino/history': { sender: 'client', kind: 'request', params: 'Empty', result: 'History' },
   'mino/approve': { sender: 'server', kind: 'request', params: 'ApprovalRequest', result: 'ApproveResult' },
   'mino/confirm': { sender: 'server', kind: 'request', params: 'ConfirmParams', result: 'ConfirmResult' },
@@ -582,6 +601,7 @@ export interface ClientRequests {
   'mino/mode': { params: ModeParams; result: State };
   'mino/compact': { params: Empty; result: CompactResult };
   'mino/memory/list': { params: Empty; result: MemoryList };
+  'mino/files': { params: FilesParams; result: FileList };
   'mino/history': { params: Empty; result: History };
 }
 
