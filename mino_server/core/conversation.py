@@ -13,7 +13,7 @@ import re
 import secrets
 import typing
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .cancel import CancelToken
 from .compaction import TokenBudget
@@ -37,6 +37,12 @@ from .store import Background, Store
 from .tools.base import Tool
 from .ui import UI
 from .words import CANNOT_RESTORE, NO_SESSION, TURN_RUNNING
+
+if TYPE_CHECKING:
+    from .memory import MemoryEntry, ProblemTracker
+    from .model_client import ModelClient
+    from .skills import Skill
+    from .tools.sandbox import Sandbox
 
 USAGE_TAIL_BYTES = 64 * 1024
 
@@ -63,12 +69,12 @@ class Conversation:
         self.stopped: str | None = None  # set when storage failed: the chat stops
         self._opened = False
         self._tools: dict[str, Tool] | None = None
-        self._client: Any = None  # model_client.ModelClient, made on first use
-        self._sandbox: Any = None  # tools.sandbox.Sandbox | None, the store's
+        self._client: ModelClient | None = None  # made on first use
+        self._sandbox: Sandbox | None = None  # the store's
         self.sandbox_line = ""
-        self._memory_tracker: Any = None
+        self._memory_tracker: ProblemTracker | None = None
         self._force_memory_report = True
-        self._skills: list[Any] | None = None
+        self._skills: list[Skill] | None = None
         self.budget = TokenBudget(self.config.context_window)
         self.usage: ContextUsage | None = None  # the latest request that reported usage (State.usage)
 
@@ -288,14 +294,14 @@ class Conversation:
     def set_mode(self, mode: str) -> None:
         if mode not in MODES:
             raise CommandError(f"Unknown permission mode {mode!r}. Modes: {', '.join(MODES)}.")
-        self.mode = typing.cast(Mode, mode)
+        self.mode = mode  # one of MODES: a Mode
 
     def check_idle(self) -> None:
         if self.busy:
             raise CommandError(TURN_RUNNING)
 
     # ---- memory and skills ---------------------------------------------------------------
-    def memory_snapshot(self) -> tuple[list[Any], list[tuple[str, str]]]:
+    def memory_snapshot(self) -> tuple[list[MemoryEntry], list[tuple[str, str]]]:
         from .memory import load_memories
 
         return load_memories(self.config.memory_dir)
@@ -313,7 +319,7 @@ class Conversation:
         self._force_memory_report = False
         return render_index(entries)
 
-    def _session_skills(self, log: SessionLog) -> list[Any]:
+    def _session_skills(self, log: SessionLog) -> list[Skill]:
         """The catalogue is scanned once per session and saved, so a resumed session sees the same one."""
         from . import skills
 
@@ -333,7 +339,7 @@ class Conversation:
         self._skills = found
         return found
 
-    def instructions(self, skill_list: list[Any]) -> str:
+    def instructions(self, skill_list: list[Skill]) -> str:
         from .skills import render_catalogue
 
         catalogue = render_catalogue(skill_list)
@@ -348,7 +354,7 @@ class Conversation:
             self._tools = default_tools()
         return self._tools
 
-    def _client_for_turn(self) -> Any:
+    def _client_for_turn(self) -> ModelClient:
         if self._client is None:
             from .model_client import ModelClient
 

@@ -5,7 +5,7 @@ terminal, the editor and ACP clients say the same thing. Exact strings: docs/BEH
 
 from __future__ import annotations
 
-from .contract import Startup
+from .contract import Mode, Startup
 
 CANNOT_RESTORE = "Cannot restore the active session: "
 RESTORE_HINT = (
@@ -15,7 +15,7 @@ NO_SESSION = "No session is selected. Use /sessions, then /resume <id>, or /new.
 TURN_RUNNING = "A turn is running; wait for it to end or interrupt it first."
 
 
-def mode_line(mode: str) -> str:
+def mode_line(mode: Mode) -> str:
     return f"Permission mode: {mode}. Use /mode to change it."
 
 
