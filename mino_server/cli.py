@@ -14,11 +14,12 @@ from __future__ import annotations
 import queue
 import sys
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from .core.cancel import CancelToken
+from .core.context import ContextError, ResolvedItem, find_mentions, item_label
 from .core.contract import (
     APPROVAL_QUESTION,
     ApprovalRequest,
@@ -34,7 +35,7 @@ from .core.contract import (
     TurnResult,
     Usage,
 )
-from .core.display import terminal_text
+from .core.display import escape_value, terminal_text
 from .core.words import NO_SESSION, context_line
 
 if TYPE_CHECKING:
@@ -305,8 +306,18 @@ def _loop(agent: Conversation, ui: TerminalUI) -> int:
             ui.line()
             unanswered = True
             continue
+        text = line.rstrip("\n")
+        try:  # `@path` and `@path:A-B` attach files, as in the editor's chat box (core/context.py)
+            context = agent.resolve_context(find_mentions(text, agent.workdir, agent.config.home))
+        except ContextError as exc:
+            ui.error_line(f"Not sent: {exc}")
+            ui.line()
+            unanswered = True
+            continue
+        for item in context:
+            ui.line(context_line_for(item))
         ui.line()
-        outcome = _run_turn(agent, ui, line.rstrip("\n"))
+        outcome = _run_turn(agent, ui, text, context)
         unanswered = unanswered or outcome.status != "completed"
         if outcome.status == "interrupted":
             ui.line("Interrupted.")
@@ -330,14 +341,20 @@ def _read_line(ui: TerminalUI) -> str | None:
     return raw if raw else None
 
 
-def _run_turn(agent: Conversation, ui: TerminalUI, text: str) -> TurnResult:
+def context_line_for(item: ResolvedItem) -> str:
+    """One line per attached item, before the answer: `[Context: src/app.py (lines 10-20)]`; the
+    path escaped as approval values are, so a name with a newline stays on its line."""
+    return f"[{item_label(replace(item, path=escape_value(item.path)))}]"
+
+
+def _run_turn(agent: Conversation, ui: TerminalUI, text: str, context: list[ResolvedItem]) -> TurnResult:
     cancel = CancelToken()
     box: dict[str, TurnResult] = {}
     finished = threading.Event()
 
     def work() -> None:
         try:
-            box["outcome"] = agent.run_turn(text, cancel)
+            box["outcome"] = agent.run_turn(text, cancel, context)
         finally:
             finished.set()
             ui.questions.put(None)  # wakes the main thread at once (no poll interval at the end of a turn)
