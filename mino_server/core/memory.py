@@ -21,11 +21,13 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeGuard
 
 from . import frontmatter
+from .contract import MEMORY_TYPES as MEMORY_TYPES  # re-exported: the memory_save tool's enum
+from .contract import MemoryType
 from .durable import FILE_MODE, atomic_write, ensure_private_dir
 
-MEMORY_TYPES: tuple[str, ...] = ("user", "feedback", "project", "reference")
 FIELDS: tuple[str, ...] = ("name", "type", "summary")
 MAX_SUMMARY_BYTES = 200
 SAVE_LOCK = "memory.lock"  # beside the memory folder in MINO_HOME, not among the person's files
@@ -51,7 +53,7 @@ Problem = tuple[str, str]  # (file name, reason)
 @dataclass(frozen=True)
 class MemoryEntry:
     name: str
-    type: str
+    type: MemoryType
     summary: str
     details: str  # the text after the closing `---`, verbatim ("" when none)
     path: Path
@@ -82,8 +84,12 @@ def name_problem(name: str) -> str | None:
     return None
 
 
+def is_memory_type(type_: str) -> TypeGuard[MemoryType]:
+    return type_ in MEMORY_TYPES
+
+
 def type_problem(type_: str) -> str | None:
-    if type_ not in MEMORY_TYPES:
+    if not is_memory_type(type_):
         return f"type '{frontmatter.shown(type_)}' is not one of {', '.join(MEMORY_TYPES)}"
     return None
 
@@ -131,8 +137,8 @@ def read_memory_file(path: Path) -> tuple[MemoryEntry, str]:
         )
     problem = name_problem(name) or type_problem(type_) or summary_problem(summary)
     problem = problem or details_problem(doc.body)
-    if problem:
-        raise MemoryFileError(problem)
+    if problem or not is_memory_type(type_):  # type_problem has said why when it is not
+        raise MemoryFileError(problem or BAD_FRONT_MATTER)
     return MemoryEntry(name, type_, summary, doc.body, path), text
 
 

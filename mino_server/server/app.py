@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 from urllib.parse import unquote, urlsplit
 
 from .. import __version__
@@ -34,6 +34,11 @@ from ..core.words import TURN_RUNNING
 from . import protocol as P
 from .transport import FrameError, FrameWriter, decode, read_frames
 from .ui import ServerUI
+
+if TYPE_CHECKING:
+    from ..core.conversation import Conversation
+    from ..core.workspace_files import WorkspaceFiles
+    from .rpc import MinoProtocol
 
 log = logging.getLogger("mino.server")
 
@@ -121,10 +126,10 @@ class MinoServer:
         self.workdir = Path.cwd()
         self.phase = "new"  # new → running (after initialize) → shutdown
         self.exit_requested = False
-        self.rpc: Any = None  # rpc.MinoProtocol, once pygls is imported
+        self.rpc: MinoProtocol | None = None  # once pygls is imported
         self._loaded = threading.Event()
         self._load_error: BaseException | None = None
-        self.agent: Any = None
+        self._agent: Conversation | None = None  # made by the start-up thread (see agent)
         self.unavailable: P.ProtocolError | None = None
         self.started = threading.Event()
         self._startup_lock = threading.Lock()
@@ -139,8 +144,15 @@ class MinoServer:
         self._close_lock = threading.Lock()
         self._closed = False
         self._ids = itertools.count(1)
-        self.files: Any = None  # core.workspace_files.WorkspaceFiles, once the conversation is open
+        self.files: WorkspaceFiles | None = None  # once the conversation is open
         self.ui = ServerUI(self)
+
+    @property
+    def agent(self) -> Conversation:
+        """The conversation; requests other than initialize are answered after start-up made it."""
+        if self._agent is None:
+            raise RuntimeError("the conversation is not open")
+        return self._agent
 
     # ---- loading pygls -----------------------------------------------------------------------
     def start_loading(self) -> None:
@@ -160,10 +172,11 @@ class MinoServer:
         except Exception:
             pass
 
-    def _wait_loaded(self) -> None:
+    def _wait_loaded(self) -> MinoProtocol:
         self._loaded.wait()
-        if self._load_error is not None:
+        if self._load_error is not None or self.rpc is None:
             raise SystemExit(f"mino --stdio: cannot load pygls: {self._load_error!r}")
+        return self.rpc
 
     # ---- the read loop -----------------------------------------------------------------------
     def run(self, stream: BinaryIO) -> int:
@@ -198,8 +211,7 @@ class MinoServer:
                 log.exception("initialize failed")
                 self.send_error(message["id"], P.INTERNAL_ERROR, P.internal_error_message(exc))
             return
-        self._wait_loaded()
-        self.rpc.handle_message(message)
+        self._wait_loaded().handle_message(message)
 
     def send_error(self, msg_id: Any, code: int, message: str, data: Any = None) -> None:
         error: dict[str, Any] = {"code": code, "message": P.one_line(message)}
@@ -313,8 +325,8 @@ class MinoServer:
         except CommandError as exc:
             raise P.ProtocolError(P.REFUSED, str(exc)) from None
         except StorageError as exc:
-            if self.agent is not None:
-                self.agent.stopped = str(exc)
+            if self._agent is not None:
+                self._agent.stopped = str(exc)
             self.show_message(ERROR, str(exc))
             raise P.ProtocolError(P.STORAGE_FAILED, str(exc)) from None
 
@@ -360,7 +372,7 @@ class MinoServer:
                 )
             ),
         )
-        return P.dump(result)  # type: ignore[no-any-return]
+        return P.dump(result)
 
     def ensure_startup(self) -> None:
         with self._startup_lock:
@@ -374,7 +386,7 @@ class MinoServer:
         try:
             self._open_agent()
             self.state_changed()  # before any waiting request is answered
-            if self.agent is not None:  # list the files for `@` completion while the person reads
+            if self._agent is not None:  # list the files for `@` completion while the person reads
                 self._workspace_files().warm()
         except Exception as exc:
             log.exception("start-up failed")
@@ -415,7 +427,7 @@ class MinoServer:
                 agent.close()
                 self._set_unavailable("storage", str(exc))
                 return
-        self.agent = agent
+        self._agent = agent
         if startup is None:
             self.log_message(restore_problem_line(agent.restore_problem or ""), WARNING)
             return
@@ -444,7 +456,7 @@ class MinoServer:
         if self._startup_thread is not None:
             self._startup_thread.join(max(0.0, deadline - time.monotonic()))
         with self._close_lock:
-            if self._closed or self.agent is None:
+            if self._closed or self._agent is None:
                 return
             if running is not None or (self._startup_thread is not None and self._startup_thread.is_alive()):
                 log.warning("%s did not end in %.0f s; leaving without closing the log", running, timeout)
@@ -476,7 +488,7 @@ class MinoServer:
             data = dict(data)
         with self._op_cond:
             data["busy"] = bool(agent.busy) or (self._op is not None and self._op.shows_busy)
-        return P.parse(P.State, data)  # type: ignore[no-any-return]
+        return P.parse(P.State, data)
 
     def _state_key(self) -> tuple[Any, ...]:
         agent = self.agent
@@ -490,7 +502,7 @@ class MinoServer:
 
     def state_changed(self, force: bool = False) -> None:
         """`mino/stateChanged` when session, restore problem, mode or busy differ from the last one sent."""
-        if self.agent is None or self.rpc is None or self.stopping.cancelled:
+        if self._agent is None or self.rpc is None or self.stopping.cancelled:
             return  # after shutdown the agent is being closed; nobody needs the state any more
         try:
             with self._state_lock:
@@ -514,7 +526,7 @@ class MinoServer:
         items = [request_of(item, f"params.context[{i}]") for i, item in enumerate(params.context or [])]
         try:
             items += find_mentions(params.text, agent.workdir, agent.config.home)
-            return agent.run_turn(params.text, cancel, items)  # type: ignore[no-any-return]
+            return agent.run_turn(params.text, cancel, items)
         except ContextError as exc:  # checked before anything was sent or logged
             raise P.ProtocolError(P.INVALID_PARAMS, f"Invalid params: {exc}") from None
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from .. import memory
-from ..contract import Kind
+from ..contract import Kind, MemoryType
 from ..display import preview
 from .base import (
     COMPLETED,
@@ -89,7 +89,7 @@ class MemoryViewTool(ToolOf[str, None]):
 @dataclass(frozen=True)
 class SaveArgs:
     name: str
-    type: str
+    type: MemoryType
     summary: str
     details: str | None  # None when absent or empty
     mode: str  # "create" | "overwrite"
@@ -138,8 +138,8 @@ class MemorySaveTool(ToolOf[SaveArgs, str | None]):
             raise ArgumentError(f"argument 'mode' must be create or overwrite, not {mode!r}")
         problem = memory.type_problem(type_) or memory.summary_problem(summary)
         problem = problem or (memory.details_problem(details) if details else None)
-        if problem:
-            raise ArgumentError(problem)
+        if problem or not memory.is_memory_type(type_):  # type_problem has said why when it is not
+            raise ArgumentError(problem or "argument 'type' is not a memory type")
         return SaveArgs(name, type_, summary, details or None, mode)
 
     def prepare(self, args: SaveArgs, ctx: ToolContext) -> Prepared[str | None]:
