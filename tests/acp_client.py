@@ -287,7 +287,7 @@ class AcpClient:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise TimeoutError(f"timed out waiting for {what}")
-                self._cond.wait(left)
+                self._cond.wait(min(left, 0.02))  # also polls: `predicate` may look outside the client
 
     def wait_agent_request(self, method: str, count: int = 1, timeout: float = 20.0) -> dict[str, Any]:
         def found() -> dict[str, Any] | None:

@@ -170,15 +170,18 @@ def test_a_turn_limit_is_max_turn_requests(spawn: Spawn, model: ScriptedModel, w
 
 
 def test_busy_while_a_turn_runs(spawn: Spawn, model: ScriptedModel, ws: Path) -> None:
-    model.add({"text": "slow answer", "stall": 1.5}, {"text": "second"})
-    client = spawn()
+    model.add({"calls": [write_call("a.txt", "a")]}, {"text": "second"})
+    client = spawn(handlers={"session/request_permission": lambda p: NO_ANSWER})
     sid = client.new_session(ws)
     first = client.start("session/prompt", client.prompt_params(sid, "one"))
-    client.wait_for(lambda: len(model.requests) == 1, what="the first request")
+    client.wait_agent_request("session/request_permission")  # the turn waits for a person
     err = client.error("session/prompt", client.prompt_params(sid, "two"))
     assert err.code == -32001 and err.message == "busy" and "turn is running" in err.data["detail"]
     assert client.error("session/load", {"sessionId": sid, "cwd": str(ws), "mcpServers": []}).code == -32001
-    assert first.result() == {"stopReason": "end_turn"}
+    other = client.new_session(ws)  # other sessions are not held up
+    assert client.prompt(other, "/mode") == {"stopReason": "end_turn"}
+    client.notify("session/cancel", {"sessionId": sid})
+    assert first.result() == {"stopReason": "cancelled"}
     assert client.prompt(sid, "two") == {"stopReason": "end_turn"}
 
 
@@ -352,16 +355,21 @@ def test_resources_become_context_items(spawn: Spawn, model: ScriptedModel, ws: 
     whole = {"type": "resource_link", "uri": (ws / "notes.txt").as_uri(), "name": "notes.txt"}
     client.prompt(sid, "look at these", {"type": "text", "text": "and this"}, link, selection, whole)
     sent = json.loads(request_texts(model, 0))
-    user = next(i for i in sent["input"] if i.get("role") == "user")
-    content = user["content"] if isinstance(user["content"], str) else user["content"][0]["text"]
-    assert content.startswith("look at these\n\nand this\n\n")
-    assert "Context: notes.txt (lines 2-3)\n```\nline two\nline three\n```" in content
-    assert (
-        "Context: draft.py (lines 5-6)\n````\nx = ```1```\n````" in content
-    )  # a fence longer than the run inside
-    assert "Context: notes.txt\n```\nline one\nline two\nline three\nline four\n```" in content
+    (user,) = [i for i in sent["input"] if i.get("role") == "user"]
+    parts = [p["text"] for p in user["content"]]
+    assert parts == [
+        "look at these\n\nand this",  # text blocks join with a blank line
+        "Context: notes.txt (lines 2-3)\n```\nline two\nline three\n```",
+        "Context: draft.py (lines 5-6)\n````\nx = ```1```\n````",  # a fence longer than the run inside
+        "Context: notes.txt\n```\nline one\nline two\nline three\nline four\n```",
+    ]
     (saved,) = [r for r in records(home, sid) if r["type"] == "user_message"]
-    assert saved["text"] == content  # a resume sends exactly the same
+    assert saved["text"] == parts[0]  # the record keeps the items: a resume sends exactly the same
+    assert [(c["path"], c.get("start_line"), c.get("end_line")) for c in saved["context"]] == [
+        ("notes.txt", 2, 3),
+        ("draft.py", 5, 6),
+        ("notes.txt", None, None),
+    ]
 
 
 @pytest.mark.parametrize(

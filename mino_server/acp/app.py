@@ -43,12 +43,17 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from .. import __version__
 from ..core.cancel import CancelToken
 from . import mapping as M
 from .transport import LineError, Writer, read_messages
+
+if TYPE_CHECKING:
+    from ..core.contract import ApprovalRequest, Event
+    from ..core.conversation import Conversation
+    from ..core.store import Store
 
 log = logging.getLogger("mino.acp")
 
@@ -97,10 +102,12 @@ def one_line(exc: BaseException) -> str:
 class AcpSession:
     """One ACP session: a conversation, its UI, and the turn (or command) running in it."""
 
-    def __init__(self, agent: AcpAgent, conversation: Any, ui: SessionUI, mcp_servers: int) -> None:
+    def __init__(self, agent: AcpAgent, conversation: Conversation, ui: SessionUI, mcp_servers: int) -> None:
         self.agent = agent
         self.conversation = conversation
         self.ui = ui
+        if conversation.session_id is None:  # made once session/new or session/load selected one
+            raise ValueError("an ACP session needs a conversation with a selected session")
         self.id: str = conversation.session_id
         self.mcp_servers = mcp_servers  # said once, in the first agent_message_chunk
         self._running = threading.Lock()
@@ -144,7 +151,7 @@ class SessionUI:
             self.agent.notify("session/update", {"sessionId": self.session_id, "update": update})
 
     # ---- the UI protocol -------------------------------------------------------------------------
-    def event(self, event: Any) -> None:
+    def event(self, event: Event) -> None:
         from ..core.contract import ApprovalResolved, Notice, TextDelta, ToolCall, ToolResultEvent, TurnEnd
 
         if isinstance(event, TextDelta):
@@ -152,7 +159,9 @@ class SessionUI:
         elif isinstance(event, ToolCall):
             self._announced.add(event.callId)
             self.update(
-                M.tool_call_start(event.callId, event.tool, event.fields, event.warning, self.workdir)
+                M.tool_call_start(
+                    event.callId, event.tool, event.fields, event.warning, self.workdir, event.diff
+                )
             )
             if event.decision != "ask":
                 self.update(M.in_progress(event.callId))
@@ -169,12 +178,14 @@ class SessionUI:
             self._announced.clear()
         # AssistantMessage repeats the deltas already sent; usage has no stable ACP update.
 
-    def approve(self, request: Any, cancel: CancelToken) -> bool:
+    def approve(self, request: ApprovalRequest, cancel: CancelToken) -> bool:
         if self.session_id is None:
             return False
         params = {
             "sessionId": self.session_id,
-            "toolCall": M.permission_tool_call(request.callId, request.tool, request.fields, request.warning),
+            "toolCall": M.permission_tool_call(
+                request.callId, request.tool, request.fields, request.warning, request.diff
+            ),
             "options": M.PERMISSION_OPTIONS,
         }
         return M.granted(self.agent.ask("session/request_permission", params, cancel))
@@ -208,7 +219,7 @@ class AcpAgent:
         self._lock = threading.Lock()
         self._asks: dict[str, _Ask] = {}
         self._ids = itertools.count(1)
-        self._store: Any = None
+        self._store: Store | None = None
         self._store_lock = threading.Lock()
         self._workers: set[threading.Thread] = set()
 
@@ -539,7 +550,7 @@ class AcpAgent:
         self._remember(sid, workdir)
         return Reply({"modes": M.modes_state(conversation.mode)}, lambda: self._introduce(session, warnings))
 
-    def _replay(self, conversation: Any, ui: SessionUI) -> None:
+    def _replay(self, conversation: Conversation, ui: SessionUI) -> None:
         """The session's history as session/update, oldest first (the latest page when it is long)."""
         items, more = conversation.history()
         if more:
@@ -625,18 +636,18 @@ class AcpAgent:
     def _turn(
         self, session: AcpSession, text: str, requests: list[Any], cancel: CancelToken
     ) -> dict[str, Any]:
-        from ..core.context import ContextError, resolve_items, with_context
+        from ..core.context import ContextError
         from ..core.sessions import places
 
         conversation = session.conversation
-        try:
-            items = resolve_items(requests, conversation.workdir, conversation.config.home)
+        try:  # checked before anything is sent or logged
+            items = conversation.resolve_context(requests)
         except ContextError as exc:
             raise M.ParamsError(f"Invalid params: {exc}") from None
         known = places.recall(conversation.config.sessions_dir, session.id)
         if known is None or known.title is None:
             self._remember(session.id, conversation.workdir, places.title_from(text) or "")
-        result = conversation.run_turn(with_context(text, items), cancel)
+        result = conversation.run_turn(text, cancel, items)
         if result.status == "completed":
             return {"stopReason": "end_turn"}
         if result.status == "limit":

@@ -16,7 +16,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from ..core.context import ContextRequest, fence
-from ..core.contract import MODES, ApprovalField, HistoryItem
+from ..core.contract import MODES, ApprovalField, FileDiff, HistoryItem
 from ..core.display import approval_lines
 from ..core.sessions.log import result_text
 
@@ -218,10 +218,16 @@ def tool_locations(fields: list[ApprovalField], workdir: str) -> list[dict[str, 
     return [location]
 
 
-def fields_content(tool: str, fields: list[ApprovalField], warning: str | None) -> list[dict[str, Any]]:
-    """The tool call as every front end shows it: `[Tool: NAME]`, `Label: "value"` lines, the warning."""
+def fields_content(
+    tool: str, fields: list[ApprovalField], warning: str | None, diff: FileDiff | None = None
+) -> list[dict[str, Any]]:
+    """The tool call as every front end shows it (`[Tool: NAME]`, `Label: "value"` lines, the
+    warning), then for a file change the whole file before and after as ACP's diff content."""
     lines = approval_lines(tool, [(f.label, f.value) for f in fields], warning)
-    return [text_content(fence("\n".join(lines)))]
+    content = [text_content(fence("\n".join(lines)))]
+    if diff is not None:
+        content.append({"type": "diff", "path": diff.path, "oldText": diff.before, "newText": diff.after})
+    return content
 
 
 def text_content(text: str) -> dict[str, Any]:
@@ -233,8 +239,14 @@ def raw_input(fields: list[ApprovalField]) -> dict[str, str]:
 
 
 def tool_call_start(
-    call_id: str, tool: str, fields: list[ApprovalField], warning: str | None, workdir: str
+    call_id: str,
+    tool: str,
+    fields: list[ApprovalField],
+    warning: str | None,
+    workdir: str,
+    diff: FileDiff | None = None,
 ) -> dict[str, Any]:
+    locations = [{"path": diff.path}] if diff is not None else tool_locations(fields, workdir)
     return {
         "sessionUpdate": "tool_call",
         "toolCallId": call_id,
@@ -242,20 +254,20 @@ def tool_call_start(
         "kind": tool_kind(tool),
         "status": "pending",
         "rawInput": raw_input(fields),
-        "locations": tool_locations(fields, workdir),
-        "content": fields_content(tool, fields, warning),
+        "locations": locations,
+        "content": fields_content(tool, fields, warning, diff),
     }
 
 
 def permission_tool_call(
-    call_id: str, tool: str, fields: list[ApprovalField], warning: str | None
+    call_id: str, tool: str, fields: list[ApprovalField], warning: str | None, diff: FileDiff | None = None
 ) -> dict[str, Any]:
     return {
         "toolCallId": call_id,
         "title": tool_title(tool, fields),
         "kind": tool_kind(tool),
         "status": "pending",
-        "content": fields_content(tool, fields, warning),
+        "content": fields_content(tool, fields, warning, diff),
     }
 
 
