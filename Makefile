@@ -1,7 +1,7 @@
 # The test command of README.md; .ci/run installs everything, then runs `make test`.
 PY ?= .venv/bin/python
 
-.PHONY: install test test-python test-editor lint bench test-real-model
+.PHONY: install test test-python test-editor test-acp-client lint bench test-real-model
 
 install:
 	python3 -m venv .venv
@@ -18,7 +18,11 @@ test-python: lint
 test-editor:
 	MINO_COMMAND=$(CURDIR)/.venv/bin/mino bash editor/vscode/scripts/ci.sh
 
-test: test-python test-editor
+# The official ACP TypeScript SDK's client driving a real `mino --acp` (npm ci, node --test).
+test-acp-client:
+	MINO_COMMAND=$(CURDIR)/.venv/bin/mino bash editor/acp-client-test/run.sh
+
+test: test-python test-editor test-acp-client
 
 bench:
 	$(PY) bench/run.py

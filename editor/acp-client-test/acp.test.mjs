@@ -1,0 +1,265 @@
+// The official ACP TypeScript SDK's client (@agentclientprotocol/sdk) driving a real `mino --acp`
+// against the scripted model (a real HTTP server on 127.0.0.1), as an editor would.
+//
+// The SDK parses every session/update and session/request_permission with its generated schemas
+// before a handler sees it, so a message Mino gets wrong fails here as it would in an editor.
+//
+// env: MINO_COMMAND  the mino executable (default <repo>/.venv/bin/mino)
+//      MINO_PYTHON   the Python that runs the scripted model (default <repo>/.venv/bin/python)
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { mkdtempSync, mkdirSync, readFileSync, writeFileSync, existsSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { Readable, Writable } from "node:stream";
+import { afterEach, test } from "node:test";
+import { fileURLToPath, pathToFileURL } from "node:url";
+
+import * as acp from "@agentclientprotocol/sdk";
+
+const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+const MINO = process.env.MINO_COMMAND || path.join(REPO, ".venv/bin/mino");
+const PYTHON = process.env.MINO_PYTHON || path.join(REPO, ".venv/bin/python");
+const APPROVE = { outcome: { outcome: "selected", optionId: "approve" } };
+
+const cleanups = [];
+afterEach(async () => {
+  while (cleanups.length) await cleanups.pop()();
+});
+
+/** A scripted model serving `replies` (JSON is YAML) on 127.0.0.1; resolves to its base URL. */
+async function scriptedModel(dir, replies) {
+  const file = path.join(dir, "replies.yaml");
+  writeFileSync(file, JSON.stringify(replies));
+  const proc = spawn(PYTHON, ["-m", "mino_server.testing.scripted_model", "--replies", file], {
+    cwd: REPO,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stderr = "";
+  proc.stderr.on("data", (d) => (stderr += d));
+  cleanups.push(async () => {
+    proc.kill("SIGINT");
+    await new Promise((resolve) => proc.once("exit", resolve));
+    assert.equal(stderr.includes("error:"), false, `scripted model: ${stderr}`);
+  });
+  return await new Promise((resolve, reject) => {
+    let out = "";
+    proc.stdout.on("data", (d) => {
+      out += d;
+      if (out.includes("\n")) resolve(out.trim());
+    });
+    proc.once("exit", (code) => reject(new Error(`scripted model exited ${code}: ${stderr}`)));
+  });
+}
+
+/** A fresh home and workspace, a scripted model, and a `mino --acp` on pipes. */
+async function setUp(replies, args = []) {
+  const dir = mkdtempSync(path.join(tmpdir(), "mino-acp-"));
+  const home = path.join(dir, "home");
+  const ws = path.join(dir, "ws");
+  mkdirSync(home);
+  mkdirSync(ws);
+  writeFileSync(path.join(home, "config.yaml"), 'sandbox: "off"\n');
+  writeFileSync(path.join(ws, "notes.txt"), "alpha\nbeta\ngamma\n");
+  const baseUrl = await scriptedModel(dir, replies);
+  const env = { ...process.env, MINO_HOME: home, MINO_BASE_URL: baseUrl, MINO_API_KEY: "test" };
+  delete env.MINO_MODEL;
+  const agent = spawnAgent(env, ws, args);
+  return { dir, home, ws, env, agent };
+}
+
+function spawnAgent(env, cwd, args = []) {
+  const proc = spawn(MINO, ["--acp", ...args], { cwd, env, stdio: ["pipe", "pipe", "pipe"] });
+  let stderr = "";
+  proc.stderr.on("data", (d) => (stderr += d));
+  const exited = new Promise((resolve) => proc.once("exit", (code) => resolve(code)));
+  let stopped = null;
+  // EOF on stdin is how an editor ends an agent; it must exit 0 and never print a traceback.
+  const stop = () =>
+    (stopped ??= (async () => {
+      proc.stdin.end();
+      const code = await exited;
+      assert.equal(code, 0, `mino --acp exited ${code}: ${stderr}`);
+      assert.equal(stderr.includes("Traceback"), false, stderr);
+    })());
+  cleanups.push(stop);
+  const stream = acp.ndJsonStream(Writable.toWeb(proc.stdin), Readable.toWeb(proc.stdout));
+  return { proc, stream, stop, stderr: () => stderr };
+}
+
+/** A client app that records every session/update and answers permissions with `permission`. */
+function clientApp(permission = () => APPROVE) {
+  const updates = [];
+  const asked = [];
+  const app = acp
+    .client({ name: "mino-acp-client-test" })
+    .onRequest(acp.CLIENT_METHODS.session_request_permission, async ({ params }) => {
+      asked.push(params);
+      return await permission(params);
+    })
+    .onNotification(acp.CLIENT_METHODS.session_update, ({ params }) => {
+      updates.push(params);
+    });
+  return { app, updates, asked };
+}
+
+async function initialize(ctx) {
+  return await ctx.request(acp.AGENT_METHODS.initialize, {
+    protocolVersion: acp.PROTOCOL_VERSION,
+    clientCapabilities: {},
+    clientInfo: { name: "mino-acp-client-test", version: "1" },
+  });
+}
+
+function textOf(updates, sessionId, kind = "agent_message_chunk") {
+  return updates
+    .filter((u) => u.sessionId === sessionId && u.update.sessionUpdate === kind)
+    .map((u) => u.update.content.text)
+    .join("");
+}
+
+test("initialize, a new session, a streamed answer", async () => {
+  const { agent, ws } = await setUp([{ text: "Hello from the scripted model", require: "say hello" }]);
+  const { app } = clientApp();
+  await app.connectWith(agent.stream, async (ctx) => {
+    const init = await initialize(ctx);
+    assert.equal(init.protocolVersion, 1);
+    assert.equal(init.agentInfo.name, "mino");
+    assert.equal(init.agentCapabilities.loadSession, true);
+    assert.equal(init.agentCapabilities.promptCapabilities.embeddedContext, true);
+    assert.deepEqual(init.agentCapabilities.sessionCapabilities.list, {});
+
+    const session = await ctx.buildSession(ws).start();
+    assert.match(session.sessionId, /^[0-9a-f]{32}$/);
+    assert.equal(session.modes.currentModeId, "manual");
+    assert.deepEqual(
+      session.modes.availableModes.map((m) => m.id),
+      ["manual", "accept-edits", "bypass"],
+    );
+    const prompt = session.prompt("please say hello");
+    assert.equal(await session.readText(), "Hello from the scripted model");
+    assert.equal((await prompt).stopReason, "end_turn");
+    session.dispose();
+  });
+});
+
+test("a tool call asks through session/request_permission and runs once approved", async () => {
+  const write = { name: "write_file", arguments: { path: "out.txt", content: "from mino\n", mode: "create" } };
+  const { agent, ws } = await setUp([{ calls: [write] }, { text: "written" }]);
+  const { app, updates, asked } = clientApp();
+  await app.connectWith(agent.stream, async (ctx) => {
+    await initialize(ctx);
+    const session = await ctx.buildSession(ws).start();
+    const result = await session.prompt("write the file");
+    assert.equal(result.stopReason, "end_turn");
+    assert.equal(readFileSync(path.join(ws, "out.txt"), "utf8"), "from mino\n");
+    assert.equal(asked.length, 1);
+    assert.deepEqual(
+      asked[0].options.map((o) => [o.optionId, o.kind]),
+      [
+        ["approve", "allow_once"],
+        ["deny", "reject_once"],
+      ],
+    );
+    assert.equal(asked[0].toolCall.kind, "edit");
+    assert.match(asked[0].toolCall.content[0].content.text, /Path: "out\.txt"/);
+    // the whole file before and after, for the editor's diff view
+    assert.deepEqual(asked[0].toolCall.content[1], {
+      type: "diff",
+      path: path.join(ws, "out.txt"),
+      oldText: null,
+      newText: "from mino\n",
+    });
+    const mine = updates.filter((u) => u.sessionId === session.sessionId).map((u) => u.update);
+    const start = mine.find((u) => u.sessionUpdate === "tool_call");
+    assert.equal(start.status, "pending");
+    assert.deepEqual(start.locations, [{ path: path.join(ws, "out.txt") }]);
+    assert.deepEqual(
+      mine.filter((u) => u.sessionUpdate === "tool_call_update").map((u) => u.status),
+      ["in_progress", "completed"],
+    );
+    session.dispose();
+  });
+});
+
+test("session/cancel during an approval: denied at once, stopReason cancelled", async () => {
+  const write = { name: "write_file", arguments: { path: "never.txt", content: "x", mode: "create" } };
+  const { agent, ws } = await setUp([{ calls: [write] }]);
+  let askedResolve;
+  const askedOnce = new Promise((resolve) => (askedResolve = resolve));
+  const { app } = clientApp(() => {
+    askedResolve();
+    return new Promise(() => {}); // never answered: the cancel must not wait for it
+  });
+  await app.connectWith(agent.stream, async (ctx) => {
+    await initialize(ctx);
+    const session = await ctx.buildSession(ws).start();
+    const prompt = session.prompt("write it");
+    await askedOnce;
+    await ctx.notify(acp.AGENT_METHODS.session_cancel, { sessionId: session.sessionId });
+    assert.equal((await prompt).stopReason, "cancelled");
+    assert.equal(existsSync(path.join(ws, "never.txt")), false);
+    session.dispose();
+  });
+});
+
+test("modes, slash commands, context from a resource_link", async () => {
+  const { agent, ws } = await setUp([{ text: "seen", require: ["Context: notes.txt (lines 2-3)", "beta\ngamma"] }]);
+  const { app, updates } = clientApp();
+  await app.connectWith(agent.stream, async (ctx) => {
+    await initialize(ctx);
+    const session = await ctx.buildSession(ws).start();
+    const sid = session.sessionId;
+    await ctx.request(acp.AGENT_METHODS.session_set_mode, { sessionId: sid, modeId: "accept-edits" });
+    const help = session.prompt("/help");
+    assert.match(await session.readText(), /\/compact/);
+    assert.equal((await help).stopReason, "end_turn");
+    const link = { type: "resource_link", uri: pathToFileURL(path.join(ws, "notes.txt")).href + "#L2-3", name: "notes.txt" };
+    const turn = session.prompt([{ type: "text", text: "what is in these lines?" }, link]);
+    assert.equal(await session.readText(), "seen");
+    assert.equal((await turn).stopReason, "end_turn");
+    const kinds = updates.filter((u) => u.sessionId === sid).map((u) => u.update.sessionUpdate);
+    assert.ok(kinds.includes("available_commands_update"));
+    assert.ok(kinds.includes("current_mode_update"));
+    session.dispose();
+  });
+});
+
+test("session/list and session/load replay an earlier session in a new process", async () => {
+  const { agent, ws, env } = await setUp([{ text: "answer one" }, { text: "answer two", require: "question one" }]);
+  let sid;
+  const first = clientApp();
+  await first.app.connectWith(agent.stream, async (ctx) => {
+    await initialize(ctx);
+    const session = await ctx.buildSession(ws).start();
+    sid = session.sessionId;
+    assert.equal((await session.prompt("question one")).stopReason, "end_turn");
+    session.dispose();
+  });
+  await agent.stop(); // the editor closed: its session is no longer open anywhere
+  const second = clientApp();
+  const again = spawnAgent(env, ws);
+  await second.app.connectWith(again.stream, async (ctx) => {
+    await initialize(ctx);
+    const listed = await ctx.request(acp.AGENT_METHODS.session_list, { cwd: ws });
+    assert.deepEqual(
+      listed.sessions.map((s) => [s.sessionId, s.cwd, s.title]),
+      [[sid, ws, "question one"]],
+    );
+    const loaded = await ctx.request(acp.AGENT_METHODS.session_load, { sessionId: sid, cwd: ws, mcpServers: [] });
+    assert.equal(loaded.modes.currentModeId, "manual");
+    // the replay came before the answer
+    assert.equal(textOf(second.updates, sid, "user_message_chunk"), "question one");
+    assert.equal(textOf(second.updates, sid), "answer one");
+    const result = await ctx.request(acp.AGENT_METHODS.session_prompt, {
+      sessionId: sid,
+      prompt: [{ type: "text", text: "question two" }],
+    });
+    assert.equal(result.stopReason, "end_turn");
+    assert.equal(textOf(second.updates, sid), "answer oneanswer two");
+    await assert.rejects(
+      ctx.request(acp.AGENT_METHODS.session_load, { sessionId: "0".repeat(32), cwd: ws, mcpServers: [] }),
+      (err) => err.code === -32002,
+    );
+  });
+});
