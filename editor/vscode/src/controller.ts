@@ -19,6 +19,7 @@ import {
   type Event,
   type Mode,
   type State,
+  type Usage,
 } from './protocol';
 import type { CancellationTokenLike , MinoClient} from './client/minoClient';
 
@@ -49,6 +50,8 @@ export class Controller implements vscode.Disposable {
   /** The session whose history the transcript shows (or is being reloaded from). */
   private shownSession: string | null | undefined;
   private readonly notificationEnds = new Map<string, () => void>();
+  /** The latest usage event: its output count is shown while State.usage is that request's. */
+  private lastUsage: Usage | undefined;
 
   constructor(context: vscode.ExtensionContext) {
     this.channel = vscode.window.createOutputChannel('Mino', { log: true });
@@ -136,10 +139,21 @@ export class Controller implements vscode.Disposable {
     if (s.sessionId !== this.shownSession && !this.turn) void this.reloadHistory();
   }
 
+  /** A model response reported its token counts: the context figure follows at once, mid-turn. */
+  private onUsage(e: Usage): void {
+    if (!this.state || typeof e.inputTokens !== 'number' || typeof e.contextWindow !== 'number') return;
+    this.lastUsage = e;
+    this.state = { ...this.state, usage: { inputTokens: e.inputTokens, contextWindow: e.contextWindow } };
+    this.view.post({ type: 'state', state: this.state });
+    this.updateStatusBar();
+  }
+
   private updateStatusBar(): void {
     const st = this.server.status.status;
+    const u = this.state?.usage;
+    const out = u && this.lastUsage?.inputTokens === u.inputTokens ? this.lastUsage.outputTokens : undefined;
     this.statusItem.text = statusText(this.state, st);
-    this.statusItem.tooltip = st === 'running' ? statusTooltip(this.state) : (this.server.status.message ?? 'Mino is not running.');
+    this.statusItem.tooltip = st === 'running' ? statusTooltip(this.state, out) : (this.server.status.message ?? 'Mino is not running.');
     this.statusItem.backgroundColor =
       st === 'failed' || this.state?.restoreProblem ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
   }
@@ -175,6 +189,7 @@ export class Controller implements vscode.Disposable {
 
   private onEvent(e: Event): void {
     if (e.type === 'approval_resolved') this.broker.resolvedByServer(e.callId, e.outcome);
+    if (e.type === 'usage') this.onUsage(e);
     this.transcript.applyEvent(e);
   }
 

@@ -1,5 +1,5 @@
 /** Small pure helpers for what the palette commands and the status bar show. */
-import type { MemoryInfo, Mode, SessionInfo, State } from '../protocol';
+import type { ContextUsage, MemoryInfo, Mode, SessionInfo, State } from '../protocol';
 import type { ConnectionStatus } from './messages';
 
 export function shortId(id: string | null | undefined): string {
@@ -73,13 +73,43 @@ export function modeAndSession(state: State): string {
 export function statusText(state: State | null, status: ConnectionStatus): string {
   if (status === 'starting') return '$(loading~spin) Mino';
   if (status !== 'running' || !state) return '$(error) Mino: stopped';
-  return `${state.busy ? '$(loading~spin) ' : ''}Mino: ${modeAndSession(state)}`;
+  const usage = usageText(state.usage);
+  return `${state.busy ? '$(loading~spin) ' : ''}Mino: ${modeAndSession(state)}${usage ? ` · ${usage}` : ''}`;
 }
 
-export function statusTooltip(state: State | null): string {
+/** How full the context is, as a whole percentage; undefined when unknown (no usage, no window). */
+export function usagePercent(u: ContextUsage | null | undefined): number | undefined {
+  if (!u || typeof u !== 'object') return undefined;
+  const { inputTokens, contextWindow } = u;
+  if (!Number.isFinite(inputTokens) || !Number.isFinite(contextWindow) || inputTokens < 0 || contextWindow <= 0) return undefined;
+  return Math.round((100 * inputTokens) / contextWindow);
+}
+
+/** "41%" ("<1%" for a little, "" when unknown): the status bar's and the panel's figure. */
+export function usageText(u: ContextUsage | null | undefined): string {
+  const p = usagePercent(u);
+  if (p === undefined) return '';
+  return p === 0 && u!.inputTokens > 0 ? '<1%' : `${p}%`;
+}
+
+const count = (n: number): string => Math.round(n).toLocaleString('en-US');
+
+/** The numbers behind the figure, for tooltips; `outputTokens` is the latest answer's, when known. */
+export function usageTooltip(u: ContextUsage | null | undefined, outputTokens?: number): string {
+  const text = usageText(u);
+  if (!text || !u) return 'Context: not known yet (the model has not reported a token count).';
+  let line = `Context: ${text} full — ${count(u.inputTokens)} of ${count(u.contextWindow)} tokens at the latest model request`;
+  if (typeof outputTokens === 'number' && Number.isFinite(outputTokens) && outputTokens >= 0) {
+    line += `; its answer used ${count(outputTokens)}`;
+  }
+  return `${line}.`;
+}
+
+export function statusTooltip(state: State | null, outputTokens?: number): string {
   if (!state) return 'Mino is not running. Click to resume a session.';
   const lines = [
     `Session: ${state.sessionId ?? '(none)'}`,
+    usageTooltip(state.usage, outputTokens),
     `Permission mode: ${state.mode}`,
     `Model: ${state.model}`,
     `Working directory: ${state.workdir}`,

@@ -3,7 +3,7 @@
  * approvals only on an explicit click of Approve or Deny on a card.
  */
 import type { ChatItem, ConnectionView, HostToWebview, WebviewToHost } from '../core/messages';
-import { modeAndSession } from '../core/format';
+import { modeAndSession, usagePercent, usageText, usageTooltip } from '../core/format';
 import { Mirror } from '../core/mirror';
 import type { State } from '../protocol';
 import { escapeHtml, renderItem } from './render';
@@ -27,6 +27,7 @@ const stopBtn = $<HTMLButtonElement>('stop');
 const progressEl = $<HTMLDivElement>('progress');
 const hintEl = $<HTMLSpanElement>('hint');
 const statusEl = $<HTMLSpanElement>('statusline');
+const usageEl = $<HTMLSpanElement>('usage');
 
 const mirror = new Mirror();
 let state: State | null = null;
@@ -126,6 +127,21 @@ function renderStatus(): void {
   } else {
     statusEl.textContent = '';
   }
+  renderUsage(running ? state : null);
+}
+
+/** How full the context is: a small meter and "41%", the numbers in its tooltip. */
+function renderUsage(s: State | null): void {
+  const text = usageText(s?.usage);
+  usageEl.hidden = !text;
+  if (!text) return;
+  const pct = usagePercent(s?.usage) ?? 0;
+  (usageEl.querySelector('.usage-text') as HTMLElement).textContent = text;
+  // CSSOM, not a style attribute: the CSP allows no inline styles
+  (usageEl.querySelector('.fill') as HTMLElement).style.width = `${Math.min(100, pct)}%`;
+  usageEl.classList.toggle('high', pct >= 80);
+  usageEl.title = usageTooltip(s?.usage);
+  usageEl.setAttribute('aria-label', `Context ${text} full`);
 }
 
 function setHint(text: string): void {

@@ -1,6 +1,16 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { formatUtc, memoryIndexLine, sessionPickItems, shortId, statusText } from '../../src/core/format';
+import {
+  formatUtc,
+  memoryIndexLine,
+  sessionPickItems,
+  shortId,
+  statusText,
+  statusTooltip,
+  usagePercent,
+  usageText,
+  usageTooltip,
+} from '../../src/core/format';
 import { Backoff, classifyExit, resolveCommand } from '../../src/core/launch';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -44,6 +54,32 @@ test('status bar text: mode and short session ID', () => {
   assert.equal(statusText(s, 'running'), 'Mino: manual · aaaaaaaa');
   assert.equal(statusText({ ...s, sessionId: null }, 'running'), 'Mino: manual · no session');
   assert.match(statusText(s, 'failed'), /stopped/);
+});
+
+test('context usage: a whole percentage, "<1%" for a little, nothing when unknown', () => {
+  assert.equal(usageText({ inputTokens: 52_340, contextWindow: 128_000 }), '41%');
+  assert.equal(usagePercent({ inputTokens: 52_340, contextWindow: 128_000 }), 41);
+  assert.equal(usageText({ inputTokens: 10, contextWindow: 128_000 }), '<1%');
+  assert.equal(usageText({ inputTokens: 0, contextWindow: 128_000 }), '0%');
+  assert.equal(usageText({ inputTokens: 140_000, contextWindow: 128_000 }), '109%'); // over the budget: said as it is
+  // unknown: no usage (a version-1 server's State has none), no window, nonsense
+  assert.equal(usageText(null), '');
+  assert.equal(usageText(undefined), '');
+  assert.equal(usageText({ inputTokens: 5, contextWindow: 0 }), '');
+  assert.equal(usageText({ inputTokens: Number.NaN, contextWindow: 10 }), '');
+  assert.equal(usageText({ inputTokens: -1, contextWindow: 10 }), '');
+  assert.equal(usageText({} as never), '');
+});
+
+test('context usage in the status bar: the figure after mode and session, the numbers in the tooltip', () => {
+  const s = { sessionId: A, mode: 'manual', busy: false, model: 'm', workdir: '/w', sandbox: null, memory: { dir: '/m', count: 0, problems: [] } } as unknown as State;
+  const used = { ...s, usage: { inputTokens: 52_340, contextWindow: 128_000 } };
+  assert.equal(statusText(used, 'running'), 'Mino: manual · aaaaaaaa · 41%');
+  assert.equal(statusText({ ...s, usage: null }, 'running'), 'Mino: manual · aaaaaaaa');
+  const tip = statusTooltip(used, 812);
+  assert.ok(tip.includes('Context: 41% full — 52,340 of 128,000 tokens at the latest model request; its answer used 812.'), tip);
+  assert.ok(statusTooltip({ ...s, usage: null }).includes('Context: not known yet'), 'unknown said so');
+  assert.equal(usageTooltip(used.usage), 'Context: 41% full — 52,340 of 128,000 tokens at the latest model request.');
 });
 
 test('memory index lines', () => {
