@@ -17,15 +17,16 @@ from typing import Any, Literal, Union
 # ---- field helpers (their metadata feeds the generated docs, schema and TypeScript) -------------
 
 
+# Both return Any, as dataclasses.field() does without a default: the value stands for any field's type.
 def optional(doc: str = "") -> Any:
     """A field that may be absent on the wire (omitted when None)."""
     return field(default=None, metadata={"optional": True, "doc": doc})
 
 
-_NO_DEFAULT: Any = object()
+_NO_DEFAULT = object()
 
 
-def doc(text: str, default: Any = _NO_DEFAULT, **meta: Any) -> Any:
+def doc(text: str, default: object = _NO_DEFAULT, **meta: object) -> Any:
     """A required field with a comment for the generated documentation (and optional checks).
 
     `default` only spares the core from passing a constant; on the wire the field is still required."""

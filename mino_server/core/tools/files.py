@@ -21,7 +21,7 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, BinaryIO, ClassVar
 
 from .. import durable
 from ..contract import DIFF_MAX_BYTES, FileDiff, Kind
@@ -333,7 +333,7 @@ class ReadFileTool(ToolOf[ReadArgs, None]):
         return ToolResult(COMPLETED, text)
 
 
-def _read_lines(f: Any, args: ReadArgs) -> str:
+def _read_lines(f: BinaryIO, args: ReadArgs) -> str:
     """Lines start_line..end_line of an open binary file, within the size caps, with a note if cut."""
     rel, start, end = args.path, args.start_line or 1, args.end_line
     if b"\0" in f.read(BINARY_SNIFF_BYTES):
