@@ -11,7 +11,8 @@ import { CancellationTokenSource } from 'vscode-jsonrpc/node';
 import { findMino, startMino, until, type Mino, type Reply } from './harness';
 import { isRpcError } from '../../src/client/minoClient';
 import { Transcript } from '../../src/core/transcript';
-import { ErrorCodes, SESSION_ID_RE, type Event, type State } from '../../src/protocol';
+import { usageText } from '../../src/core/format';
+import { ErrorCodes, PROTOCOL_VERSION, SESSION_ID_RE, type Event, type State } from '../../src/protocol';
 
 const MINO = findMino();
 const skip = MINO ? false : 'no mino executable found (set MINO_COMMAND, or install the Python package into .venv)';
@@ -40,7 +41,7 @@ test('initialize, then State with a fresh session', T, async () => {
   await withMino([], async (m) => {
     const init = m.session.initializeResult;
     assert.equal(init.serverInfo?.name, 'mino');
-    assert.equal(init.capabilities.experimental?.mino?.protocolVersion, 1);
+    assert.equal(init.capabilities.experimental?.mino?.protocolVersion, PROTOCOL_VERSION);
     const s = await m.session.client.state();
     assert.match(s.sessionId ?? '', SESSION_ID_RE);
     assert.equal(s.restoreProblem, null);
@@ -63,7 +64,12 @@ test('a streamed turn: text deltas, the whole message, turn_end, the result', T,
     const deltas = mine.filter((e) => e.type === 'text_delta');
     assert.ok(deltas.length >= 2, `expected several deltas, got ${deltas.length}`);
     assert.equal(deltas.map((e) => (e as { text: string }).text).join(''), answer);
-    assert.deepEqual(types(mine).filter((t) => t !== 'text_delta'), ['assistant_message', 'turn_end']);
+    assert.deepEqual(types(mine).filter((t) => t !== 'text_delta'), ['usage', 'assistant_message', 'turn_end']);
+    // how full the context is: the event as the response reported it, and the same in State.usage
+    const usage = mine.find((e) => e.type === 'usage');
+    assert.ok(usage && usage.type === 'usage' && usage.inputTokens > 0 && usage.contextWindow > 0, JSON.stringify(usage));
+    assert.deepEqual((await m.session.client.state()).usage, { inputTokens: usage.inputTokens, contextWindow: usage.contextWindow });
+    assert.match(usageText((await m.session.client.state()).usage), /^(<1|\d+)%$/);
     // the panel's model of it
     const t = new Transcript();
     for (const e of mine) t.applyEvent(e);
