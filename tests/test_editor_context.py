@@ -387,6 +387,7 @@ def test_replay_after_resume_and_restart_sends_the_same_parts(
             "params.context[4]: with it the context items come to 300,000 bytes",
         ),
         ([{"path": "notes.txt", "startLine": "2"}], "params.context[0].startLine must be a whole number"),
+        ([{"path": "a", "text": ""}] * 101, "101 context items; a turn may carry at most 100."),
     ],
 )
 def test_bad_context_is_refused_before_anything_is_sent_or_logged(

@@ -9,7 +9,8 @@ the chat panel and the terminal alike), and an ACP client's resource / resource_
 one line naming the first item that cannot be attached: the path must resolve, symbolic links
 included, inside the working directory and never into MINO_HOME (tools/paths.py's confinement); a
 given text is at most ITEM_MAX_BYTES; an item without text is read from disk with read_file's own
-checks and limits; all items together are at most TOTAL_MAX_BYTES (UTF-8 bytes).
+checks and limits; all items together are at most TOTAL_MAX_BYTES (UTF-8 bytes), and at most
+MAX_ITEMS of them.
 
 The model receives the typed text followed by one `input_text` part per item (`context_part`):
 `Context: <path relative to the working directory>[ (lines A-B)]`, a newline, and the text in a
@@ -33,6 +34,7 @@ from .contract import ContextItem
 ITEM_MAX_BYTES = 64 * 1024  # a text the editor sends (a selection, an unsaved buffer)
 TOTAL_MAX_BYTES = 256 * 1024  # all items of one turn together
 MAX_MENTIONS = 50  # `@` words looked up on disk per message; later ones stay plain text
+MAX_ITEMS = 100  # items per turn: each is checked (and maybe read) on disk
 _BACKTICKS = re.compile(r"`+")
 _MENTION = re.compile(r"(?:^|(?<=\s))@(\S+)")
 _LINES = re.compile(r"^(.+):(\d{1,9})(?:-(\d{1,9}))?$")
@@ -75,6 +77,8 @@ def resolve_context(
     `items` are front-end requests (ContextRequest), the editor protocol's items (contract.ContextItem,
     named `context[i]` in messages), or items this function resolved before (kept as they are, and
     counted). Reads happen here, so call it off any thread that must stay free."""
+    if len(items) > MAX_ITEMS:
+        raise ContextError(f"{len(items)} context items; a turn may carry at most {MAX_ITEMS}.")
     root = workdir.resolve()
     total = 0
     resolved: list[ResolvedItem] = []

@@ -430,7 +430,7 @@ them, to what the person typed (docs/BEHAVIOUR.md, "Editor context"):
   possibly unsaved; the file need not exist on disk), at most 64 KiB; without it, the server reads
   the file, or lines `startLine`..`endLine` (1-based, inclusive; either may be left out), with
   read_file's checks and limits (UTF-8 text, cut at 2000 lines or 256 KiB with a note). All items
-  together are at most 256 KiB, in UTF-8 bytes.
+  together are at most 256 KiB, in UTF-8 bytes, and at most 100.
 - `@path` and `@path:A-B` (or `@path:A`) in `text`, at its start or after white space, attach that
   file or those lines too, after the `context` items; the text is sent as typed. An `@word` that
   names no regular file inside the working directory (an email address, a decorator, a folder, a
