@@ -202,7 +202,7 @@ def test_killed_between_call_and_result_asks_and_runs_nothing_again(
     child.expect(pexpect.EOF)
     assert witness.read_text() == "ran\n"  # executed once, never again
     log = SessionLog.open(Path(mino_env["MINO_HOME"]) / "sessions" / f"{sid}.jsonl")
-    statuses = [r["status"] for r in log.records if r["type"] == "tool_result"]
+    statuses = [r["status"] for r in log.read_records() if r["type"] == "tool_result"]
     log.close()
     assert statuses == ["unknown"]
 
@@ -239,7 +239,7 @@ def test_stream_cut_mid_answer_fails_the_turn_and_the_next_works(
     assert "Assistant> Second." in proc.stdout
     sid = re.search("Session: " + ID, proc.stdout).group(1)  # type: ignore[union-attr]
     log = SessionLog.open(Path(mino_env["MINO_HOME"]) / "sessions" / f"{sid}.jsonl")
-    ends = [r["status"] for r in log.records if r["type"] == "turn_end"]
+    ends = [r["status"] for r in log.read_records() if r["type"] == "turn_end"]
     log.close()
     assert ends == ["failed", "completed"]
     # The failed turn's line reaches the model merged with the next: never two user messages in a row.
@@ -265,7 +265,7 @@ def test_ctrl_c_interrupts_a_slow_stream(
     child.sendeof()
     child.expect(pexpect.EOF)
     log = SessionLog.open(Path(mino_env["MINO_HOME"]) / "sessions" / f"{sid}.jsonl")
-    ends = [r["status"] for r in log.records if r["type"] == "turn_end"]
+    ends = [r["status"] for r in log.read_records() if r["type"] == "turn_end"]
     log.close()
     assert ends == ["interrupted", "completed"]
 

@@ -93,9 +93,9 @@ def test_session_log_keeps_replay_and_call_ids_as_a_full_scan_would(tmp_path: Pa
     log = SessionLog.open(path)
 
     def scanned(log: SessionLog) -> list[dict]:
-        compactions = [r for r in log.records if r["type"] == "compaction"]
+        compactions = [r for r in log.read_records() if r["type"] == "compaction"]
         through = compactions[-1]["through_seq"] if compactions else 0
-        return [r for r in log.records if r["seq"] > through and r["type"] in REPLAYABLE]
+        return [r for r in log.read_records() if r["seq"] > through and r["type"] in REPLAYABLE]
 
     log.append("session_skills", skills=[])
     before = log.replay_records()
@@ -117,6 +117,6 @@ def test_session_log_keeps_replay_and_call_ids_as_a_full_scan_would(tmp_path: Pa
     assert (
         reopened.latest_compaction() == log.latest_compaction() and log.latest_compaction()["summary"] == "s2"
     )
-    assert reopened.session_skills() == log.session_skills() == log.records[0]
+    assert reopened.session_skills() == log.session_skills() == next(log.read_records())
     log.close()
     reopened.close()

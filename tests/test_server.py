@@ -97,7 +97,7 @@ def store(home: Path) -> SessionStore:
 def records(home: Path, session_id: str) -> list[dict[str, Any]]:
     log = store(home).open_log(session_id)  # raises when the log cannot be loaded
     try:
-        return list(log.records)
+        return list(log.read_records())
     finally:
         log.close()
 

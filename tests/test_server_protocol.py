@@ -77,8 +77,8 @@ def test_events_are_told_apart_by_type_and_dump_omits_absent_optionals() -> None
         "status": "completed",
         "text": "x",
     }
-    state = P.parse(P.HistoryItem, {"turnId": None, "role": "user", "text": "hi"})
-    assert P.dump(state) == {"turnId": None, "role": "user", "text": "hi"}
+    state = P.parse(P.HistoryItem, {"seq": 1, "turnId": None, "role": "user", "text": "hi"})
+    assert P.dump(state) == {"seq": 1, "turnId": None, "role": "user", "text": "hi"}
 
 
 def test_every_client_request_has_a_route() -> None:

@@ -353,7 +353,7 @@ def test_nul_tail_is_a_torn_tail(mino_home: Path) -> None:
     with path.open("ab") as f:
         f.write(b"\x00" * 64)
     log = SessionLog.open(path)
-    assert len(log.records) == 3 and log.notices
+    assert len(list(log.read_records())) == 3 and log.notices
     log.close()
     assert path.read_bytes().endswith(b"}\n")
 
@@ -453,6 +453,6 @@ def test_unknown_result_refused_on_resume_keeps_selection(
     assert json.loads((sessions_dir(mino_home) / "active-session.json").read_text()) == {"session_id": B}
     # The target log may have had recovery records appended: that is allowed and loadable.
     log = SessionLog.open(sessions_dir(mino_home) / f"{A}.jsonl")
-    assert any(r["type"] == "recovery" for r in log.records)
-    assert not any(r["type"] == "recovery_ack" for r in log.records)
+    assert any(r["type"] == "recovery" for r in log.read_records())
+    assert not any(r["type"] == "recovery_ack" for r in log.read_records())
     log.close()

@@ -282,6 +282,7 @@ class State:
 class HistoryItem:
     """One entry of what a chat panel shows for a session."""
 
+    seq: int = doc("the log record this item shows; ask for the page before it with `before` = this seq")
     turnId: str | None
     role: Role
     text: str

@@ -13,7 +13,7 @@ import re
 import secrets
 import typing
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .cancel import CancelToken
 from .compaction import TokenBudget
@@ -23,6 +23,7 @@ from .contract import (
     MODES,
     ContextItem,
     ContextUsage,
+    HistoryItem,
     MemoryProblem,
     MemoryStatus,
     Mode,
@@ -31,6 +32,7 @@ from .contract import (
     State,
     TurnResult,
 )
+from .history import history_page
 from .sessions.log import LogError, SessionLog
 from .sessions.store import ID_RE, StorageError
 from .store import Background, Store
@@ -164,10 +166,9 @@ class Conversation:
         notices = list(log.notices)
         pending = log.unacknowledged()
         if pending:
-            calls = {r["call_id"]: r for r in log.records if r["type"] == "tool_call"}
             described = []
             for rec in pending:
-                call = calls.get(rec["call_id"], {})
+                call = log.tool_call(rec["call_id"]) or {}
                 described.append(f"  {call.get('name', '?')}: {_short(call.get('arguments', ''))}")
             message = (
                 f"Session {log.id} has {len(pending)} tool call(s) whose result was never recorded "
@@ -467,31 +468,9 @@ class Conversation:
             self.busy = False
 
     # ---- views ---------------------------------------------------------------------------
-    def history(self) -> list[dict[str, Any]]:
-        """What a chat panel shows for the active session (PROTOCOL mino/history)."""
-        if self.log is None:
-            return []
-        items: list[dict[str, Any]] = []
-        calls: dict[str, str] = {}
-        for r in self.log.records:
-            t = r["type"]
-            if t == "user_message":
-                items.append({"turnId": r.get("turn_id"), "role": "user", "text": r["text"]})
-            elif t == "assistant_message":
-                items.append({"turnId": r.get("turn_id"), "role": "assistant", "text": r["text"]})
-            elif t == "tool_call":
-                calls[r["call_id"]] = r["name"]
-            elif t == "tool_result":
-                items.append(
-                    {
-                        "turnId": r.get("turn_id"),
-                        "role": "tool",
-                        "text": r["output"],
-                        "tool": calls.get(r["call_id"], "?"),
-                        "status": r["status"],
-                    }
-                )
-        return items
+    def history(self, before: int | None = None, limit: int | None = None) -> tuple[list[HistoryItem], bool]:
+        """A page of what a chat panel shows for the active session (PROTOCOL mino/history)."""
+        return history_page(self.log, before, limit)
 
     def state(self) -> State:
         entries, problems = self.memory_snapshot()

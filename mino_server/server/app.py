@@ -94,7 +94,7 @@ ROUTES: dict[str, Route] = {
     "mino/compact": Route(P.Empty, "do_compact", lambda p: COMPACT_RUNNING, lambda p: True, cancellable=True),
     "mino/memory/list": Route(P.Empty, "do_memory_list", read_only=True),
     "mino/files": Route(P.FilesParams, "do_files", read_only=True),
-    "mino/history": Route(P.Empty, "do_history", read_only=True),
+    "mino/history": Route(P.HistoryParams, "do_history", read_only=True),
 }
 assert set(ROUTES) == {m.name for m in P.CLIENT_REQUESTS}, "protocol.py and ROUTES disagree"
 
@@ -611,8 +611,9 @@ class MinoServer:
             problems=[P.MemoryProblem(file=f, reason=r) for f, r in problems],
         )
 
-    def do_history(self, params: P.Empty, cancel: None) -> P.History:
-        return P.History(items=[P.HistoryItem(**item) for item in self.agent.history()])
+    def do_history(self, params: P.HistoryParams, cancel: None) -> P.History:
+        items, more = self.agent.history(params.before, params.limit)
+        return P.History(items=items, more=more)
 
     # ---- talking to the client ---------------------------------------------------------------
     def notify(self, method: str, params: Any) -> None:

@@ -337,8 +337,19 @@ class MemoryList:
 
 
 @dataclass(kw_only=True)
+class HistoryParams:
+    """`{}` asks for the latest page; `before` walks back from there."""
+
+    before: int | None = optional("only items whose seq is below this (default: no bound)")
+    limit: int | None = optional(
+        "items per page: default 200, at most 1000 (larger is capped, below 1 counts as 1)"
+    )
+
+
+@dataclass(kw_only=True)
 class History:
-    items: list[HistoryItem] = doc("in order, oldest first")
+    items: list[HistoryItem] = doc("the latest `limit` items with seq below `before`, oldest first")
+    more: bool = doc("earlier items exist: ask again with `before` = the first item's seq")
 
 
 # ---- server → client ---------------------------------------------------------------------------
@@ -478,7 +489,13 @@ CLIENT_REQUESTS: list[Method] = [
         "Workspace files for `@` completion in the chat box; answers from a cached list (refreshed in "
         "the background every few seconds), so it is quick in a large tree. Works during a turn.",
     ),
-    Method("mino/history", "client", Empty, History, "What the chat panel shows for the active session."),
+    Method(
+        "mino/history",
+        "client",
+        HistoryParams,
+        History,
+        "What the chat panel shows for the active session, a page at a time; `{}` is the latest page.",
+    ),
 ]
 
 SERVER_MESSAGES: list[Method] = [

@@ -6,6 +6,7 @@ MINO_FUZZ_SCALE=10 for the full run in README.md. No example database is written
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from pathlib import Path
@@ -13,7 +14,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from invariants import tree_snapshot
+from invariants import KNOWN_TYPES, tree_snapshot
 
 SCALE = int(os.environ.get("MINO_FUZZ_SCALE", "1"))
 
@@ -154,3 +155,85 @@ def is_regular(path: Path) -> bool:
         return stat.S_ISREG(os.lstat(path).st_mode)
     except OSError:
         return False
+
+
+# ---- session logs, good and bad -----------------------------------------------------------------
+
+JSONISH = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 5) | st.text(max_size=8),
+    lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=4), c, max_size=3),
+    max_leaves=5,
+)
+CALL_IDS = st.sampled_from(["c1", "c2", "c3", "", "call_0"])
+TYPES = [*sorted(KNOWN_TYPES), "bogus"]  # "bogus" last
+
+
+@st.composite
+def a_record(draw: st.DrawFn, noisy: bool = True) -> dict[str, Any]:
+    """A record of any type; `noisy`: now and then a field of the wrong shape or an unknown type."""
+    t = draw(st.sampled_from(TYPES if noisy else TYPES[:-1]))
+
+    def field(good: st.SearchStrategy[Any]) -> Any:
+        return draw(st.one_of(good, JSONISH)) if noisy and draw(st.integers(0, 7)) == 0 else draw(good)
+
+    rec: dict[str, Any] = {"type": t, "at": "2026-10-21T10:00:00.000Z"}
+    if draw(st.integers(0, 5)):
+        rec["turn_id"] = field(st.sampled_from(["t1", "t2", "t3"]))
+    if t in ("user_message", "assistant_message"):
+        rec["text"] = field(st.text(max_size=30))
+    elif t == "tool_call":
+        rec.update(call_id=field(CALL_IDS), name=field(st.sampled_from(["bash", "read_file", "nope"])))
+        rec["arguments"] = field(st.sampled_from(['{"command": "echo hi"}', "{bad", "[]", "{}"]))
+    elif t == "tool_result":
+        rec.update(call_id=field(CALL_IDS), status=field(st.sampled_from(["completed", "unknown", "weird"])))
+        rec["output"] = field(st.text(max_size=20))
+    elif t == "turn_end":
+        rec["status"] = field(st.sampled_from(["completed", "failed", "interrupted"]))
+    elif t == "compaction":
+        rec.update(summary=field(st.text(max_size=20)), through_seq=field(st.integers(-2, 30)))
+    elif t == "session_skills":
+        rec["skills"] = field(st.just([{"name": "s", "description": "d"}]))
+    elif t == "recovery":
+        rec.update(call_id=field(CALL_IDS), name=field(st.just("bash")))
+    elif t == "recovery_ack":
+        rec["call_ids"] = field(st.lists(CALL_IDS, max_size=2))
+    return rec
+
+
+@st.composite
+def a_log(draw: st.DrawFn) -> bytes:
+    records = draw(st.lists(a_record(), max_size=10))
+    lines = []
+    for i, rec in enumerate(records, 1):
+        seq = draw(st.sampled_from([i] * 8 + [i + 1, i - 1, "1", None]))
+        if seq is not None:
+            rec = {"seq": seq, **rec}
+        lines.append(json.dumps(rec, ensure_ascii=draw(st.booleans())).encode() + b"\n")
+    return damaged(draw, b"".join(lines))
+
+
+def damaged(draw: st.DrawFn, data: bytes) -> bytes:
+    """`data` as it is (4 in 10), or with one kind of damage a disk, a crash or a hand can leave."""
+    damage = draw(
+        st.sampled_from(["none"] * 4 + ["truncate", "garbage", "nul-tail", "not-utf8", "crlf", "blank"])
+    )
+    if damage == "truncate" and data:
+        data = data[: draw(st.integers(0, len(data) - 1))]
+    elif damage == "garbage":
+        at = draw(st.integers(0, len(data)))
+        data = data[:at] + draw(st.binary(min_size=1, max_size=20)) + data[at:]
+    elif damage == "nul-tail":
+        data += b"\x00" * draw(st.integers(1, 64))
+    elif damage == "not-utf8" and data:
+        data = data.replace(b'"', b'"\xff', 1)
+    elif damage == "crlf":
+        data = data.replace(b"\n", b"\r\n")
+    elif damage == "blank":
+        data = data.replace(b"\n", b"\n\n", 1)
+    return data
+
+
+def sound_records(draw: st.DrawFn, count: int, first_seq: int = 1) -> list[dict[str, Any]]:
+    """`count` records that load (seq in order, every field of its type's shape)."""
+    records = draw(st.lists(a_record(noisy=False), min_size=count, max_size=count))
+    return [{"seq": seq, **rec} for seq, rec in enumerate(records, first_seq)]

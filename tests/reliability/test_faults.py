@@ -99,7 +99,7 @@ def test_append_fault_stops_the_chat_and_keeps_the_log_whole(
     assert turn(agent, "again").status == "failed" and len(model.requests) == sent
     # On disk: exactly the records saved before, or those plus the whole new one; never part of one.
     assert agent.log is not None
-    kept = agent.log.records
+    kept = list(agent.log.read_records())
     view = read_log(path)
     whole(
         view.problem is None and not view.torn,
@@ -266,7 +266,7 @@ def test_memory_save_fault_is_a_failed_result_and_the_memory_is_old_or_new(
     TALLY.faults += 1
     assert fault.fired
     assert outcome.status == "completed" and not agent.stopped  # a failed save is a tool result
-    result = [r for r in agent.log.records if r["type"] == "tool_result"][-1]  # type: ignore[union-attr]
+    result = [r for r in agent.log.read_records() if r["type"] == "tool_result"][-1]  # type: ignore[union-attr]
     assert result["status"] == "failed"
     one_line(result["output"], err)
     assert result["output"].startswith("Could not save memory uses-pnpm")
@@ -304,7 +304,7 @@ def test_file_write_fault_is_a_failed_result_and_the_file_is_old_or_new(
     TALLY.faults += 1
     assert fault.fired
     assert outcome.status == "completed" and not agent.stopped
-    result = [r for r in agent.log.records if r["type"] == "tool_result"][-1]  # type: ignore[union-attr]
+    result = [r for r in agent.log.read_records() if r["type"] == "tool_result"][-1]  # type: ignore[union-attr]
     assert result["status"] == "failed"
     one_line(result["output"], err)
     text = target.read_text()

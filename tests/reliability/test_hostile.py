@@ -22,6 +22,7 @@ from fuzz import (
     NAMES,
     SCALE,
     OutsideGuard,
+    a_log,
     front_matter,
     fuzz,
     is_regular,
@@ -31,7 +32,7 @@ from fuzz import (
 from helpers import Agent, RecordingUI, conversation
 from hypothesis import given
 from hypothesis import strategies as st
-from invariants import KNOWN_TYPES, read_log, request_consistency
+from invariants import read_log, request_consistency
 from tally import TALLY
 
 from mino_server.core import frontmatter, memory, skills
@@ -255,74 +256,6 @@ def test_hostile_memory_and_skills_through_a_turn(model: ScriptedModel, tmp_path
 
 # ---- session files --------------------------------------------------------------------------------------
 
-JSONISH = st.recursive(
-    st.none() | st.booleans() | st.integers(-3, 5) | st.text(max_size=8),
-    lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=4), c, max_size=3),
-    max_leaves=5,
-)
-CALL_IDS = st.sampled_from(["c1", "c2", "c3", "", "call_0"])
-TYPES = [*sorted(KNOWN_TYPES), "bogus"]
-
-
-@st.composite
-def a_record(draw: st.DrawFn) -> dict[str, Any]:
-    t = draw(st.sampled_from(TYPES))
-
-    def field(good: st.SearchStrategy[Any]) -> Any:
-        return draw(st.one_of(good, JSONISH)) if draw(st.integers(0, 7)) == 0 else draw(good)
-
-    rec: dict[str, Any] = {"type": t, "at": "2026-10-21T10:00:00.000Z"}
-    if draw(st.integers(0, 5)):
-        rec["turn_id"] = field(st.sampled_from(["t1", "t2", "t3"]))
-    if t in ("user_message", "assistant_message"):
-        rec["text"] = field(st.text(max_size=30))
-    elif t == "tool_call":
-        rec.update(call_id=field(CALL_IDS), name=field(st.sampled_from(["bash", "read_file", "nope"])))
-        rec["arguments"] = field(st.sampled_from(['{"command": "echo hi"}', "{bad", "[]", "{}"]))
-    elif t == "tool_result":
-        rec.update(call_id=field(CALL_IDS), status=field(st.sampled_from(["completed", "unknown", "weird"])))
-        rec["output"] = field(st.text(max_size=20))
-    elif t == "turn_end":
-        rec["status"] = field(st.sampled_from(["completed", "failed", "interrupted"]))
-    elif t == "compaction":
-        rec.update(summary=field(st.text(max_size=20)), through_seq=field(st.integers(-2, 30)))
-    elif t == "session_skills":
-        rec["skills"] = field(st.just([{"name": "s", "description": "d"}]))
-    elif t == "recovery":
-        rec.update(call_id=field(CALL_IDS), name=field(st.just("bash")))
-    elif t == "recovery_ack":
-        rec["call_ids"] = field(st.lists(CALL_IDS, max_size=2))
-    return rec
-
-
-@st.composite
-def a_log(draw: st.DrawFn) -> bytes:
-    records = draw(st.lists(a_record(), max_size=10))
-    lines = []
-    for i, rec in enumerate(records, 1):
-        seq = draw(st.sampled_from([i] * 8 + [i + 1, i - 1, "1", None]))
-        if seq is not None:
-            rec = {"seq": seq, **rec}
-        lines.append(json.dumps(rec, ensure_ascii=draw(st.booleans())).encode() + b"\n")
-    data = b"".join(lines)
-    damage = draw(
-        st.sampled_from(["none"] * 4 + ["truncate", "garbage", "nul-tail", "not-utf8", "crlf", "blank"])
-    )
-    if damage == "truncate" and data:
-        data = data[: draw(st.integers(0, len(data) - 1))]
-    elif damage == "garbage":
-        at = draw(st.integers(0, len(data)))
-        data = data[:at] + draw(st.binary(min_size=1, max_size=20)) + data[at:]
-    elif damage == "nul-tail":
-        data += b"\x00" * draw(st.integers(1, 64))
-    elif damage == "not-utf8" and data:
-        data = data.replace(b'"', b'"\xff', 1)
-    elif damage == "crlf":
-        data = data.replace(b"\n", b"\r\n")
-    elif damage == "blank":
-        data = data.replace(b"\n", b"\n\n", 1)
-    return data
-
 
 def test_session_file_fuzz(model: ScriptedModel, tmp_path: Path) -> None:
     make_outside(tmp_path, SECRET)
@@ -510,7 +443,7 @@ def test_tool_argument_fuzz_through_the_turn_loop(model: ScriptedModel, tmp_path
         outcome = agent.run_turn("go", CancelToken())
         assert outcome.status == "completed", outcome
         assert agent.log is not None
-        result = [r for r in agent.log.records if r["type"] == "tool_result"][-1]
+        result = [r for r in agent.log.read_records() if r["type"] == "tool_result"][-1]
         assert result["status"] in ("completed", "failed", "invalid_arguments", "denied"), result
         # Tool results may quote the model's own path back; they must still be a message, not a crash.
         assert result["output"].strip() and "Traceback" not in result["output"], result
@@ -556,7 +489,7 @@ def test_memory_dir_replaced_by_hostile_entries(model: ScriptedModel, tmp_path: 
         model.add({"calls": [{"name": "memory_save", "arguments": args}]}, {"text": "ok"})
         outcome = agent.run_turn("go", CancelToken())
         assert agent.log is not None
-        results = [r for r in agent.log.records if r["type"] == "tool_result"]
+        results = [r for r in agent.log.read_records() if r["type"] == "tool_result"]
         agent.close()
         assert outcome.status == "completed", (kind, outcome)
         assert [r["status"] for r in results] == ["failed"], (kind, results)

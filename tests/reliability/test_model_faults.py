@@ -329,7 +329,7 @@ def test_hostile_calls_get_a_result_and_the_turn_goes_on(
     TALLY.model_faults += 1
     assert outcome.status == "completed", outcome
     assert agent.log is not None
-    results = [r for r in agent.log.records if r["type"] == "tool_result"]
+    results = [r for r in agent.log.read_records() if r["type"] == "tool_result"]
     assert [r["status"] for r in results] in (["failed"], ["invalid_arguments"]), results
     assert len(results[0]["output"]) < 1000  # a clear message, not an echo of the input
     assert not log_consistency(read_log(agent.log.path))

@@ -41,7 +41,7 @@ def user_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def results(agent: Any) -> list[dict[str, Any]]:
-    return [r for r in agent.log.records if r["type"] == "tool_result"]
+    return [r for r in agent.log.read_records() if r["type"] == "tool_result"]
 
 
 def test_accept_edits_model_cannot_write_config_or_memory_in_home(

@@ -109,7 +109,7 @@ def test_accept_edits_asks_before_a_skill_is_written(model: ScriptedModel, workd
     try:
         assert turn(agent, "go").status == "completed"
         assert agent.log is not None
-        got = {r["call_id"]: r for r in agent.log.records if r["type"] == "tool_result"}
+        got = {r["call_id"]: r for r in agent.log.read_records() if r["type"] == "tool_result"}
     finally:
         agent.close()
     assert [r.call_id for r in ui.asked] == ["skill"]

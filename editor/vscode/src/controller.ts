@@ -8,7 +8,7 @@ import { errorMessage, isRpcError } from './client/minoClient';
 import { ApprovalBroker, type ApprovalChange, type PendingApproval } from './core/approvals';
 import { MODE_INFO, memoryIndexLine, sessionPickItems, shortId, statusText, statusTooltip } from './core/format';
 import { classifyInput, type WebviewToHost } from './core/messages';
-import { Transcript } from './core/transcript';
+import { PAGE_SIZE, Transcript } from './core/transcript';
 import { ChatViewProvider, CHAT_VIEW_ID } from './chatView';
 import { MinoServer } from './server';
 import {
@@ -50,13 +50,18 @@ export class Controller implements vscode.Disposable {
   /** The session whose history the transcript shows (or is being reloaded from). */
   private shownSession: string | null | undefined;
   private readonly notificationEnds = new Map<string, () => void>();
+  /** An earlier page of history is being asked for. */
+  private earlierLoading = false;
   /** The latest usage event: its output count is shown while State.usage is that request's. */
   private lastUsage: Usage | undefined;
 
   constructor(context: vscode.ExtensionContext) {
     this.channel = vscode.window.createOutputChannel('Mino', { log: true });
     this.broker = new ApprovalBroker(() => randomBytes(16).toString('hex'));
-    this.transcript = new Transcript((patches) => this.view.post({ type: 'patch', patches }));
+    this.transcript = new Transcript(
+      (patches) => this.view.post({ type: 'patch', patches }),
+      () => this.postEarlier(),
+    );
     this.view = new ChatViewProvider(context.extensionUri, (m) => void this.onWebviewMessage(m));
     this.server = new MinoServer(
       this.channel,
@@ -158,15 +163,15 @@ export class Controller implements vscode.Disposable {
       st === 'failed' || this.state?.restoreProblem ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
   }
 
-  /** Rebuilds the transcript from `mino/history` (start-up, window reload, session switch). */
+  /** Rebuilds the transcript from the latest page of `mino/history` (start-up, window reload, session
+   *  switch); earlier pages follow as the person scrolls up (loadEarlier). */
   private reloadHistory(): Promise<void> {
     this.shownSession = this.state?.sessionId;
     const run = async () => {
       const client = this.server.client;
       if (!client) return;
       try {
-        const h = await client.history();
-        this.transcript.reset(this.transcript.fromHistory(Array.isArray(h?.items) ? h.items : []));
+        this.transcript.loadHistory(await client.history());
       } catch (e) {
         this.transcript.reset([]);
         this.channel.warn(`mino/history: ${errorMessage(e)}`);
@@ -177,6 +182,36 @@ export class Controller implements vscode.Disposable {
     return this.reloading;
   }
 
+  /** The page above the first item shown (the webview asks when the person scrolls to the top). */
+  private async loadEarlier(): Promise<void> {
+    const client = this.server.client;
+    if (this.earlierLoading || !client) return;
+    await this.reloading; // a reload in flight decides what is shown first
+    const { more, before } = this.transcript.earlier();
+    if (!more) return;
+    if (before === null) {
+      // The oldest live items went (a very long window): the latest page again, then earlier ones.
+      await this.reloadHistory();
+      return;
+    }
+    const generation = this.transcript.generation;
+    this.earlierLoading = true;
+    this.postEarlier();
+    try {
+      const page = await client.history({ before, limit: PAGE_SIZE });
+      this.transcript.prependHistory(page, generation); // ignored when the session changed meanwhile
+    } catch (e) {
+      this.channel.warn(`mino/history: ${errorMessage(e)}`);
+    } finally {
+      this.earlierLoading = false;
+      this.postEarlier();
+    }
+  }
+
+  private postEarlier(): void {
+    this.view.post({ type: 'earlier', earlier: { more: this.transcript.earlier().more, loading: this.earlierLoading } });
+  }
+
   private sendSnapshot(): void {
     this.view.post({
       type: 'snapshot',
@@ -184,6 +219,7 @@ export class Controller implements vscode.Disposable {
       state: this.state,
       connection: this.server.status,
       turnRunning: !!this.turn,
+      earlier: { more: this.transcript.earlier().more, loading: this.earlierLoading },
     });
   }
 
@@ -259,6 +295,9 @@ export class Controller implements vscode.Disposable {
         return;
       case 'stop':
         this.stopTurn();
+        return;
+      case 'loadEarlier':
+        await this.loadEarlier();
         return;
       case 'approval': {
         const ok = this.broker.answer(m.key, m.approved, 'panel');

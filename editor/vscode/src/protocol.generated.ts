@@ -281,13 +281,25 @@ export interface FileList {
   paths: string[];
 }
 
+/** `{}` asks for the latest page; `before` walks back from there. */
+export interface HistoryParams {
+  /** only items whose seq is below this (default: no bound) */
+  before?: number;
+  /** items per page: default 200, at most 1000 (larger is capped, below 1 counts as 1) */
+  limit?: number;
+}
+
 export interface History {
-  /** in order, oldest first */
+  /** the latest `limit` items with seq below `before`, oldest first */
   items: HistoryItem[];
+  /** earlier items exist: ask again with `before` = the first item's seq */
+  more: boolean;
 }
 
 /** One entry of what a chat panel shows for a session. */
 export interface HistoryItem {
+  /** the log record this item shows; ask for the page before it with `before` = this seq */
+  seq: number;
   turnId: string | null;
   role: Role;
   text: string;
@@ -513,7 +525,10 @@ export const Methods = {
    * in the background every few seconds), so it is quick in a large tree. Works during a turn.
    */
   files: 'mino/files',
-  /** Client request. What the chat panel shows for the active session. */
+  /**
+   * Client request. What the chat panel shows for the active session, a page at a time; `{}` is the latest
+   * page.
+   */
   history: 'mino/history',
   /**
    * Server request. Ask the person. An error response, or a client without this method, has denied. When the
@@ -577,7 +592,7 @@ export const METHOD_TABLE: { readonly [M in MethodName]: MethodInfo } = {
   'mino/compact': { sender: 'client', kind: 'request', params: 'Empty', result: 'CompactResult' },
   'mino/memory/list': { sender: 'client', kind: 'request', params: 'Empty', result: 'MemoryList' },
   'mino/files': { sender: 'client', kind: 'request', params: 'FilesParams', result: 'FileList' },
-  'mino/history': { sender: 'client', kind: 'request', params: 'Empty', result: 'History' },
+  'mino/history': { sender: 'client', kind: 'request', params: 'HistoryParams', result: 'History' },
   'mino/approve': { sender: 'server', kind: 'request', params: 'ApprovalRequest', result: 'ApproveResult' },
   'mino/confirm': { sender: 'server', kind: 'request', params: 'ConfirmParams', result: 'ConfirmResult' },
   'mino/event': { sender: 'server', kind: 'notification', params: 'Event', result: null },
@@ -602,7 +617,7 @@ export interface ClientRequests {
   'mino/compact': { params: Empty; result: CompactResult };
   'mino/memory/list': { params: Empty; result: MemoryList };
   'mino/files': { params: FilesParams; result: FileList };
-  'mino/history': { params: Empty; result: History };
+  'mino/history': { params: HistoryParams; result: History };
 }
 
 /** Notifications the client sends. */

@@ -1,19 +1,38 @@
-"""One session: a JSONL log of records (SPEC §4, chapters 02, 04, 05).
+"""One session: a JSONL log of records (docs/BEHAVIOUR.md, "Session records", "Recovery").
 
 Each record: {"seq", "type", "turn_id"?, "at", ...}; seq is 1, 2, 3 … contiguous per file, and the
 file name is the session's identity (no session_id field). Appends are fsynced before they return.
 
-Loading (chapter 04): a torn last line (a crash mid-append, or a tail of NUL bytes) is kept in a
-recovery copy beside the file and cut off; damage anywhere else means the log cannot be loaded.
+Loading checks every record: a torn last line (a crash mid-append, or a tail of NUL bytes) is kept
+in a recovery copy beside the file and cut off; damage anywhere else means the log cannot be loaded.
+
+The log is never held whole in memory. Loading streams through the file once and keeps only what
+replay, recovery and the chat panel's pages need to find records again: each record's byte offset,
+the seqs of the records a page shows, call and turn bookkeeping. Records themselves are read back
+when needed (the replay after the latest compaction, one page, one call).
+
+A checked index beside the log (`<id>.jsonl.idx`) saves that work for the next load: it holds the
+state after the first N bytes with a SHA-256 of those bytes. A load hashes the log's first N bytes
+(C speed, no parsing), and only when they are exactly the bytes the index describes does it start
+from the saved state and parse the rest; any difference, a missing or damaged index, or one from
+another version, means a full parse. So every record is still checked as if the index did not exist:
+the index only remembers the checks of bytes that have not changed since. It is a cache: written
+without fsync, never required, and rewritten when more than INDEX_MIN_BYTES are not covered.
 """
 
 from __future__ import annotations
 
 import errno
+import hashlib
 import json
 import os
 import stat
+import sys
+import threading
 import time
+from array import array
+from bisect import bisect_left
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,7 +53,15 @@ RECORD_TYPES = frozenset(
     }
 )
 REPLAYABLE = frozenset({"user_message", "assistant_message", "tool_call", "tool_result"})
+SHOWN = frozenset({"user_message", "assistant_message", "tool_result"})  # what a chat panel shows
 UNKNOWN_RESULT_TEXT = "The result of this call was never recorded: the command may or may not have run."
+
+INDEX_SUFFIX = ".idx"
+INDEX_MAGIC = b"MINO-SESSION-INDEX\n"
+INDEX_VERSION = 1  # bump whenever loading checks or derives anything differently
+INDEX_MIN_BYTES = 1 << 20  # below this, parsing what the index does not cover takes < 10 ms
+CHUNK = 1 << 20
+NEAR = 64 * 1024  # records closer than this are read in one go
 
 
 class LogError(Exception):
@@ -61,6 +88,25 @@ def _open_regular(path: Path, flags: int) -> int:
     return fd
 
 
+_PREADV = getattr(os, "preadv", None)  # reads into one reused buffer (not on every platform)
+
+
+def _pread(fd: int, size: int, offset: int) -> bytes:
+    """Exactly `size` bytes at `offset` (pread may return fewer)."""
+    data = os.pread(fd, size, offset)
+    if len(data) == size:
+        return data
+    parts = [data]
+    got = len(data)
+    while got < size:
+        more = os.pread(fd, size - got, offset + got)
+        if not more:
+            raise OSError(errno.EIO, "the session file is shorter than expected")
+        parts.append(more)
+        got += len(more)
+    return b"".join(parts)
+
+
 @dataclass
 class Pending:
     """A tool call whose result was never recorded."""
@@ -71,56 +117,270 @@ class Pending:
     turn_id: str | None
 
 
+class _Scan:
+    """What loading learns from the records, kept up to date by every append.
+
+    Each field answers one question without reading the log again; the recovery fields give the
+    same answers as a scan of every record would (tests/test_sessions.py checks that)."""
+
+    def __init__(self) -> None:
+        self.offsets = array("Q")  # byte offset of record seq, at index seq - 1
+        self.shown = array("Q")  # seqs of the records a chat panel shows, ascending
+        self.links = array("Q")  # for each of those: the seq of the tool_call a result names (0: none)
+        self.calls: dict[str, int] = {}  # call_id → seq of its latest tool_call
+        self.results: set[str] = set()  # call_ids that have a tool_result
+        self.pending: dict[str, list[int]] = {}  # call_id → seqs of its tool_calls, while it has no result
+        self.ended: set[str] = set()  # turn_ids with a turn_end
+        self.open_turns: dict[str, None] = {}  # turn_ids without one, in order of first appearance
+        self.acked: set[str] = set()  # call_ids a recovery_ack confirmed
+        self.recoveries: dict[str, int] = {}  # call_id → seq of its first unacknowledged recovery
+        self.compaction = 0  # seq of the latest compaction (0: none)
+        self.through = 0  # its through_seq
+        self.skills = 0  # seq of the latest session_skills (0: none)
+
+    def add(self, rec: dict[str, Any], offset: int) -> None:
+        """Account for one checked record (its seq is the next one)."""
+        self.offsets.append(offset)
+        seq = len(self.offsets)
+        t = rec["type"]
+        tid = rec.get("turn_id")
+        if tid and tid not in self.ended and tid not in self.open_turns:
+            self.open_turns[tid] = None
+        if t == "user_message" or t == "assistant_message":
+            self.shown.append(seq)
+            self.links.append(0)
+        elif t == "tool_call":
+            cid = rec["call_id"]
+            self.calls[cid] = seq
+            if cid not in self.results:
+                self.pending.setdefault(cid, []).append(seq)
+        elif t == "tool_result":
+            cid = rec["call_id"]
+            self.results.add(cid)
+            self.pending.pop(cid, None)
+            self.shown.append(seq)
+            self.links.append(self.calls.get(cid, 0))
+        elif t == "turn_end":
+            if tid:
+                self.ended.add(tid)
+                self.open_turns.pop(tid, None)
+        elif t == "compaction":
+            self.compaction = seq
+            self.through = rec["through_seq"]
+        elif t == "session_skills":
+            self.skills = seq
+        elif t == "recovery":
+            cid = rec["call_id"]
+            if cid not in self.acked and cid not in self.recoveries:
+                self.recoveries[cid] = seq
+        elif t == "recovery_ack":
+            for cid in rec["call_ids"]:
+                self.acked.add(cid)
+                self.recoveries.pop(cid, None)
+
+    # ---- the index file ----------------------------------------------------------------------
+    def dump(self, size: int, digest: bytes) -> bytes:
+        arrays = (self.offsets, self.shown, self.links)
+        head = {
+            "version": INDEX_VERSION,
+            "byteorder": sys.byteorder,
+            "size": size,
+            "digest": digest.hex(),
+            "lengths": [len(a) for a in arrays],
+            "calls": self.calls,
+            # results is nearly every call: saved as the difference, loaded sharing the call strings
+            "no_result": [c for c in self.calls if c not in self.results],
+            "orphan_results": [c for c in self.results if c not in self.calls],
+            "pending": self.pending,
+            "ended": list(self.ended),
+            "open_turns": list(self.open_turns),
+            "acked": list(self.acked),
+            "recoveries": self.recoveries,
+            "compaction": self.compaction,
+            "through": self.through,
+            "skills": self.skills,
+        }
+        # ASCII: a call_id from the model may hold a lone surrogate (a JSON escape in the log).
+        text = json.dumps(head, separators=(",", ":")).encode("ascii")
+        body = b"".join([INDEX_MAGIC, len(text).to_bytes(8, "little"), text, *(a.tobytes() for a in arrays)])
+        return body + hashlib.sha256(body).digest()
+
+    @classmethod
+    def load(cls, data: bytes) -> tuple[_Scan, int, bytes] | None:
+        """(state, bytes covered, their SHA-256) from an index file; None when it is not usable."""
+        try:
+            whole = memoryview(data)
+            body = whole[:-32]  # views, not copies: the file can be megabytes
+            if body[: len(INDEX_MAGIC)] != INDEX_MAGIC or hashlib.sha256(body).digest() != whole[-32:]:
+                return None
+            at = len(INDEX_MAGIC)
+            n = int.from_bytes(body[at : at + 8], "little")
+            head = json.loads(bytes(body[at + 8 : at + 8 + n]))
+            if head.get("version") != INDEX_VERSION or head.get("byteorder") != sys.byteorder:
+                return None
+            scan = cls()
+            at += 8 + n
+            for name, length in zip(("offsets", "shown", "links"), head["lengths"], strict=True):
+                arr = array("Q")
+                arr.frombytes(body[at : at + length * arr.itemsize])
+                if len(arr) != length:
+                    return None
+                setattr(scan, name, arr)
+                at += length * arr.itemsize
+            if at != len(body) or len(scan.shown) != len(scan.links):
+                return None
+            if not all(isinstance(head[k], dict) for k in ("calls", "pending", "recoveries")):
+                return None
+            scan.calls = head["calls"]
+            scan.results = set(scan.calls).difference(head["no_result"])
+            scan.results.update(head["orphan_results"])
+            scan.pending = head["pending"]
+            scan.ended = set(head["ended"])
+            scan.open_turns = dict.fromkeys(head["open_turns"])
+            scan.acked = set(head["acked"])
+            scan.recoveries = head["recoveries"]
+            scan.compaction, scan.through, scan.skills = head["compaction"], head["through"], head["skills"]
+            return scan, int(head["size"]), bytes.fromhex(head["digest"])
+        except (ValueError, KeyError, TypeError, AttributeError):
+            return None
+
+
 class SessionLog:
-    def __init__(self, path: Path, records: list[dict[str, Any]], fd: int) -> None:
+    def __init__(self, path: Path, fd: int) -> None:
         self.path = path
         self.id = path.name[: -len(".jsonl")]
-        self.records = records
+        self.index_path = path.with_name(path.name + INDEX_SUFFIX)
         self._fd = fd
         self.notices: list[str] = []
-        # Kept up to date by append(), so a turn costs the same on a 100-record and a 100k-record log.
+        self._lock = threading.Lock()  # appends (the turn's thread) against reads (pages, replay)
+        self._scan = _Scan()
+        self._size = 0  # bytes of whole, checked records
+        self._hash = hashlib.sha256()  # of those bytes, for the index
+        self._indexed = 0  # bytes the index file on disk covers
+        self._replay: list[dict[str, Any]] | None = None  # read when first asked for
         self._compaction: dict[str, Any] | None = None
         self._skills: dict[str, Any] | None = None
-        self._call_ids: set[str] = set()
-        for r in records:
-            t = r["type"]
-            if t == "tool_call":
-                self._call_ids.add(r["call_id"])
-            elif t == "compaction":
-                self._compaction = r
-            elif t == "session_skills":
-                self._skills = r
-        self._replay = self._select_replay()
 
     # ---- loading -------------------------------------------------------------------------
     @classmethod
     def open(cls, path: Path) -> SessionLog:
         fd = _open_regular(path, os.O_RDWR | os.O_APPEND)
         try:
-            chunks = []
-            while True:
-                chunk = os.read(fd, 1 << 20)
-                if not chunk:
-                    break
-                chunks.append(chunk)
-            data = b"".join(chunks)
-            del chunks  # not a second copy of the file in memory while it is parsed (61 MB at 100k records)
-            records, cut_at = _parse(data, path.name)
-            log = cls(path, records, fd)
-            if cut_at is not None:
-                try:
-                    log._cut_torn_tail(data, cut_at)
-                except OSError as exc:  # e.g. no room for the recovery copy: refuse, one line, no traceback
-                    raise LogError(
-                        f"{path.name} ends in an incomplete record that could not be repaired: "
-                        f"{exc.strerror or exc}"
-                    ) from None
+            log = cls(path, fd)
+            log._load(os.fstat(fd).st_size)
             return log
         except BaseException:
             os.close(fd)
             raise
 
-    def _cut_torn_tail(self, data: bytes, cut_at: int) -> None:
+    def _load(self, size: int) -> None:
+        start = 0
+        saved = _read_index(self.index_path)
+        if saved is not None:
+            scan, covered, digest = saved
+            if 0 < covered <= size and self._hash_prefix(covered) == digest:
+                self._scan, start, self._indexed = scan, covered, covered
+            else:
+                self._hash = hashlib.sha256()
+        cut_at = self._check_from(start, size)
+        if cut_at is not None:
+            try:
+                self._cut_torn_tail(size, cut_at)
+            except OSError as exc:  # e.g. no room for the recovery copy: refuse, one line, no traceback
+                raise LogError(
+                    f"{self.path.name} ends in an incomplete record that could not be repaired: "
+                    f"{exc.strerror or exc}"
+                ) from None
+        if self._size - self._indexed >= INDEX_MIN_BYTES:
+            self._write_index()
+
+    def _hash_prefix(self, covered: int) -> bytes:
+        """SHA-256 of the log's first `covered` bytes, read in chunks into one buffer."""
+        buf = bytearray(CHUNK)
+        view = memoryview(buf)
+        at = 0
+        while at < covered:
+            want = min(CHUNK, covered - at)
+            if _PREADV is not None:
+                n = _PREADV(self._fd, [view[:want]], at)
+                part: memoryview | bytes = view[:n]
+            else:
+                part = os.pread(self._fd, want, at)
+                n = len(part)
+            if n <= 0:
+                break
+            self._hash.update(part)
+            at += n
+        return self._hash.digest() if at == covered else b""
+
+    def _check_from(self, start: int, size: int) -> int | None:
+        """Check and account for every record from byte `start` on; the offset to cut a torn tail at.
+
+        Reads a chunk at a time and never copies one: memory stays at about a chunk."""
+        scan, fd, digest = self._scan, self._fd, self._hash
+        at = start  # file offset of the next unread byte
+        head: list[bytes] = []  # the pieces of a line that runs past the chunks read so far
+        head_at = start  # file offset of its first byte
+        while at < size:
+            chunk_at = at
+            chunk = os.pread(fd, min(CHUNK, size - at), at)
+            if not chunk:
+                break
+            at += len(chunk)
+            pos = 0
+            if head:
+                nl = chunk.find(b"\n")
+                if nl < 0:
+                    head.append(chunk)
+                    continue
+                rec, problem = _checked(b"".join([*head, chunk[:nl]]), len(scan.offsets) + 1)
+                if problem is not None:
+                    return self._bad_line(head_at, size, problem)
+                scan.add(rec, head_at)
+                for piece in head:
+                    digest.update(piece)
+                head = []
+                pos = nl + 1
+                digest.update(memoryview(chunk)[:pos])
+            hashed = pos
+            while True:
+                end = chunk.find(b"\n", pos)
+                if end < 0:
+                    break
+                rec, problem = _checked(chunk[pos:end], len(scan.offsets) + 1)
+                if problem is not None:
+                    digest.update(memoryview(chunk)[hashed:pos])
+                    return self._bad_line(chunk_at + pos, size, problem)
+                scan.add(rec, chunk_at + pos)
+                pos = end + 1
+            digest.update(memoryview(chunk)[hashed:pos])
+            head_at = chunk_at + pos
+            if pos < len(chunk):
+                head = [chunk[pos:]]
+        self._size = head_at
+        return head_at if head else None  # a last line without its newline: the append never finished
+
+    def _bad_line(self, offset: int, size: int, problem: str) -> int:
+        """A line that fails its check: a torn tail when only padding follows, else damage."""
+        self._size = offset
+        if self._only_padding(offset, size):
+            return offset
+        raise LogError(f"{self.path.name} line {len(self._scan.offsets) + 1}: {problem}")
+
+    def _only_padding(self, start: int, size: int) -> bool:
+        """Whether the bytes from `start` on are only NULs and newlines (what some file systems leave)."""
+        at = start
+        while at < size:
+            chunk = os.pread(self._fd, min(CHUNK, size - at), at)
+            if not chunk:
+                break
+            if chunk.strip(b"\x00\n"):
+                return False
+            at += len(chunk)
+        return True
+
+    def _cut_torn_tail(self, size: int, cut_at: int) -> None:
+        data = _pread(self._fd, size, 0)  # the whole original, for the copy: only on this rare path
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
         copy = self.path.with_name(f"{self.path.name}.recovery-{stamp}")
         n = 1
@@ -128,6 +388,7 @@ class SessionLog:
             n += 1
             copy = self.path.with_name(f"{self.path.name}.recovery-{stamp}-{n}")
         atomic_write(copy, data)
+        del data
         os.ftruncate(self._fd, cut_at)
         os.fsync(self._fd)
         fsync_dir(self.path.parent)
@@ -136,15 +397,38 @@ class SessionLog:
             f"the original file is kept as {copy.name}."
         )
 
+    def _write_index(self) -> None:
+        """Save the state for the next load. A cache: any failure only means a longer next load."""
+        try:
+            data = self._scan.dump(self._size, self._hash.digest())
+        except ValueError:
+            return
+        tmp = self.index_path.with_name(self.index_path.name + ".tmp")  # one writer: the store lock
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+            finally:
+                os.close(fd)
+            os.replace(tmp, self.index_path)
+        except OSError:
+            return
+        self._indexed = self._size
+
     def close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        with self._lock:
+            if self._fd >= 0:
+                if self._size - self._indexed >= INDEX_MIN_BYTES:
+                    self._write_index()
+                os.close(self._fd)
+                self._fd = -1
 
     # ---- appending -----------------------------------------------------------------------
     @property
     def next_seq(self) -> int:
-        return len(self.records) + 1
+        return len(self._scan.offsets) + 1
 
     def append(self, type_: str, turn_id: str | None = None, **fields: Any) -> dict[str, Any]:
         record: dict[str, Any] = {"seq": self.next_seq, "type": type_}
@@ -152,27 +436,92 @@ class SessionLog:
             record["turn_id"] = turn_id
         record["at"] = utc_now()
         record.update(fields)
-        line = json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
-        append_line(self._fd, line.encode("utf-8"))
-        self.records.append(record)
-        if type_ in REPLAYABLE:
-            self._replay.append(record)  # its seq is past every compaction's through_seq
-            if type_ == "tool_call":
-                self._call_ids.add(record["call_id"])
-        elif type_ == "compaction":
-            self._compaction = record
-            self._replay = self._select_replay()
-        elif type_ == "session_skills":
-            self._skills = record
+        data = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+        if type_ in REPLAYABLE and self._replay is None:
+            self.replay_records()  # loaded first, so this record joins it as it always did
+        append_line(self._fd, data)
+        with self._lock:
+            self._scan.add(record, self._size)
+            self._size += len(data)
+            self._hash.update(data)
+            if type_ in REPLAYABLE:
+                if self._replay is not None:
+                    self._replay.append(record)  # its seq is past every compaction's through_seq
+            elif type_ == "compaction":
+                self._compaction = record
+                self._replay = None  # selected again from the log when next asked for
+            elif type_ == "session_skills":
+                self._skills = record
         return record
 
-    # ---- recovery (chapter 04) -----------------------------------------------------------
+    # ---- reading records back ------------------------------------------------------------
+    def _span(self, seq: int) -> tuple[int, int]:
+        offsets = self._scan.offsets
+        return offsets[seq - 1], offsets[seq] if seq < len(offsets) else self._size
+
+    def _read(self, seqs: list[int]) -> dict[int, dict[str, Any]]:
+        """The records with these seqs (ascending); records close together are read in one go.
+        The caller holds the lock."""
+        if self._fd < 0:
+            raise LogError(f"session {self.id} is closed")
+        out: dict[int, dict[str, Any]] = {}
+        i = 0
+        while i < len(seqs):
+            first_start, end = self._span(seqs[i])
+            j = i + 1
+            while j < len(seqs):
+                start, stop = self._span(seqs[j])
+                if start - end > NEAR:
+                    break
+                end = stop
+                j += 1
+            data = _pread(self._fd, end - first_start, first_start)
+            for seq in seqs[i:j]:
+                start, stop = self._span(seq)
+                out[seq] = json.loads(data[start - first_start : stop - first_start])
+            i = j
+        return out
+
+    def read_records(self, first_seq: int = 1) -> Iterator[dict[str, Any]]:
+        """Every record from `first_seq` on, read from the file in chunks (tests and tools)."""
+        seq = max(first_seq, 1)
+        while True:
+            with self._lock:
+                last = min(len(self._scan.offsets), seq + 999)
+                if seq > last:
+                    return
+                batch = self._read(list(range(seq, last + 1)))
+            yield from batch.values()
+            seq = last + 1
+
+    def tool_call(self, call_id: str) -> dict[str, Any] | None:
+        """The latest `tool_call` record with this call_id."""
+        with self._lock:
+            seq = self._scan.calls.get(call_id)
+            return self._read([seq])[seq] if seq else None
+
+    def page(
+        self, before: int | None, limit: int
+    ) -> tuple[list[tuple[dict[str, Any], dict[str, Any] | None]], bool]:
+        """The latest `limit` records a chat panel shows with seq below `before` (None: no bound),
+        oldest first, each with the tool_call a tool_result names; and whether earlier ones exist."""
+        with self._lock:
+            shown, links = self._scan.shown, self._scan.links
+            hi = len(shown) if before is None else bisect_left(shown, before)
+            lo = max(0, hi - max(limit, 0))
+            seqs = shown[lo:hi].tolist()
+            calls = links[lo:hi].tolist()
+            records = self._read(sorted(set(seqs) | {c for c in calls if c}))
+        return [(records[s], records[c] if c else None) for s, c in zip(seqs, calls, strict=True)], lo > 0
+
+    # ---- recovery (docs/BEHAVIOUR.md, "Recovery") ----------------------------------------
     def pending_calls(self) -> list[Pending]:
-        done = {r.get("call_id") for r in self.records if r["type"] == "tool_result"}
+        with self._lock:
+            seqs = sorted(s for group in self._scan.pending.values() for s in group)
+            records = self._read(seqs)
         return [
             Pending(r["call_id"], r.get("name", ""), r.get("arguments", ""), r.get("turn_id"))
-            for r in self.records
-            if r["type"] == "tool_call" and r["call_id"] not in done
+            for r in (records[s] for s in seqs)
         ]
 
     def recover(self) -> None:
@@ -182,47 +531,66 @@ class SessionLog:
             self.append(
                 "tool_result", p.turn_id, call_id=p.call_id, status="unknown", output=UNKNOWN_RESULT_TEXT
             )
-        ended = {r.get("turn_id") for r in self.records if r["type"] == "turn_end"}
-        open_turns = []
-        for r in self.records:
-            tid = r.get("turn_id")
-            if tid and tid not in ended and tid not in open_turns:
-                open_turns.append(tid)
-        for tid in open_turns:
+        for tid in list(self._scan.open_turns):
             self.append("turn_end", tid, status="interrupted", reason="Mino stopped before this turn ended")
 
     def unacknowledged(self) -> list[dict[str, Any]]:
-        """`recovery` records the user has not yet confirmed."""
-        acked: set[str] = set()
-        for r in self.records:
-            if r["type"] == "recovery_ack":
-                acked.update(r.get("call_ids", []))
-        # One per call: a crash during recovery (after `recovery`, before the unknown result) makes
-        # the next start write a second `recovery` for the same call; the question counts calls.
-        pending: dict[str, dict[str, Any]] = {}
-        for r in self.records:
-            if r["type"] == "recovery" and r["call_id"] not in acked:
-                pending.setdefault(r["call_id"], r)
-        return list(pending.values())
+        """`recovery` records the user has not yet confirmed, one per call (a crash during recovery,
+        after `recovery` and before the unknown result, makes the next start write a second one for
+        the same call; the question counts calls)."""
+        with self._lock:
+            seqs = list(self._scan.recoveries.values())
+            records = self._read(sorted(seqs))
+        return [records[s] for s in seqs]
 
     # ---- replay --------------------------------------------------------------------------
     def latest_compaction(self) -> dict[str, Any] | None:
-        return self._compaction
+        with self._lock:
+            if self._compaction is None and self._scan.compaction:
+                self._compaction = self._read([self._scan.compaction])[self._scan.compaction]
+            return self._compaction
 
     def session_skills(self) -> dict[str, Any] | None:
-        return self._skills
+        with self._lock:
+            if self._skills is None and self._scan.skills:
+                self._skills = self._read([self._scan.skills])[self._scan.skills]
+            return self._skills
 
     def call_ids(self) -> set[str]:
         """Every call_id of a `tool_call` record (a copy)."""
-        return set(self._call_ids)
+        with self._lock:
+            return set(self._scan.calls)
 
     def replay_records(self) -> list[dict[str, Any]]:
         """Messages and call/result records after the latest compaction (the rest is bookkeeping)."""
-        return list(self._replay)
+        with self._lock:
+            if self._replay is None:
+                first = max(self._scan.through, 0) + 1
+                if first > len(self._scan.offsets):
+                    self._replay = []
+                else:
+                    start = self._scan.offsets[first - 1]
+                    data = _pread(self._fd, self._size - start, start) if self._fd >= 0 else b""
+                    lines = data.split(b"\n")[:-1]  # a record never holds a raw newline
+                    self._replay = [r for r in map(json.loads, lines) if r["type"] in REPLAYABLE]
+            return list(self._replay)
 
-    def _select_replay(self) -> list[dict[str, Any]]:
-        through = self._compaction["through_seq"] if self._compaction else 0
-        return [r for r in self.records if r["seq"] > through and r["type"] in REPLAYABLE]
+
+def _read_index(path: Path) -> tuple[_Scan, int, bytes] | None:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        data = _pread(fd, st.st_size, 0)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return _Scan.load(data)
 
 
 def replay_items(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -283,39 +651,18 @@ def result_text(status: str, output: str) -> str:
     return f"[status: {status}]\n{output}" if output else f"[status: {status}]"
 
 
-def _parse(data: bytes, name: str) -> tuple[list[dict[str, Any]], int | None]:
-    """Parse a whole log. Returns the records and, for a torn tail, the byte offset to cut at."""
-    records: list[dict[str, Any]] = []
-    pos = 0
-    size = len(data)
-    line_no = 0
-    while pos < size:
-        end = data.find(b"\n", pos)
-        line = data[pos:] if end < 0 else data[pos:end]
-        line_no += 1
-        problem = None
-        if end < 0:
-            problem = "torn"  # no newline: the append never finished
-        else:
-            try:
-                rec = json.loads(line)
-            except (ValueError, UnicodeDecodeError):
-                problem = "not valid JSON"
-            else:
-                problem = _record_problem(rec, len(records) + 1)
-        if problem is None:
-            records.append(rec)
-            pos = end + 1
-            continue
-        rest = data[pos:]
-        # A torn tail: the last line, or only NUL bytes / newlines from here on.
-        if end < 0 or not rest.strip(b"\x00\n"):
-            return records, pos
-        raise LogError(f"{name} line {line_no}: {problem}")
-    return records, None
+def _checked(line: bytes, expected_seq: int) -> tuple[Any, str | None]:
+    """(record, problem) for one line without its newline; problem None when the record is sound."""
+    try:
+        rec = json.loads(line)
+    except (ValueError, UnicodeDecodeError):
+        return None, "not valid JSON"
+    return rec, _record_problem(rec, expected_seq)
 
 
 def _record_problem(rec: Any, expected_seq: int) -> str | None:
+    """What is wrong with one parsed record, or None. A change here changes what a load accepts:
+    bump INDEX_VERSION with it, so no index vouches for bytes under the old rules."""
     if not isinstance(rec, dict):
         return "not a JSON object"
     seq = rec.get("seq")

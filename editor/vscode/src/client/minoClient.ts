@@ -14,6 +14,7 @@ import type {
   ConfirmResult,
   Event,
   History,
+  HistoryParams,
   MemoryList,
   Mode,
   SessionList,
@@ -127,8 +128,9 @@ export class MinoClient {
   listMemories(): Promise<MemoryList> {
     return this.request(Methods.memoryList, {});
   }
-  history(): Promise<History> {
-    return this.request(Methods.history, {});
+  /** `{}`: the latest page; `{before}`: the page before the item with that seq. */
+  history(params: HistoryParams = {}): Promise<History> {
+    return this.request(Methods.history, params);
   }
 
   onEvent(handler: (e: Event) => void): DisposableLike {

@@ -34,7 +34,18 @@ export type ChatItem =
   | { kind: 'notice'; id: string; level: 'info' | 'warning' | 'error'; text: string }
   | { kind: 'command'; id: string; line: string; output: string[] };
 
-export type Patch = { op: 'upsert'; item: ChatItem } | { op: 'delta'; id: string; text: string } | { op: 'remove'; id: string };
+export type Patch =
+  | { op: 'upsert'; item: ChatItem }
+  | { op: 'delta'; id: string; text: string }
+  | { op: 'remove'; id: string }
+  /** Items of an earlier history page, in order, to go above the first item. */
+  | { op: 'prepend'; items: ChatItem[] };
+
+/** Whether an earlier page of history exists above the first item, and whether it is loading. */
+export interface EarlierView {
+  more: boolean;
+  loading: boolean;
+}
 
 export type ConnectionStatus = 'starting' | 'running' | 'stopped' | 'failed';
 
@@ -50,8 +61,10 @@ export type HostToWebview =
       state: State | null;
       connection: ConnectionView;
       turnRunning: boolean;
+      earlier: EarlierView;
     }
   | { type: 'patch'; patches: Patch[] }
+  | { type: 'earlier'; earlier: EarlierView }
   | { type: 'state'; state: State | null }
   | { type: 'connection'; connection: ConnectionView }
   | { type: 'turn'; running: boolean }
@@ -66,7 +79,9 @@ export type WebviewToHost =
   | { type: 'submit'; text: string }
   | { type: 'stop' }
   | { type: 'approval'; key: string; approved: boolean }
-  | { type: 'command'; command: WebviewCommand };
+  | { type: 'command'; command: WebviewCommand }
+  /** The person scrolled to the top (or pressed the button there): show the page before. */
+  | { type: 'loadEarlier' };
 
 const MAX_INPUT = 1_000_000;
 
@@ -79,6 +94,8 @@ export function parseWebviewMessage(m: unknown): WebviewToHost | undefined {
       return { type: 'ready' };
     case 'stop':
       return { type: 'stop' };
+    case 'loadEarlier':
+      return { type: 'loadEarlier' };
     case 'submit':
       return typeof o.text === 'string' && o.text.length <= MAX_INPUT ? { type: 'submit', text: o.text } : undefined;
     case 'approval':

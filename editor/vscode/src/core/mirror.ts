@@ -33,6 +33,11 @@ export class Mirror {
           this.items.set(p.id, { ...it, text: it.text + p.text });
           changed.add(p.id);
         }
+      } else if (p.op === 'prepend') {
+        const fresh = p.items.filter((it) => !this.items.has(it.id));
+        for (const it of fresh) this.items.set(it.id, it);
+        this.order.unshift(...fresh.map((it) => it.id));
+        for (const it of fresh) changed.add(it.id);
       } else if (p.op === 'remove') {
         this.items.delete(p.id);
         const i = this.order.indexOf(p.id);

@@ -1,15 +1,27 @@
 /**
  * The chat transcript kept by the extension host: the source of truth the webview mirrors. It is
- * rebuilt from `mino/history` (window reload, session switch) and updated by `mino/event`s and
- * approvals. Every change goes out as a list of patches. Pure: no `vscode` import.
+ * rebuilt from the latest page of `mino/history` (window reload, session switch), grows upwards by
+ * earlier pages as the person scrolls up, and is updated by `mino/event`s and approvals. Every
+ * change goes out as a list of patches. Pure: no `vscode` import.
  */
-import type { ApprovalRequest, Event, HistoryItem, Outcome } from '../protocol';
+import type { ApprovalRequest, Event, History, HistoryItem, Outcome } from '../protocol';
 import type { ApprovalView, ChatItem, Patch } from './messages';
 
 type ToolItem = Extract<ChatItem, { kind: 'tool' }>;
 type AssistantItem = Extract<ChatItem, { kind: 'assistant' }>;
 
 export const MAX_ITEMS = 2000;
+/** Items per `mino/history` page the panel asks for (the server's default). */
+export const PAGE_SIZE = 200;
+
+/** The page above the first item: whether there is one, and the `before` to ask for it with
+ *  (null: the items shown no longer say where they start, so the latest page is loaded again). */
+export interface Earlier {
+  more: boolean;
+  before: number | null;
+}
+
+type Page = Pick<History, 'items'> & { more?: boolean };
 
 export class Transcript {
   private items: ChatItem[] = [];
@@ -17,8 +29,19 @@ export class Transcript {
   /** turnId -> id of the assistant item that text_deltas currently append to */
   private readonly openText = new Map<string, string>();
   private seq = 0;
+  /** The log record (seq) behind each item that came from `mino/history`; live items have none. */
+  private readonly seqs = new Map<string, number>();
+  /** Live items push the oldest out beyond this many; earlier pages the person asked for raise it. */
+  private limit = MAX_ITEMS;
+  private earlierMore = false;
+  private earlierBefore: number | null = null;
+  private gen = 0;
 
-  constructor(private readonly emit: (patches: Patch[]) => void = () => {}) {}
+  constructor(
+    private readonly emit: (patches: Patch[]) => void = () => {},
+    /** The answer of `earlier()` may have changed (not called for reset/loadHistory: a snapshot follows). */
+    private readonly onEarlier: () => void = () => {},
+  ) {}
 
   snapshot(): ChatItem[] {
     return this.items.map((i) => structuredClone(i));
@@ -32,12 +55,13 @@ export class Transcript {
   private put(item: ChatItem, patches: Patch[]): void {
     if (!this.byId.has(item.id)) {
       this.items.push(item);
-      if (this.items.length > MAX_ITEMS) {
-        const dropped = this.items.splice(0, this.items.length - MAX_ITEMS);
+      if (this.items.length > this.limit) {
+        const dropped = this.items.splice(0, this.items.length - this.limit);
         for (const d of dropped) {
           this.byId.delete(d.id);
           patches.push({ op: 'remove', id: d.id });
         }
+        this.trimmed(dropped);
       }
     } else {
       const idx = this.items.findIndex((i) => i.id === item.id);
@@ -47,38 +71,119 @@ export class Transcript {
     patches.push({ op: 'upsert', item: structuredClone(item) });
   }
 
-  /** Replace everything (history load); the caller sends a snapshot. */
+  /** Replace everything; the caller sends a snapshot. */
   reset(items: ChatItem[]): void {
     this.items = [];
     this.byId.clear();
     this.openText.clear();
+    this.seqs.clear();
+    this.limit = MAX_ITEMS;
+    this.earlierMore = false;
+    this.earlierBefore = null;
+    this.gen += 1;
     for (const i of items) {
       this.items.push(i);
       this.byId.set(i.id, i);
     }
   }
 
+  /** Replace everything by the latest page of `mino/history`; the caller sends a snapshot. */
+  loadHistory(page: Page): void {
+    const pairs = this.historyItems(Array.isArray(page.items) ? page.items : []);
+    this.reset(pairs.map(([item]) => item));
+    for (const [item, seq] of pairs) if (seq !== undefined) this.seqs.set(item.id, seq);
+    this.setEarlier(page.more === true, pairs[0]?.[1]);
+  }
+
+  /** Changes with every reset: a page asked for under another generation belongs to what was shown then. */
+  get generation(): number {
+    return this.gen;
+  }
+
+  earlier(): Earlier {
+    return { more: this.earlierMore, before: this.earlierBefore };
+  }
+
+  /** An earlier page, asked for with `earlier().before` in `generation`: its items go above the
+   *  first item. Returns false (and changes nothing) when it no longer fits what is shown. */
+  prependHistory(page: Page, generation: number): boolean {
+    const bound = this.earlierBefore;
+    if (generation !== this.gen || bound === null) return false;
+    // Only what lies above the first item: a page never shows an item twice.
+    const pairs = this.historyItems(Array.isArray(page.items) ? page.items : []).filter(
+      ([, seq]) => seq !== undefined && seq < bound,
+    );
+    if (pairs.length) {
+      const fresh = pairs.map(([item]) => item);
+      this.items.unshift(...fresh);
+      for (const [item, seq] of pairs) {
+        this.byId.set(item.id, item);
+        this.seqs.set(item.id, seq!);
+      }
+      this.limit = Math.max(this.limit, this.items.length); // what the person scrolled up to stays
+      this.emit([{ op: 'prepend', items: fresh.map((i) => structuredClone(i)) }]);
+    }
+    this.setEarlier(page.more === true, pairs[0]?.[1]);
+    this.onEarlier();
+    return true;
+  }
+
   /** Items from `mino/history`. */
   fromHistory(history: HistoryItem[]): ChatItem[] {
-    const out: ChatItem[] = [];
+    return this.historyItems(history).map(([item]) => item);
+  }
+
+  private historyItems(history: HistoryItem[]): [ChatItem, number | undefined][] {
+    const out: [ChatItem, number | undefined][] = [];
     for (const h of history) {
       const text = typeof h.text === 'string' ? h.text : '';
-      if (h.role === 'user') out.push({ kind: 'user', id: this.nextId('h'), text });
+      const seq = Number.isSafeInteger(h.seq) ? h.seq : undefined;
+      if (h.role === 'user') out.push([{ kind: 'user', id: this.nextId('h'), text }, seq]);
       else if (h.role === 'assistant')
-        out.push({ kind: 'assistant', id: this.nextId('h'), turnId: h.turnId ?? '', text, streaming: false });
+        out.push([{ kind: 'assistant', id: this.nextId('h'), turnId: h.turnId ?? '', text, streaming: false }, seq]);
       else if (h.role === 'tool')
-        out.push({
-          kind: 'tool',
-          id: this.nextId('h'),
-          turnId: h.turnId ?? '',
-          callId: '',
-          tool: h.tool ?? 'tool',
-          fields: [],
-          status: h.status,
-          result: text,
-        });
+        out.push([
+          {
+            kind: 'tool',
+            id: this.nextId('h'),
+            turnId: h.turnId ?? '',
+            callId: '',
+            tool: h.tool ?? 'tool',
+            fields: [],
+            status: h.status,
+            result: text,
+          },
+          seq,
+        ]);
     }
     return out;
+  }
+
+  /** More exists only above an item whose seq is known: without one there is nothing to ask with. */
+  private setEarlier(more: boolean, firstSeq: number | undefined): void {
+    this.earlierMore = more && firstSeq !== undefined;
+    this.earlierBefore = this.earlierMore ? firstSeq! : null;
+  }
+
+  /** The oldest items went (the transcript is full): what they showed is now the page above. */
+  private trimmed(dropped: ChatItem[]): void {
+    let lastSeq: number | undefined;
+    let liveLost = false;
+    for (const d of dropped) {
+      const seq = this.seqs.get(d.id);
+      this.seqs.delete(d.id);
+      if (seq !== undefined) lastSeq = seq;
+      else if (d.kind === 'user' || d.kind === 'assistant' || d.kind === 'tool') liveLost = true; // in the log, seq unknown
+    }
+    if (lastSeq === undefined && !liveLost) return; // only notices and command output: not in the log
+    this.earlierMore = true;
+    if (liveLost) {
+      this.earlierBefore = null;
+    } else {
+      const first = this.items.find((i) => this.seqs.has(i.id));
+      this.earlierBefore = first ? this.seqs.get(first.id)! : lastSeq! + 1;
+    }
+    this.onEarlier();
   }
 
   addUser(text: string): void {

@@ -2,9 +2,10 @@
  * The chat webview: mirrors the host's transcript, sends what the person types, and answers
  * approvals only on an explicit click of Approve or Deny on a card.
  */
-import type { ChatItem, ConnectionView, HostToWebview, WebviewToHost } from '../core/messages';
+import type { ChatItem, ConnectionView, EarlierView, HostToWebview, WebviewToHost } from '../core/messages';
 import { modeAndSession, usagePercent, usageText, usageTooltip } from '../core/format';
 import { Mirror } from '../core/mirror';
+import { keptScrollTop, shouldLoadEarlier } from '../core/paging';
 import type { State } from '../protocol';
 import { escapeHtml, renderItem } from './render';
 
@@ -30,6 +31,11 @@ const statusEl = $<HTMLSpanElement>('statusline');
 const usageEl = $<HTMLSpanElement>('usage');
 
 const mirror = new Mirror();
+/** Above the first item while earlier history exists: a button, or "Loading…" while a page comes. */
+const earlierEl = document.createElement('div');
+earlierEl.id = 'earlier';
+let earlier: EarlierView = { more: false, loading: false };
+let earlierAsked = false;
 let state: State | null = null;
 let connection: ConnectionView = { status: 'starting' };
 let turnRunning = false;
@@ -48,6 +54,12 @@ function elementFor(id: string): HTMLElement | null {
   return transcriptEl.querySelector(`[data-id="${CSS.escape(id)}"]`);
 }
 
+function build(item: ChatItem): HTMLElement | null {
+  const tpl = document.createElement('template');
+  tpl.innerHTML = renderItem(item);
+  return tpl.content.firstElementChild as HTMLElement | null;
+}
+
 function renderOne(id: string): void {
   const item = mirror.get(id);
   const old = elementFor(id);
@@ -55,9 +67,7 @@ function renderOne(id: string): void {
     old?.remove();
     return;
   }
-  const tpl = document.createElement('template');
-  tpl.innerHTML = renderItem(item);
-  const el = tpl.content.firstElementChild as HTMLElement | null;
+  const el = build(item);
   if (!el) return;
   // keep <details> open/closed as the person left them
   if (old) {
@@ -87,9 +97,44 @@ function schedule(id: string): void {
 
 function snapshot(list: ChatItem[]): void {
   transcriptEl.textContent = '';
+  earlierAsked = false;
+  renderEarlier();
   for (const id of mirror.reset(list)) dirty.add(id);
   flush();
   transcriptEl.scrollTop = transcriptEl.scrollHeight;
+}
+
+/** An earlier page arrived: its items go above the first one, and what the person was reading
+ *  stays where it was on the screen. */
+function insertEarlier(ids: string[]): void {
+  const before = { scrollTop: transcriptEl.scrollTop, scrollHeight: transcriptEl.scrollHeight, clientHeight: 0 };
+  const fragment = document.createDocumentFragment();
+  for (const id of ids) {
+    const item = mirror.get(id);
+    const el = item && !elementFor(id) ? build(item) : null;
+    if (el) fragment.appendChild(el);
+  }
+  transcriptEl.insertBefore(fragment, earlierEl.parentNode === transcriptEl ? earlierEl.nextSibling : transcriptEl.firstChild);
+  emptyEl.hidden = mirror.size > 0;
+  transcriptEl.scrollTop = keptScrollTop(before, transcriptEl.scrollHeight);
+}
+
+function renderEarlier(): void {
+  if (!earlier.more) {
+    earlierEl.remove();
+    return;
+  }
+  earlierEl.innerHTML = earlier.loading
+    ? '<span class="earlier-text">Loading earlier messages…</span>'
+    : '<button type="button" class="btn secondary" data-action="earlier">Load earlier messages</button>';
+  if (transcriptEl.firstChild !== earlierEl) transcriptEl.insertBefore(earlierEl, transcriptEl.firstChild);
+}
+
+function maybeLoadEarlier(): void {
+  if (shouldLoadEarlier(transcriptEl, earlier, earlierAsked)) {
+    earlierAsked = true;
+    post({ type: 'loadEarlier' });
+  }
 }
 
 function renderBanner(): void {
@@ -197,9 +242,15 @@ document.addEventListener('click', (e) => {
     target.closest('.actions')?.querySelectorAll('button').forEach((b) => ((b).disabled = true));
     return;
   }
+  if (action === 'earlier') {
+    earlierAsked = true;
+    post({ type: 'loadEarlier' });
+    return;
+  }
   const command = target.dataset.command;
   if (command) post({ type: 'command', command: command as never });
 });
+transcriptEl.addEventListener('scroll', maybeLoadEarlier, { passive: true });
 
 window.addEventListener('message', (ev: MessageEvent<HostToWebview>) => {
   const m = ev.data;
@@ -208,12 +259,24 @@ window.addEventListener('message', (ev: MessageEvent<HostToWebview>) => {
       state = m.state;
       connection = m.connection;
       turnRunning = m.turnRunning;
+      earlier = m.earlier ?? { more: false, loading: false };
       snapshot(m.items);
       renderBanner();
       renderStatus();
+      requestAnimationFrame(maybeLoadEarlier); // a first page that does not fill the panel
       break;
-    case 'patch':
-      for (const id of mirror.apply(m.patches)) schedule(id);
+    case 'patch': {
+      const above = m.patches.flatMap((p) => (p.op === 'prepend' ? p.items.map((i) => i.id) : []));
+      const changed = mirror.apply(m.patches);
+      if (above.length) insertEarlier(above);
+      for (const id of changed) if (!above.includes(id)) schedule(id);
+      break;
+    }
+    case 'earlier':
+      earlier = m.earlier;
+      if (!earlier.loading) earlierAsked = false;
+      renderEarlier();
+      requestAnimationFrame(maybeLoadEarlier); // still at the top: the next page
       break;
     case 'state':
       state = m.state;

@@ -346,3 +346,56 @@ test('recovery: a call without a result asks mino/confirm at start-up; yes resto
     fs.rmSync(root, { recursive: true, force: true });
   }
 });
+
+test('history in pages: the latest page first, earlier pages to the first message, a larger limit capped', T, async () => {
+  // A long session written as Mino writes it: 1,200 turns (user, tool call and result, answer, turn end).
+  const home = fs.mkdtempSync(path.join(os.tmpdir(), 'mino-pages-'));
+  const sid = 'c'.repeat(32);
+  const lines: string[] = [];
+  const at = '2026-10-21T10:00:00.000Z';
+  const add = (r: Record<string, unknown>) => lines.push(JSON.stringify({ seq: lines.length + 1, ...r, at }));
+  for (let n = 0; n < 1200; n++) {
+    const turn_id = n.toString(16).padStart(16, '0');
+    add({ type: 'user_message', turn_id, text: `question ${n}` });
+    if (n % 4 === 0) {
+      add({ type: 'tool_call', turn_id, call_id: `call_${n}`, name: 'read_file', arguments: '{}' });
+      add({ type: 'tool_result', turn_id, call_id: `call_${n}`, status: 'completed', output: `file ${n}` });
+    }
+    add({ type: 'assistant_message', turn_id, text: `answer ${n}` });
+    add({ type: 'turn_end', turn_id, status: 'completed' });
+  }
+  fs.mkdirSync(path.join(home, 'sessions'), { recursive: true, mode: 0o700 });
+  fs.writeFileSync(path.join(home, 'sessions', `${sid}.jsonl`), lines.join('\n') + '\n', { mode: 0o600 });
+  fs.writeFileSync(path.join(home, 'sessions', 'active-session.json'), JSON.stringify({ session_id: sid }));
+  try {
+    await withMino(
+      [],
+      async (m) => {
+        const c = m.session.client;
+        assert.equal((await c.state()).sessionId, sid);
+        const latest = await c.history(); // what a version-1 client asks: now the latest page
+        assert.equal(latest.items.length, 200);
+        assert.equal(latest.more, true);
+        assert.equal(latest.items[199].text, 'answer 1199');
+        const t = new Transcript();
+        t.loadHistory(latest);
+        let pages = 1;
+        while (t.earlier().more) {
+          assert.ok(t.prependHistory(await c.history({ before: t.earlier().before!, limit: 200 }), t.generation));
+          pages++;
+        }
+        const shown = t.snapshot();
+        assert.equal(pages, 14);
+        assert.equal(shown.length, 1200 * 2 + 300);
+        assert.deepEqual(shown.slice(0, 3).map((i) => (i.kind === 'tool' ? i.result : 'text' in i ? i.text : '')), ['question 0', 'file 0', 'answer 0']);
+        const tool = shown.find((i) => i.kind === 'tool');
+        assert.ok(tool && tool.kind === 'tool' && tool.tool === 'read_file' && tool.status === 'completed');
+        assert.equal((await c.history({ limit: 5000 })).items.length, 1000);
+        assert.deepEqual(await c.history({ before: 1 }), { items: [], more: false });
+      },
+      { home },
+    );
+  } finally {
+    fs.rmSync(home, { recursive: true, force: true });
+  }
+});

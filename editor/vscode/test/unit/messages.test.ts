@@ -6,6 +6,7 @@ test('webview messages are validated', () => {
   assert.deepEqual(parseWebviewMessage({ type: 'ready' }), { type: 'ready' });
   assert.deepEqual(parseWebviewMessage({ type: 'submit', text: 'hi' }), { type: 'submit', text: 'hi' });
   assert.deepEqual(parseWebviewMessage({ type: 'stop', extra: 1 }), { type: 'stop' });
+  assert.deepEqual(parseWebviewMessage({ type: 'loadEarlier', before: 3 }), { type: 'loadEarlier' });
   assert.deepEqual(parseWebviewMessage({ type: 'approval', key: 'k', approved: false }), { type: 'approval', key: 'k', approved: false });
   assert.deepEqual(parseWebviewMessage({ type: 'command', command: 'mino.resumeSession' }), { type: 'command', command: 'mino.resumeSession' });
 });

@@ -61,6 +61,7 @@ test('requests use the protocol method names and params', async () => {
   await client.compact();
   await client.listMemories();
   await client.history();
+  await client.history({ before: 17, limit: 200 });
   assert.deepEqual(seen, [
     ['mino/state', {}],
     ['mino/command', { line: '/sessions' }],
@@ -72,6 +73,7 @@ test('requests use the protocol method names and params', async () => {
     ['mino/compact', {}],
     ['mino/memory/list', {}],
     ['mino/history', {}],
+    ['mino/history', { before: 17, limit: 200 }],
   ]);
   close();
 });

@@ -85,7 +85,7 @@ for (const seed of [1, 2, 3, 42, 1234, 99999]) {
 test('a reset (history reload) then patches', () => {
   const mirror = new Mirror();
   const t = new Transcript((p) => mirror.apply(viaJson(p)));
-  t.reset(t.fromHistory([{ turnId: 'a', role: 'user', text: 'hi' }, { turnId: 'a', role: 'assistant', text: 'hello' }]));
+  t.reset(t.fromHistory([{ seq: 1, turnId: 'a', role: 'user', text: 'hi' }, { seq: 2, turnId: 'a', role: 'assistant', text: 'hello' }]));
   mirror.reset(viaJson(t.snapshot()));
   t.applyEvent({ turnId: 'b', type: 'text_delta', text: 'more' });
   assert.deepEqual(mirror.list(), t.snapshot());

@@ -102,9 +102,9 @@ test('the first outcome sticks', () => {
 test('history becomes items', () => {
   const { t } = setup();
   const items = t.fromHistory([
-    { turnId: 'a', role: 'user', text: 'Remember pine.' },
-    { turnId: 'a', role: 'tool', text: 'Saved memory pine.', tool: 'memory_save', status: 'completed' },
-    { turnId: 'a', role: 'assistant', text: 'Saved.' },
+    { seq: 1, turnId: 'a', role: 'user', text: 'Remember pine.' },
+    { seq: 3, turnId: 'a', role: 'tool', text: 'Saved memory pine.', tool: 'memory_save', status: 'completed' },
+    { seq: 4, turnId: 'a', role: 'assistant', text: 'Saved.' },
   ]);
   assert.deepEqual(
     items.map((i) => i.kind),

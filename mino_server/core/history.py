@@ -1,0 +1,49 @@
+"""What a chat panel shows for a session, a page at a time (docs/PROTOCOL.md, `mino/history`).
+
+A page is the latest `limit` shown records (user and assistant messages, tool results) whose seq is
+below `before`, oldest first, and whether earlier ones exist. Only the page's records (and the
+tool_call records that name their tools) are read from the log, so a page costs the same on a
+session of 100 records and of a million.
+"""
+
+from __future__ import annotations
+
+from .contract import HistoryItem, Role
+from .sessions.log import SessionLog
+
+DEFAULT_LIMIT = 200
+MAX_LIMIT = 1000  # a larger limit is capped: a page stays a page
+
+
+def page_limit(limit: int | None) -> int:
+    """The number of items a page holds for the `limit` asked (None: the default)."""
+    if limit is None:
+        return DEFAULT_LIMIT
+    return min(max(limit, 1), MAX_LIMIT)
+
+
+def history_page(
+    log: SessionLog | None, before: int | None = None, limit: int | None = None
+) -> tuple[list[HistoryItem], bool]:
+    """(items, more): the latest page of items with seq below `before` (None: no bound)."""
+    if log is None:
+        return [], False
+    pairs, more = log.page(before, page_limit(limit))
+    items = []
+    for rec, call in pairs:
+        t = rec["type"]
+        if t == "tool_result":
+            items.append(
+                HistoryItem(
+                    seq=rec["seq"],
+                    turnId=rec.get("turn_id"),
+                    role="tool",
+                    text=rec["output"],
+                    tool=call["name"] if call is not None else "?",
+                    status=rec["status"],
+                )
+            )
+        else:
+            role: Role = "user" if t == "user_message" else "assistant"
+            items.append(HistoryItem(seq=rec["seq"], turnId=rec.get("turn_id"), role=role, text=rec["text"]))
+    return items, more
