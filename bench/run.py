@@ -652,6 +652,58 @@ def bench_server(ctx: Context, model_cls: type) -> None:
                 client.close()
 
 
+def bench_acp(ctx: Context, model_cls: type) -> None:
+    """`mino --acp` on a fresh home: spawn → the `initialize` result, spawn → the first
+    `session/new` result (a session created and selected: ready for a prompt)."""
+    init = ctx.row("acp_init", "ACP agent `initialize` answered: spawn → result", "ms", "≤ 200")
+    new = ctx.row("acp_new", "ACP agent ready, fresh home: spawn → first `session/new` result", "ms", "≤ 300")
+    home, work = ctx.scratch("acp")
+    with model_cls() as model:
+        for i in range(ctx.runs + 1):  # the first round warms the page cache and .pyc files
+            shutil.rmtree(home, ignore_errors=True)
+            spawned = time.perf_counter()
+            proc = subprocess.Popen(
+                [*ctx.mino, "--acp"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                env=env_for(home, model.base_url),
+                cwd=work,
+            )
+            assert proc.stdin is not None and proc.stdout is not None
+            try:
+                answered = []
+                requests = [
+                    {
+                        "id": 1,
+                        "method": "initialize",
+                        "params": {"protocolVersion": 1, "clientCapabilities": {}},
+                    },
+                    {"id": 2, "method": "session/new", "params": {"cwd": str(work), "mcpServers": []}},
+                ]
+                for request in requests:
+                    proc.stdin.write(json.dumps({"jsonrpc": "2.0", **request}).encode() + b"\n")
+                    proc.stdin.flush()
+                    while True:  # notifications (available_commands_update) may come in between
+                        line = proc.stdout.readline()
+                        check(bool(line), f"mino --acp answered {request['method']}")
+                        message = json.loads(line)
+                        if message.get("id") == request["id"]:
+                            check("result" in message, f"{request['method']} succeeded: {message}")
+                            answered.append(time.perf_counter())
+                            break
+                if i:
+                    init.mino.add((answered[0] - spawned) * 1000)
+                    new.mino.add((answered[1] - spawned) * 1000)
+            finally:
+                proc.stdin.close()
+                try:
+                    proc.wait(10)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+
+
 def _load_home(ctx: Context, name: str, records: int) -> tuple[Path, Path, int]:
     home, work = ctx.scratch(name)
     write_config(home, sandbox="off")
@@ -839,6 +891,7 @@ BENCHMARKS: list[tuple[str, Callable[[Context, type], None]]] = [
     ("cli", bench_cli),
     ("tool", bench_tool),
     ("server", bench_server),
+    ("acp", bench_acp),
     ("turn", bench_turn),
     ("resume", bench_resume),
 ]
@@ -913,7 +966,7 @@ def main(argv: list[str] | None = None) -> int:
         "--out", type=Path, help="write the table here (default: bench/README.md, not with --quick)"
     )
     parser.add_argument(
-        "--only", action="append", help="run only these benchmarks (cli, tool, server, turn, resume)"
+        "--only", action="append", help="run only these benchmarks (cli, tool, server, acp, turn, resume)"
     )
     args = parser.parse_args(argv)
     _ensure_venv()

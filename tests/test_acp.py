@@ -571,3 +571,67 @@ def test_acp_costs_nothing_on_the_other_paths(tmp_path: Path, env: dict[str, str
     acp_path = imported(["--acp"])
     assert "mino_server.acp.app" in acp_path
     assert "pydantic" not in acp_path  # the SDK is the tests' schema oracle, not a run-time cost
+
+
+# ---- many connections on one home -----------------------------------------------------------------
+
+# Sessions claimed one by one (the store rules of "many editor windows on one home"); a tree that
+# still locks the whole store per process refuses a second process outright.
+many_connections = pytest.mark.skipif(
+    not hasattr(__import__("mino_server.core.store", fromlist=["Store"]).Store, "claim"),
+    reason="this tree's store still takes one lock per process (no per-session claims yet)",
+)
+
+
+@many_connections
+def test_a_session_open_in_another_process_is_in_use(spawn: Spawn, model: ScriptedModel, ws: Path) -> None:
+    first = spawn()
+    sid = first.new_session(ws)
+    second = spawn()
+    load = {"sessionId": sid, "cwd": str(ws), "mcpServers": []}
+    err = second.error("session/load", load)
+    assert err.code == -32006
+    assert f"pid {first.proc.pid}" in err.message and str(ws.resolve()) in err.message
+    assert err.data == {"sessionId": sid, "pid": first.proc.pid, "workdir": str(ws.resolve())}
+    second.new_session(ws)  # the second process is unharmed
+    assert first.close() == 0  # an editor that exits closes its sessions
+    second.request("session/load", load)
+
+
+@many_connections
+def test_a_terminal_beside_acp_on_one_home(
+    spawn: Spawn, model: ScriptedModel, ws: Path, env: dict[str, str]
+) -> None:
+    model.add({"text": "acp answer"}, {"text": "terminal answer", "require": "from the terminal"})
+    client = spawn()
+    sid = client.new_session(ws)  # also the selection a terminal start-up would pick
+    client.prompt(sid, "from the editor")
+    terminal = subprocess.run(
+        [sys.executable, "-m", "mino_server"],
+        input=b"from the terminal\n",
+        capture_output=True,
+        env=env,
+        cwd=ws,
+        timeout=60,
+    )
+    out = terminal.stdout.decode()
+    assert terminal.returncode == 0, terminal.stderr.decode()
+    assert f"Session {sid} is open in another Mino (pid {client.proc.pid}, in {ws.resolve()})" in out
+    assert "terminal answer" in out
+    assert "from the editor" not in json.dumps(model.requests[1])  # its own new session
+    model.add({"text": "acp again", "require": ["from the editor", "acp answer"]})
+    assert client.prompt(sid, "again") == {"stopReason": "end_turn"}
+    assert model.errors == []
+    listed = client.request("session/list", {})["sessions"]
+    assert len(listed) == 2
+    (theirs,) = [s for s in listed if s["sessionId"] != sid]
+    assert theirs["_meta"] == {"mino": {"cwdKnown": False}}  # used only in the terminal so far
+
+
+def test_the_front_end_names_the_contracts_modes() -> None:
+    """mapping.py keeps its own copy so that `initialize` needs no core import; it must not drift."""
+    from mino_server.acp import mapping
+    from mino_server.core.contract import MODES
+
+    assert mapping.MODES == MODES
+    assert set(mapping.MODE_NAMES) == set(MODES) == set(mapping.MODE_DESCRIPTIONS)

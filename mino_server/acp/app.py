@@ -1,4 +1,4 @@
-"""`mino --acp`: the Agent Client Protocol front end (docs/PROTOCOL.md, "`mino --acp`").
+"""`mino --acp`: the Agent Client Protocol front end (docs/ACP.md).
 
 One process serves many ACP sessions. Each is one core Conversation (its own session log, working
 directory from session/new or session/load, mode and running turn) on one shared Store; the ACP
@@ -305,26 +305,11 @@ class AcpAgent:
                 self._workers.discard(threading.current_thread())
 
     def _answer(self, msg_id: Any, method: str, work: Callable[[], Any]) -> None:
-        from ..core.conversation import CommandError
-        from ..core.sessions.store import StorageError
-
         try:
             reply = work()
-        except RpcError as exc:
-            self.send_error(msg_id, exc.code, exc.message, exc.data)
-            return
-        except M.ParamsError as exc:
-            self.send_error(msg_id, INVALID_PARAMS, str(exc))
-            return
-        except CommandError as exc:
-            self.send_error(msg_id, REFUSED, str(exc))
-            return
-        except StorageError as exc:
-            self.send_error(msg_id, STORAGE_FAILED, str(exc))
-            return
-        except Exception as exc:  # a bug: one line for the client, the traceback on stderr
-            log.exception("%s failed", method)
-            self.send_error(msg_id, INTERNAL_ERROR, f"Internal error: {one_line(exc)}")
+        except Exception as exc:
+            code, message, data = self._error_for(method, exc)
+            self.send_error(msg_id, code, message, data)
             return
         if not isinstance(reply, Reply):
             reply = Reply(reply)
@@ -334,6 +319,32 @@ class AcpAgent:
                 reply.after()
             except Exception:
                 log.exception("after %s", method)
+
+    @staticmethod
+    def _error_for(method: str, exc: Exception) -> tuple[int, str, Any]:
+        """The error answer for what a request raised. The core's classes are imported here, not
+        before every answer: `initialize` must not wait for the core to load."""
+        if isinstance(exc, RpcError):
+            return exc.code, exc.message, exc.data
+        if isinstance(exc, M.ParamsError):
+            return INVALID_PARAMS, str(exc), None
+        from ..core.conversation import CommandError
+        from ..core.sessions.store import StorageError
+
+        if isinstance(exc, CommandError):
+            # conversation.SessionOpenElsewhere: a CommandError that names the connection (another
+            # window, terminal or ACP process) holding the session open.
+            other = getattr(exc, "other", None)
+            if other is not None:
+                data = {"sessionId": other.session_id, "pid": other.pid, "workdir": other.workdir}
+                return SESSION_IN_USE, str(exc), data
+            return REFUSED, str(exc), None
+        if isinstance(exc, StorageError):
+            return STORAGE_FAILED, str(exc), None
+        log.error(
+            "%s failed", method, exc_info=exc
+        )  # a bug: one line for the client, the traceback on stderr
+        return INTERNAL_ERROR, f"Internal error: {one_line(exc)}", None
 
     def _notification(self, method: str, params: dict[str, Any]) -> None:
         if method == "session/cancel":
@@ -449,15 +460,14 @@ class AcpAgent:
             log.warning("could not save where session %s was used: %s", session_id, exc)
 
     # ---- requests --------------------------------------------------------------------------------
-    def initialize(self, params: dict[str, Any]) -> dict[str, Any]:
+    def initialize(self, params: dict[str, Any]) -> Reply:
         if self.initialized:
             raise RpcError(INVALID_REQUEST, "Invalid request: initialize was already received; send it once.")
         version = params.get("protocolVersion")
         if not isinstance(version, int) or isinstance(version, bool) or version < 0:
             raise M.ParamsError("Invalid params: protocolVersion must be a non-negative integer.")
         self.initialized = True
-        threading.Thread(target=self.warm_up, name="mino-acp-warm-up", daemon=True).start()
-        return {
+        result = {
             "protocolVersion": M.PROTOCOL_VERSION,  # the one Mino speaks; a client on another one disconnects
             "agentInfo": {"name": "mino", "title": "Mino", "version": __version__},
             "agentCapabilities": {
@@ -467,6 +477,11 @@ class AcpAgent:
             },
             "authMethods": [],
         }
+        # After the answer is out: the import would compete with writing it.
+        return Reply(
+            result,
+            lambda: threading.Thread(target=self.warm_up, name="mino-acp-warm-up", daemon=True).start(),
+        )
 
     def _mcp_count(self, params: dict[str, Any], required: bool) -> int:
         servers = params.get("mcpServers")
@@ -552,7 +567,8 @@ class AcpAgent:
 
     def _replay(self, conversation: Conversation, ui: SessionUI) -> None:
         """The session's history as session/update, oldest first (the latest page when it is long)."""
-        items, more = conversation.history()
+        page = conversation.history()  # (items, more): the latest page; a plain list before pages existed
+        items, more = page if isinstance(page, tuple) else (page, False)
         if more:
             ui.update(M.text_chunk("(Earlier messages of this session are not shown here.)\n\n"))
         for item in items:

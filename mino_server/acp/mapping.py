@@ -12,13 +12,16 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
-from ..core.context import ContextRequest, fence
-from ..core.contract import MODES, ApprovalField, FileDiff, HistoryItem
-from ..core.display import approval_lines
-from ..core.sessions.log import result_text
+if TYPE_CHECKING:
+    from ..core.context import ContextRequest
+    from ..core.contract import ApprovalField, FileDiff, HistoryItem
+
+# The core's modules are imported where they are used: `initialize` is answered before any of them
+# has loaded (the editor waits for that answer at every start).
+MODES = ("manual", "accept-edits", "bypass")  # contract.MODES; tests/test_acp.py checks they agree
 
 PROTOCOL_VERSION = 1
 
@@ -121,7 +124,9 @@ def absolute_dir(value: Any, field: str) -> Path:
 
 
 def parse_prompt(blocks: Any) -> tuple[str, list[ContextRequest]]:
-    """(typed text, context requests) of a session/prompt's `prompt` (docs/PROTOCOL.md, "mino --acp")."""
+    """(typed text, context requests) of a session/prompt's `prompt` (docs/ACP.md)."""
+    from ..core.context import ContextRequest
+
     if not isinstance(blocks, list) or not blocks:
         raise ParamsError("Invalid params: prompt must be a non-empty list of content blocks.")
     texts: list[str] = []
@@ -223,11 +228,19 @@ def fields_content(
 ) -> list[dict[str, Any]]:
     """The tool call as every front end shows it (`[Tool: NAME]`, `Label: "value"` lines, the
     warning), then for a file change the whole file before and after as ACP's diff content."""
+    from ..core.display import approval_lines
+
     lines = approval_lines(tool, [(f.label, f.value) for f in fields], warning)
     content = [text_content(fence("\n".join(lines)))]
     if diff is not None:
         content.append({"type": "diff", "path": diff.path, "oldText": diff.before, "newText": diff.after})
     return content
+
+
+def fence(text: str) -> str:
+    from ..core.context import fence as core_fence
+
+    return core_fence(text)
 
 
 def text_content(text: str) -> dict[str, Any]:
@@ -289,6 +302,8 @@ def result_status(status: str) -> str:
 
 def result_content(status: str, output: str) -> list[dict[str, Any]]:
     """What the model receives, shown literally: the output, or for a failure the status and why."""
+    from ..core.sessions.log import result_text
+
     text = output if status == "completed" else result_text(status, output)
     return [text_content(fence(text))] if text else []
 
@@ -323,18 +338,23 @@ def recovery_tool_call(session_id: str, message: str) -> dict[str, Any]:
 # ---- replay --------------------------------------------------------------------------------------
 
 
-def replay_update(item: HistoryItem) -> dict[str, Any]:
-    """One history item as the update that showed it."""
-    if item.role == "user":
-        return text_chunk(item.text, "user")
-    if item.role == "assistant":
-        return text_chunk(item.text)
-    tool = item.tool or "?"
+def replay_update(item: HistoryItem | dict[str, Any]) -> dict[str, Any]:
+    """One history item (contract.HistoryItem, or its dict form) as the update that showed it."""
+
+    def get(name: str) -> Any:
+        return item.get(name) if isinstance(item, dict) else getattr(item, name, None)
+
+    role, text = get("role"), get("text") or ""
+    if role == "user":
+        return text_chunk(text, "user")
+    if role == "assistant":
+        return text_chunk(text)
+    tool, status = get("tool") or "?", get("status") or "unknown"
     return {
         "sessionUpdate": "tool_call",
-        "toolCallId": f"history-{item.seq}",
+        "toolCallId": f"history-{get('seq') or id(item)}",
         "title": tool,
         "kind": tool_kind(tool),
-        "status": result_status(item.status or "unknown"),
-        "content": result_content(item.status or "unknown", item.text),
+        "status": result_status(status),
+        "content": result_content(status, text),
     }
