@@ -635,3 +635,20 @@ def test_the_front_end_names_the_contracts_modes() -> None:
 
     assert mapping.MODES == MODES
     assert set(mapping.MODE_NAMES) == set(MODES) == set(mapping.MODE_DESCRIPTIONS)
+
+
+def test_loading_a_session_this_process_has_open_reopens_it(
+    spawn: Spawn, model: ScriptedModel, ws: Path
+) -> None:
+    """An editor reopening its thread: the same process loads the session again and replays it."""
+    model.add({"text": "first answer"})
+    client = spawn()
+    sid = client.new_session(ws)
+    client.prompt(sid, "first question")
+    pending = client.start("session/load", {"sessionId": sid, "cwd": str(ws), "mcpServers": []})
+    pending.result()
+    replayed = client.updates(sid, "user_message_chunk")
+    assert [u["content"]["text"] for u in replayed] == ["first question"]
+    model.add({"text": "second answer", "require": ["first question", "first answer"]})
+    assert client.prompt(sid, "second question") == {"stopReason": "end_turn"}
+    assert model.errors == []
