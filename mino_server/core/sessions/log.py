@@ -403,7 +403,9 @@ class SessionLog:
             data = self._scan.dump(self._size, self._hash.digest())
         except ValueError:
             return
-        tmp = self.index_path.with_name(self.index_path.name + ".tmp")  # one writer: the store lock
+        # Only the conversation that has the session open writes its index; the pid keeps a stray
+        # second writer (a tool opening the log) from mixing into the same temporary file.
+        tmp = self.index_path.with_name(f"{self.index_path.name}.{os.getpid()}.tmp")
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
             try:
@@ -414,6 +416,10 @@ class SessionLog:
                 os.close(fd)
             os.replace(tmp, self.index_path)
         except OSError:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
             return
         self._indexed = self._size
 
