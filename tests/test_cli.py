@@ -151,19 +151,36 @@ def test_clear_through_the_pty(model: ScriptedModel, mino_env: dict[str, str], w
     assert texts(model.requests[1]) == ["What word?"]
 
 
-def test_second_process_is_refused_with_the_pid(
+def test_a_second_terminal_gets_its_own_session_and_says_why(
     model: ScriptedModel, mino_env: dict[str, str], workdir: Path
 ) -> None:
+    """Chapter 05 refused a second process; now it starts a new session with one line naming the
+    process that has the selected one, and its model request carries only its own history."""
+    model.add({"text": "first answer"}, {"text": "second answer"})
     first = spawn(mino_env, workdir)
+    a = expect_session(first)
     first.expect_exact(PROMPT)
-    proc = piped(mino_env, workdir, "hello\n")
+    first.sendline("one")
+    first.expect_exact("Assistant> first answer")
+    first.expect_exact(PROMPT)
+    proc = piped(mino_env, workdir, "two\n")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    b = re.search(r"Session: " + ID, proc.stdout)
+    assert b and b.group(1) != a
+    assert lines[0] == (
+        f"Session {a} is open in another Mino (pid {first.pid}, in {workdir.resolve()}), "
+        "so a new session was started."
+    )
+    assert "Assistant> second answer" in proc.stdout and "Traceback" not in proc.stderr
+    assert texts(model.requests[1]) == ["two"]  # not the first terminal's conversation
+    first.sendline("/sessions")
+    first.expect(r"\* " + a + r"  \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC\r\n")  # unmarked: the second one exited
+    first.expect_exact(PROMPT)
     first.sendeof()
     first.expect(pexpect.EOF)
-    assert proc.returncode == 1
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and f"pid {first.pid}" in lines[0] and "in use" in lines[0]
-    assert "Traceback" not in proc.stderr
-    assert model.requests == []
+    selected = json.loads((Path(mino_env["MINO_HOME"]) / "sessions" / "active-session.json").read_text())
+    assert selected == {"session_id": b.group(1)}  # the session most recently created
 
 
 def test_killed_between_call_and_result_asks_and_runs_nothing_again(

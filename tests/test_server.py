@@ -19,7 +19,7 @@ import pytest
 from server_client import NO_ANSWER, Client, contract_problems
 
 from mino_server.core.commands import HELP
-from mino_server.core.sessions.store import SessionStore
+from mino_server.core.sessions.store import Holder, SessionStore
 from mino_server.server import docgen
 from mino_server.testing.scripted_model import ScriptedModel
 
@@ -92,6 +92,13 @@ def spawn(home: Path, ws: Path, model: ScriptedModel) -> Iterator[Spawn]:
 
 def store(home: Path) -> SessionStore:
     return SessionStore(home / "sessions")
+
+
+def holder(home: Path, session_id: str) -> Holder | None:
+    """Who has the session open, as another process sees it."""
+    s = store(home)
+    with s.exclusive():
+        return s.holder(session_id)
 
 
 def records(home: Path, session_id: str) -> list[dict[str, Any]]:
@@ -344,18 +351,22 @@ def test_recovery_confirmation_at_start_up(spawn: Spawn, home: Path, confirmed: 
     assert ("recovery_ack" in types) is confirmed
 
 
-def test_lock_contention_names_the_pid(spawn: Spawn) -> None:
+def test_a_second_server_on_the_home_gets_its_own_session(spawn: Spawn, ws: Path) -> None:
+    """Chapter 05 refused a second process; now the second window starts a new session and says so
+    (the pid and folder of the window that has the selected one), and both keep working."""
     first = spawn()
-    assert first.request("mino/state")["sessionId"]
+    a = first.request("mino/state")["sessionId"]
     second = spawn()
-    err = second.error("mino/state")
-    assert err.code == -32003 and err.data == {"kind": "storeLocked", "pid": first.proc.pid}
-    assert f"pid {first.proc.pid}" in err.message and "in use by another Mino process" in err.message
-    assert second.error("mino/turn", {"text": "hi"}).code == -32003
-    shown = second.notifications("window/showMessage")
-    assert shown and shown[0]["type"] == 1 and f"pid {first.proc.pid}" in shown[0]["message"]
+    b = second.request("mino/state")["sessionId"]
+    assert a and b and a != b
+    shown = [m for m in second.notifications("window/showMessage") if m["type"] == 3]
+    assert len(shown) == 1 and shown[0]["message"] == (
+        f"Session {a} is open in another Mino (pid {first.proc.pid}, in {ws.resolve()}), "
+        "so a new session was started."
+    )
+    assert first.request("mino/state")["sessionId"] == a  # the first server is unharmed
     assert second.stop() == 0
-    assert first.request("mino/state")["busy"] is False  # the first server is unharmed
+    assert first.request("mino/state")["busy"] is False
 
 
 def test_bad_config_is_reported_not_a_crash(spawn: Spawn, home: Path) -> None:
@@ -499,9 +510,7 @@ def test_eof_mid_turn(spawn: Spawn, model: ScriptedModel, home: Path) -> None:
     assert client.wait_exit(10) == 1  # an exit without shutdown
     ends = [r for r in records(home, sid) if r["type"] == "turn_end"]
     assert [e["status"] for e in ends] == ["interrupted"]
-    s = store(home)
-    s.lock()  # the lock was released
-    s.unlock()
+    assert holder(home, sid) is None  # the session was released
 
 
 def test_shutdown_mid_turn(spawn: Spawn, model: ScriptedModel, home: Path) -> None:
@@ -518,14 +527,13 @@ def test_shutdown_mid_turn(spawn: Spawn, model: ScriptedModel, home: Path) -> No
     assert [r["status"] for r in records(home, sid) if r["type"] == "turn_end"] == ["interrupted"]
 
 
-def test_sigterm_releases_the_lock(spawn: Spawn, home: Path) -> None:
+def test_sigterm_releases_the_session(spawn: Spawn, home: Path, ws: Path) -> None:
     client = spawn()
-    assert client.request("mino/state")["sessionId"]
+    sid = client.request("mino/state")["sessionId"]
+    assert sid and holder(home, sid) == Holder(client.proc.pid, str(ws.resolve()))
     client.proc.terminate()
     assert client.wait_exit(10) == 1
-    s = store(home)
-    s.lock()
-    s.unlock()
+    assert holder(home, sid) is None
 
 
 STRAY_OUTPUT = """

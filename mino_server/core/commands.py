@@ -16,7 +16,7 @@ from .cancel import CancelToken
 from .contract import MODES
 from .conversation import CommandError, Conversation
 from .sessions.store import StorageError
-from .words import mode_line, session_line
+from .words import mode_line, open_elsewhere_mark, session_line
 
 CLEAR_QUESTION = (
     "Clear this session's saved history? This does not undo executed commands or delete recovery copies "
@@ -124,13 +124,13 @@ def cmd_sessions(
     agent: Conversation, args: list[str], out: Callable[[str], None], ask: object, cancel: CancelToken
 ) -> None:
     _no_args("/sessions", args)
-    sessions = agent.sessions.list()
+    sessions = agent.list_sessions()
     if not sessions:
         out("No sessions yet.")
         return
-    for s in sessions:
+    for s, other in sessions:
         mark = "*" if s.id == agent.session_id else " "
-        out(f"{mark} {s.id}  {utc(s.mtime)}")
+        out(f"{mark} {s.id}  {utc(s.mtime)}" + (open_elsewhere_mark(other) if other else ""))
 
 
 def cmd_clear(

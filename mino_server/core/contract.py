@@ -290,6 +290,16 @@ class HistoryItem:
     status: ToolStatus | None = optional("role tool: the result status")
 
 
+@dataclass(frozen=True)
+class OpenElsewhere:
+    """A session another conversation has open (another window, terminal or ACP session): who, for
+    the lines that name it (words.py); `pid` and `workdir` are None when its note could not be read."""
+
+    session_id: str
+    pid: int | None
+    workdir: str | None
+
+
 @dataclass(kw_only=True)
 class Startup:
     """What opening a conversation found; front ends word it (words.startup_lines)."""
@@ -300,3 +310,5 @@ class Startup:
     sandbox_line: str  # "Sandbox: bwrap" or "Sandbox: unavailable (why)"
     notices: list[str] = field(default_factory=list)  # e.g. a torn last line was cut off (a copy kept)
     warnings: list[str] = field(default_factory=list)  # e.g. the working directory holds MINO_HOME
+    # The session start-up picked was open elsewhere, so `session_id` is a new one (said in one line).
+    open_elsewhere: OpenElsewhere | None = None

@@ -9,9 +9,12 @@ in the typed events and requests of contract.py, and returns data that front end
 
 from __future__ import annotations
 
+import contextlib
 import re
 import secrets
+import time
 import typing
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -28,17 +31,18 @@ from .contract import (
     MemoryStatus,
     Mode,
     Notice,
+    OpenElsewhere,
     Startup,
     State,
     TurnResult,
 )
 from .history import history_page
 from .sessions.log import LogError, SessionLog
-from .sessions.store import ID_RE, StorageError
+from .sessions.store import ID_RE, Holder, SessionClaim, SessionInfo, SessionInUse, StorageError, StoreLocked
 from .store import Background, Store
 from .tools.base import Tool
 from .ui import UI
-from .words import CANNOT_RESTORE, NO_SESSION, TURN_RUNNING
+from .words import CANNOT_RESTORE, NO_SESSION, TURN_RUNNING, session_in_use
 
 if TYPE_CHECKING:
     from .memory import MemoryEntry, ProblemTracker
@@ -51,6 +55,14 @@ USAGE_TAIL_BYTES = 64 * 1024
 
 class CommandError(Exception):
     """A command that cannot be done; the message is shown as is and nothing changed."""
+
+
+class SessionOpenElsewhere(CommandError):
+    """The session is open in another conversation (another window, terminal or ACP session)."""
+
+    def __init__(self, other: OpenElsewhere) -> None:
+        super().__init__(session_in_use(other))
+        self.other = other
 
 
 class RecoveryRefused(Exception):
@@ -66,6 +78,7 @@ class Conversation:
         self.ui = ui
         self.mode: Mode = mode or store.config.mode
         self.log: SessionLog | None = None
+        self._claim: SessionClaim | None = None  # this conversation has `log`'s session open
         self.restore_problem: str | None = None
         self.busy = False
         self.stopped: str | None = None  # set when storage failed: the chat stops
@@ -85,9 +98,15 @@ class Conversation:
     def session_id(self) -> str | None:
         return self.log.id if self.log else None
 
-    def open(self, select: bool = True) -> Startup:
+    def open(self, select: bool = True, session_id: str | None = None, wait_s: float = 0.0) -> Startup:
         """Open the store and select a session by the start-up table (docs/BEHAVIOUR.md, "Start-up
-        selection"). Raises StoreLocked (another process) and RecoveryRefused (the CLI exits on it).
+        selection"). Raises StoreLocked (the store lock stayed taken), StorageError and
+        RecoveryRefused (the CLI exits on it).
+
+        `session_id` (the session an editor window showed before a reload) is restored instead when
+        it exists and no other conversation has it open; `wait_s` is how long to wait for one that is
+        still closing (the window's old server). A session the table picks that is open elsewhere
+        gives a new session (`Startup.open_elsewhere` says which and where).
 
         `select=False` opens without choosing a session: the front end says which one next
         (new_session or resume), as an ACP client does with session/new and session/load."""
@@ -95,7 +114,7 @@ class Conversation:
         self._opened = True
         self._client_for_turn().warm_up()
         Background(self._warm_up_turn, "mino-warm-up")
-        notices = self._startup_selection() if select else []
+        notices, elsewhere = self._startup_selection(session_id, wait_s) if select else ([], None)
         self._sandbox, self.sandbox_line = self.store.sandbox()
         return Startup(
             session_id=self.session_id,
@@ -104,6 +123,7 @@ class Conversation:
             sandbox_line=self.sandbox_line,
             notices=notices,
             warnings=workdir_warnings(self.workdir, self.config.home),
+            open_elsewhere=elsewhere,
         )
 
     def _warm_up_turn(self) -> None:
@@ -118,40 +138,69 @@ class Conversation:
 
         default_tools()  # imports every tool module; the turn builds its own set (no shared state here)
 
-    def _startup_selection(self) -> list[str]:
+    def _startup_selection(self, wanted: str | None, wait_s: float) -> tuple[list[str], OpenElsewhere | None]:
         from .sessions.store import SelectionError
 
         store = self.sessions
-        sessions = store.list()
-        try:
-            selected = store.read_selection()
-        except SelectionError as exc:
-            self.restore_problem = str(exc)
-            return []
-        if selected is None:
-            if not sessions:
-                sid = store.create()
-                store.save_selection(sid)
-                self._activate(store.open_log(sid))
-                return []
-            if len(sessions) == 1:
+        if wanted is not None and ID_RE.match(wanted) and store.exists(wanted):
+            claim = self._claim_waiting(wanted, wait_s)
+            if claim is not None:  # counts as a resume: it becomes the selection
+                return self._restore(wanted, claim, f"session {wanted}", save=True), None
+        with self.store.locked():  # the table's read and the new session's selection: no race
+            sessions = store.list()
+            try:
+                selected = store.read_selection()
+            except SelectionError as exc:
+                self.restore_problem = str(exc)
+                return [], None
+            if selected is None and not sessions:
+                self._new_session_locked()
+                return [], None
+            if selected is None and len(sessions) > 1:
+                self.restore_problem = f"{len(sessions)} sessions exist but none is selected (sessions/active-session.json is missing)"
+                return [], None
+            if selected is None:
                 # The upgrade path: adopt the lone file in place; only active-session.json is added.
-                return self._restore(sessions[0].id, f"the only session {sessions[0].id}", save=True)
-            self.restore_problem = f"{len(sessions)} sessions exist but none is selected (sessions/active-session.json is missing)"
-            return []
-        return self._restore(selected, f"session {selected}", save=False)
+                pick, what, save = sessions[0].id, f"the only session {sessions[0].id}", True
+            else:
+                pick, what, save = selected, f"session {selected}", False
+            claim = None
+            if store.exists(pick):  # one that does not is the restore problem below
+                try:
+                    claim = self.store.claim(pick, str(self.workdir))
+                except SessionInUse as exc:
+                    self._new_session_locked()
+                    return [], _elsewhere(exc.session_id, exc.holder)
+        return self._restore(pick, claim, what, save), None
 
-    def _restore(self, sid: str, what: str, save: bool) -> list[str]:
+    def _claim_waiting(self, session_id: str, wait_s: float) -> SessionClaim | None:
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                return self.store.claim(session_id, str(self.workdir))
+            except SessionInUse:
+                if time.monotonic() >= deadline:
+                    return None
+            time.sleep(0.05)
+
+    def _restore(self, sid: str, claim: SessionClaim | None, what: str, save: bool) -> list[str]:
         """Load, recover and activate `sid` at start-up; a log that cannot be loaded is the restore problem."""
         try:
             log = self.sessions.open_log(sid)
         except LogError as exc:
+            self.store.release(claim)
             self.restore_problem = f"{what} cannot be loaded: {exc}"
             return []
-        notices = self._recover(log)
-        if save:
-            self.sessions.save_selection(sid)
-        self._activate(log)
+        try:
+            notices = self._recover(log)
+            if save:
+                with self.store.locked():
+                    self.sessions.save_selection(sid)
+        except BaseException:
+            log.close()
+            self.store.release(claim)
+            raise
+        self._activate(log, claim)
         return notices
 
     def _recover(self, log: SessionLog) -> list[str]:
@@ -190,9 +239,12 @@ class Conversation:
                 ) from None
         return notices
 
-    def _activate(self, log: SessionLog) -> None:
+    def _activate(self, log: SessionLog, claim: SessionClaim | None) -> None:
         if self.log is not None and self.log is not log:
             self.log.close()
+        if self._claim is not None and self._claim is not claim:
+            self.store.release(self._claim)  # after its log is closed: nobody else may open it before
+        self._claim = claim
         self.log = log
         self.restore_problem = None
         self.usage = self._recorded_usage(log)  # a session's own: what its last turn reported
@@ -231,6 +283,8 @@ class Conversation:
         if self.log is not None:
             self.log.close()
             self.log = None
+        self.store.release(self._claim)  # other windows hear of it
+        self._claim = None
         if self._client is not None:
             self._client.close()
             self._client = None
@@ -239,58 +293,133 @@ class Conversation:
             self.store.close()
 
     # ---- session commands ----------------------------------------------------------------
+    @contextlib.contextmanager
+    def _command_lock(self) -> Iterator[None]:
+        """The store lock for a command: if it stays taken, the command is refused and nothing changed."""
+        try:
+            with self.store.locked():
+                yield
+        except StoreLocked as exc:
+            raise CommandError(str(exc)) from None
+
     def new_session(self) -> str:
         self.check_idle()
+        with self._command_lock():
+            return self._new_session_locked()
+
+    def _new_session_locked(self) -> str:
         sid = self.sessions.create()
-        log = self.sessions.open_log(sid)
-        self.sessions.save_selection(sid)  # saved before the new selection is shown
-        self._activate(log)
+        claim = self.store.claim(sid, str(self.workdir))
+        try:
+            log = self.sessions.open_log(sid)
+        except BaseException:
+            self.store.release(claim)
+            raise
+        try:
+            self.sessions.save_selection(sid)  # saved before the new selection is shown
+        except BaseException:
+            log.close()
+            self.store.release(claim)
+            raise
+        self._activate(log, claim)
         return sid
 
     def resume(self, session_id: str) -> list[str]:
-        """Switch to a complete, existing session ID. Raises CommandError; the selection stays on failure."""
+        """Switch to a complete, existing session ID. Raises CommandError (SessionOpenElsewhere when
+        another conversation has it open); the selection stays on failure."""
         self.check_idle()
         if not ID_RE.match(session_id):
             raise CommandError(
                 f"Not a complete session ID: {session_id!r}. Session IDs are 32 lowercase hexadecimal "
                 "characters; use /sessions to list them."
             )
-        if not self.sessions.exists(session_id):
-            raise CommandError(f"No session with ID {session_id}. Use /sessions to list them.")
-        if self.log is not None and self.log.id == session_id:
-            return []
+        with self._command_lock():
+            if not self.sessions.exists(session_id):
+                self.check_not_elsewhere(session_id)  # "in use" comes before every other refusal
+                raise CommandError(f"No session with ID {session_id}. Use /sessions to list them.")
+            if self.log is not None and self.log.id == session_id:
+                return []
+            try:
+                claim = self.store.claim(session_id, str(self.workdir))
+            except SessionInUse as exc:
+                raise SessionOpenElsewhere(_elsewhere(exc.session_id, exc.holder)) from None
+        # Loading and the recovery question run outside the store lock (nobody waits on a person),
+        # under this conversation's claim: no other conversation can open the session meanwhile.
         try:
             log = self.sessions.open_log(session_id)
         except LogError as exc:
+            self.store.release(claim)
             raise CommandError(f"Cannot resume session {session_id}: {exc}") from None
         try:
             notices = self._recover(log)
         except RecoveryRefused as exc:
+            self.store.release(claim)
             raise CommandError(f"{exc} The selection is unchanged.") from None
-        try:
-            self.sessions.save_selection(session_id)
-        except StorageError:
-            log.close()
+        except BaseException:
+            self.store.release(claim)
             raise
-        self._activate(log)
+        try:
+            with self._command_lock():
+                self.sessions.save_selection(session_id)
+        except BaseException:
+            log.close()
+            self.store.release(claim)
+            raise
+        self._activate(log, claim)
         return notices
 
     def clear(self, typed_id: str | None) -> bool:
         """Clear the current session when `typed_id`, trimmed, equals its ID exactly."""
+        from .sessions.store import SelectionError
+
         self.check_idle()
         if self.log is None:
             raise CommandError(NO_SESSION)
         sid = self.log.id
+        self.check_not_elsewhere(sid)  # never: this conversation has it open (kept as the rule's check)
         if typed_id is None or typed_id.strip() != sid:
             return False
-        self.sessions.clear(sid)
+        with self._command_lock():
+            self.sessions.clear(sid)
+            try:
+                selected = self.sessions.read_selection()
+            except SelectionError:
+                selected = None
+            if selected != sid:  # the selection names the session most recently cleared
+                self.sessions.save_selection(sid)
+            self.store.changed()
         self.log.close()
         self.log = None
         try:
-            self._activate(self.sessions.open_log(sid))
+            self._activate(self.sessions.open_log(sid), self._claim)
         except LogError as exc:
             raise StorageError(f"Session {sid} was cleared but could not be reopened: {exc}") from None
         return True
+
+    def open_elsewhere(self, session_id: str) -> OpenElsewhere | None:
+        """Who has `session_id` open, when it is not this conversation."""
+        with self._command_lock():
+            holder = self.store.holder(session_id)
+        if holder is None or (holder.claim is not None and holder.claim is self._claim):
+            return None
+        return _elsewhere(session_id, holder)
+
+    def check_not_elsewhere(self, session_id: str) -> None:
+        other = self.open_elsewhere(session_id)
+        if other is not None:
+            raise SessionOpenElsewhere(other)
+
+    def list_sessions(self) -> list[tuple[SessionInfo, OpenElsewhere | None]]:
+        """Every session, newest first, with who else has it open (None: nobody, or this conversation)."""
+        with self._command_lock():
+            sessions = self.sessions.list()
+            holders = self.store.holders()
+        out = []
+        for info in sessions:
+            holder = holders.get(info.id)
+            mine = holder is not None and holder.claim is not None and holder.claim is self._claim
+            out.append((info, _elsewhere(info.id, holder) if holder is not None and not mine else None))
+        return out
 
     def set_mode(self, mode: str) -> None:
         if mode not in MODES:
@@ -489,6 +618,10 @@ class Conversation:
                 problems=[MemoryProblem(file=f, reason=r) for f, r in problems],
             ),
         )
+
+
+def _elsewhere(session_id: str, holder: Holder) -> OpenElsewhere:
+    return OpenElsewhere(session_id=session_id, pid=holder.pid, workdir=holder.workdir)
 
 
 def workdir_warnings(workdir: Path, home: Path) -> list[str]:

@@ -5,7 +5,7 @@ terminal, the editor and ACP clients say the same thing. Exact strings: docs/BEH
 
 from __future__ import annotations
 
-from .contract import Mode, Startup
+from .contract import Mode, OpenElsewhere, Startup
 
 CANNOT_RESTORE = "Cannot restore the active session: "
 RESTORE_HINT = (
@@ -33,9 +33,35 @@ def restore_problem_line(problem: str) -> str:
     return CANNOT_RESTORE + problem
 
 
+def _where(other: OpenElsewhere) -> str:
+    pid = other.pid if other.pid is not None else "unknown"
+    return f"pid {pid}, in {other.workdir or 'an unknown folder'}"
+
+
+def session_in_use(other: OpenElsewhere) -> str:
+    """/resume or /clear of a session another conversation has open: refused, nothing changed."""
+    return (
+        f"Session {other.session_id} is open in another Mino ({_where(other)}); a session can be open in "
+        "one place at a time. Nothing was changed."
+    )
+
+
+def started_new_session(other: OpenElsewhere) -> str:
+    """Start-up picked a session another conversation has open, so this one started a new session."""
+    return (
+        f"Session {other.session_id} is open in another Mino ({_where(other)}), so a new session was started."
+    )
+
+
+def open_elsewhere_mark(other: OpenElsewhere) -> str:
+    """What /sessions adds to the line of a session open elsewhere."""
+    return f"  (open elsewhere: {_where(other)})"
+
+
 def startup_lines(startup: Startup) -> list[str]:
     """What the terminal prints at start-up, in order (the editor logs the same lines)."""
-    lines = list(startup.notices)
+    lines = [started_new_session(startup.open_elsewhere)] if startup.open_elsewhere else []
+    lines += startup.notices
     if startup.session_id is not None:
         lines += [session_line(startup.session_id), mode_line(startup.mode)]
     else:

@@ -4,10 +4,14 @@ Threads:
 - main: reads frames from stdin (transport.py) and hands them to pygls's JsonRPCProtocol (rpc.py),
   which validates and busy-checks each request in arrival order, then runs it on pygls's pool;
 - mino-load: imports pygls (~200 ms, nearly all lsprotocol.types) while the main thread answers
-  `initialize` itself, so the editor gets its answer in about the time Python takes to start;
-- mino-startup: builds the Conversation, takes the store lock and restores the session (it may have to ask
+  `initialize` itself, so the editor gets its answer in about the time Python takes to start, and
+  starts the store on `initialized`; `mino/state` and `mino/history` arriving before pygls are
+  answered by a mino-early thread once start-up is done;
+- mino-startup: builds the Conversation, opens the store and restores the session (it may have to ask
   `mino/confirm`, whose answer the main thread must be free to read);
-- pool workers: turns, commands and the other requests. A turn streams `mino/event` from its worker.
+- pool workers: turns, commands and the other requests. A turn streams `mino/event` from its worker;
+- mino-sessions-watch: looks for other processes' session changes (core/store.py's Watcher) and sends
+  `mino/sessionsChanged`.
 
 stdout belongs to the protocol: fd 1 is pointed at stderr for everything else in the process,
 child processes included, and fd 0 at /dev/null so nothing can read the client's messages.
@@ -37,13 +41,13 @@ from .ui import ServerUI
 
 if TYPE_CHECKING:
     from ..core.conversation import Conversation
+    from ..core.store import Watcher
     from ..core.workspace_files import WorkspaceFiles
     from .rpc import MinoProtocol
 
 log = logging.getLogger("mino.server")
 
-LOCK_RETRY_S = 1.0  # a reloaded window's new server may start before the old one has let go
-LOCK_POLL_S = 0.25
+SESSION_WAIT_S = 1.0  # a reloaded window's new server may start before the old one has let go of its session
 SHUTDOWN_WAIT_S = 5.0  # how long shutdown/exit wait for an interrupted turn to write its end
 ERROR, WARNING, INFO, LOG = P.MESSAGE_ERROR, P.MESSAGE_WARNING, P.MESSAGE_INFO, P.MESSAGE_LOG
 
@@ -96,6 +100,8 @@ ROUTES: dict[str, Route] = {
     "mino/files": Route(P.FilesParams, "do_files", read_only=True),
     "mino/history": Route(P.HistoryParams, "do_history", read_only=True),
 }
+# Read-only requests answered before pygls has loaded (dispatch): what an editor asks first.
+EARLY = frozenset({"mino/state", "mino/history"})
 assert set(ROUTES) == {m.name for m in P.CLIENT_REQUESTS}, "protocol.py and ROUTES disagree"
 
 
@@ -130,6 +136,8 @@ class MinoServer:
         self._loaded = threading.Event()
         self._load_error: BaseException | None = None
         self._agent: Conversation | None = None  # made by the start-up thread (see agent)
+        self.session_hint: str | None = None  # initializationOptions.sessionId
+        self._watcher: Watcher | None = None  # once the store is open
         self.unavailable: P.ProtocolError | None = None
         self.started = threading.Event()
         self._startup_lock = threading.Lock()
@@ -211,7 +219,43 @@ class MinoServer:
                 log.exception("initialize failed")
                 self.send_error(message["id"], P.INTERNAL_ERROR, P.internal_error_message(exc))
             return
+        if not self._loaded.is_set() and message.get("method") == "initialized" and "id" not in message:
+            # The store and the session open now, while pygls is still loading (not after it).
+            self.on_notification("initialized", message.get("params"))
+            return
+        if not self._loaded.is_set() and message.get("method") in EARLY and "id" in message:
+            self._answer_early(message)
+            return
         self._wait_loaded().handle_message(message)
+
+    def _answer_early(self, message: dict[str, Any]) -> None:
+        """mino/state or mino/history before pygls has loaded: answered on a thread of its own as
+        soon as start-up is done, so the editor is ready when Mino is, not when pygls is."""
+        msg_id, method = message["id"], message["method"]
+        try:
+            self._check_phase()
+            route = ROUTES[method]
+            params = self._parse(route.params, message.get("params"))
+            self.ensure_startup()
+        except P.ProtocolError as exc:
+            self.send_error(msg_id, exc.code, exc.message, exc.data)
+            return
+        handler = getattr(self, route.handler)
+
+        def answer() -> None:
+            self.started.wait()
+            try:
+                if self.unavailable is not None:
+                    raise self.unavailable
+                result = self._guard(lambda: handler(params, None))
+                self.writer.send({"jsonrpc": "2.0", "id": msg_id, "result": P.dump(result)})
+            except P.ProtocolError as exc:
+                self.send_error(msg_id, exc.code, exc.message, exc.data)
+            except Exception as exc:
+                log.exception("%s failed", method)
+                self.send_error(msg_id, P.INTERNAL_ERROR, P.internal_error_message(exc))
+
+        threading.Thread(target=answer, name="mino-early", daemon=True).start()
 
     def send_error(self, msg_id: Any, code: int, message: str, data: Any = None) -> None:
         error: dict[str, Any] = {"code": code, "message": P.one_line(message)}
@@ -317,11 +361,15 @@ class MinoServer:
         self.state_changed()
 
     def _guard(self, work: Callable[[], Any]) -> Any:
-        from ..core.conversation import CommandError
+        from ..core.conversation import CommandError, SessionOpenElsewhere
         from ..core.sessions.store import StorageError
 
         try:
             return work()
+        except SessionOpenElsewhere as exc:
+            other = exc.other
+            data = {"sessionId": other.session_id, "pid": other.pid, "workdir": other.workdir}
+            raise P.ProtocolError(P.SESSION_IN_USE, str(exc), data) from None
         except CommandError as exc:
             raise P.ProtocolError(P.REFUSED, str(exc)) from None
         except StorageError as exc:
@@ -360,6 +408,8 @@ class MinoServer:
         options = params.initializationOptions
         if options is not None and options.mode is not None:
             self.mode = options.mode
+        if options is not None:
+            self.session_hint = options.sessionId
         self.workdir = workdir
         self.phase = "running"
         result = P.InitializeResult(
@@ -399,7 +449,7 @@ class MinoServer:
         from ..core.conversation import Conversation, RecoveryRefused
         from ..core.sessions.store import StorageError, StoreLocked
         from ..core.store import Store
-        from ..core.words import restore_problem_line, startup_lines
+        from ..core.words import restore_problem_line, started_new_session, startup_lines
 
         try:
             config = load_config(mode=self.mode)
@@ -407,34 +457,38 @@ class MinoServer:
             self._set_unavailable("config", f"Mino cannot start: {exc}")
             return
         agent = Conversation(Store(config), self.workdir, self.ui)
-        deadline = time.monotonic() + LOCK_RETRY_S
         startup = None
-        while True:
-            try:
-                startup = agent.open()
-                break
-            except StoreLocked as exc:
-                if time.monotonic() >= deadline or self.stopping.cancelled:
-                    agent.close()
-                    extra = {"pid": exc.pid} if exc.pid is not None else {}
-                    self._set_unavailable("storeLocked", str(exc), **extra)
-                    return
-                self.stopping.wait(LOCK_POLL_S)
-            except RecoveryRefused as exc:
-                agent.restore_problem = str(exc)
-                break
-            except StorageError as exc:  # the store cannot be opened or written: the CLI exits here
-                agent.close()
-                self._set_unavailable("storage", str(exc))
-                return
+        try:
+            startup = agent.open(
+                session_id=self.session_hint, wait_s=SESSION_WAIT_S if self.session_hint else 0.0
+            )
+        except StoreLocked as exc:  # only a Mino from before many windows holds it that long
+            agent.close()
+            extra = {"pid": exc.pid} if exc.pid is not None else {}
+            self._set_unavailable("storeLocked", str(exc), **extra)
+            return
+        except RecoveryRefused as exc:
+            agent.restore_problem = str(exc)
+        except StorageError as exc:  # the store cannot be opened or written: the CLI exits here
+            agent.close()
+            self._set_unavailable("storage", str(exc))
+            return
         self._agent = agent
+        if not self.stopping.cancelled:
+            self._watcher = agent.store.watch(self._sessions_changed)
         if startup is None:
             self.log_message(restore_problem_line(agent.restore_problem or ""), WARNING)
             return
         for line in startup_lines(startup):  # what the terminal prints, in the server's log
             self.log_message(line, INFO)
+        if startup.open_elsewhere is not None:  # the window's session is a new one: say why
+            self.show_message(INFO, started_new_session(startup.open_elsewhere))
         for line in startup.notices + startup.warnings:  # e.g. a torn last line was cut off (a copy kept)
             self.show_message(WARNING, line)
+
+    def _sessions_changed(self) -> None:
+        if not self.stopping.cancelled:
+            self.notify("mino/sessionsChanged", {})
 
     def _set_unavailable(self, kind: str, message: str, **data: Any) -> None:
         self.unavailable = P.ProtocolError(P.UNAVAILABLE, message, {"kind": kind, **data})
@@ -444,7 +498,7 @@ class MinoServer:
         self._stop_work(SHUTDOWN_WAIT_S)
 
     def _stop_work(self, timeout: float) -> None:
-        """Interrupt what runs, wait for it (bounded), close the agent: the lock is released."""
+        """Interrupt what runs, wait for it (bounded), close the agent: its session is released."""
         self.stopping.cancel()  # wakes every wait for a client answer
         for token in list(self._cancels.values()):
             token.cancel()
@@ -455,6 +509,8 @@ class MinoServer:
             running = self._op
         if self._startup_thread is not None:
             self._startup_thread.join(max(0.0, deadline - time.monotonic()))
+        if self._watcher is not None:  # started by the start-up thread, which is done (or stuck) now
+            self._watcher.stop()
         with self._close_lock:
             if self._closed or self._agent is None:
                 return
@@ -546,9 +602,9 @@ class MinoServer:
                     id=s.id,
                     updatedAt=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(s.mtime)),
                     active=s.id == active,
-                    openElsewhere=False,
+                    openElsewhere=other is not None,
                 )
-                for s in self.agent.sessions.list()
+                for s, other in self.agent.list_sessions()
             ]
         )
 
@@ -567,6 +623,7 @@ class MinoServer:
         from ..core.commands import NOTHING_TO_CLEAR
         from ..core.conversation import CommandError
 
+        self.agent.check_not_elsewhere(params.id)  # -32006 before any other refusal
         active = self.agent.session_id
         if active is None:
             raise CommandError(NOTHING_TO_CLEAR)
