@@ -310,7 +310,7 @@ def user_content(request: dict[str, Any], index: int = -1) -> Any:
 def records(home: Path, sid: str) -> list[dict[str, Any]]:
     log = SessionStore(home / "sessions").open_log(sid)
     try:
-        return list(log.records)
+        return list(log.read_records())
     finally:
         log.close()
 
