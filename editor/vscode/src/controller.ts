@@ -10,6 +10,10 @@ import { MODE_INFO, memoryIndexLine, sessionPickItems, shortId, statusText, stat
 import { classifyInput, type WebviewToHost } from './core/messages';
 import { PAGE_SIZE, Transcript } from './core/transcript';
 import { ChatViewProvider, CHAT_VIEW_ID } from './chatView';
+import { ContextChips, toContextItems } from './core/context';
+import { isFileDiff } from './core/diffs';
+import { DiffView } from './diffView';
+import { fromFiles, fromSelection, type Taken } from './editorContext';
 import { MinoServer } from './server';
 import {
   ErrorCodes,
@@ -36,6 +40,11 @@ function commandLink(label: string, command: string, args: unknown[]): string {
   return `[${label}](command:${command}?${encodeURIComponent(JSON.stringify(args))})`;
 }
 
+/** Where a tool call's diff is kept (approvals use their unguessable key). */
+function callDiffKey(turnId: string, callId: string): string {
+  return `call:${turnId}:${callId}`;
+}
+
 export class Controller implements vscode.Disposable {
   private readonly disposables: vscode.Disposable[] = [];
   readonly channel: vscode.LogOutputChannel;
@@ -54,6 +63,10 @@ export class Controller implements vscode.Disposable {
   private earlierLoading = false;
   /** The latest usage event: its output count is shown while State.usage is that request's. */
   private lastUsage: Usage | undefined;
+  /** The context chips of the next message (the panel shows them above the chat box). */
+  private readonly chips = new ContextChips();
+  /** Diffs of write_file / edit_file calls and approvals, shown in VS Code's diff editor. */
+  private readonly diffs: DiffView;
 
   constructor(context: vscode.ExtensionContext) {
     this.channel = vscode.window.createOutputChannel('Mino', { log: true });
@@ -71,12 +84,14 @@ export class Controller implements vscode.Disposable {
     this.statusItem = vscode.window.createStatusBarItem('mino.status', vscode.StatusBarAlignment.Left, 50);
     this.statusItem.name = 'Mino';
     this.statusItem.command = 'mino.resumeSession';
+    this.diffs = new DiffView((line) => this.channel.info(line));
 
     this.disposables.push(
       this.channel,
       this.view,
       this.server,
       this.statusItem,
+      this.diffs,
       vscode.window.registerWebviewViewProvider(CHAT_VIEW_ID, this.view),
       this.broker.onDidChange((c) => this.onApprovalChange(c)),
       this.server.onDidChangeStatus((s) => {
@@ -91,6 +106,7 @@ export class Controller implements vscode.Disposable {
       }),
     );
     this.registerCommands();
+    this.registerEditorCommands();
     this.updateStatusBar();
     this.statusItem.show();
   }
@@ -226,6 +242,8 @@ export class Controller implements vscode.Disposable {
   private onEvent(e: Event): void {
     if (e.type === 'approval_resolved') this.broker.resolvedByServer(e.callId, e.outcome);
     if (e.type === 'usage') this.onUsage(e);
+    // kept for the card's "Open diff" (a pending approval keeps its own copy under its key)
+    if (e.type === 'tool_call' && isFileDiff(e.diff)) this.diffs.put(callDiffKey(e.turnId, e.callId), e.diff, false);
     this.transcript.applyEvent(e);
   }
 
@@ -243,11 +261,17 @@ export class Controller implements vscode.Disposable {
     if (c.kind === 'added') {
       this.transcript.approvalRequested(key, params);
       this.showApprovalNotification(c.approval);
+      if (isFileDiff(params.diff)) {
+        // the proposal in the diff editor, Approve and Deny in its title; the focus stays where it is
+        this.diffs.put(key, params.diff, true);
+        void this.diffs.open(key, { preserveFocus: true }).catch((e: unknown) => this.channel.warn(`diff: ${errorMessage(e)}`));
+      }
     } else {
       this.channel.info(`approval ${c.outcome} (${c.source}): ${params.tool} (call ${params.callId})`);
       this.transcript.approvalSettled(params.callId, c.outcome);
       this.notificationEnds.get(key)?.();
       this.notificationEnds.delete(key);
+      void this.diffs.settle(key); // answered anywhere: its diff editor closes
     }
   }
 
@@ -264,6 +288,7 @@ export class Controller implements vscode.Disposable {
       commandLink('Approve', 'mino.answerApproval', [a.key, 'approve']),
       commandLink('Deny', 'mino.answerApproval', [a.key, 'deny']),
       commandLink('Show details', 'mino.showApproval', [a.key]),
+      ...(isFileDiff(a.params.diff) ? [commandLink('Open diff', 'mino.openApprovalDiff', [a.key])] : []),
     ].join('\u2002'); // an en space: does not collapse, keeps the toast on one line
     void vscode.window.withProgress(
       { location: vscode.ProgressLocation.Notification, title: `Mino wants to run ${tool}`, cancellable: false },
@@ -292,6 +317,7 @@ export class Controller implements vscode.Disposable {
       case 'ready':
         this.sendSnapshot();
         this.view.setBadge(this.broker.count);
+        this.postChips();
         return;
       case 'stop':
         this.stopTurn();
@@ -309,6 +335,18 @@ export class Controller implements vscode.Disposable {
         return;
       case 'submit':
         await this.submit(m.text);
+        return;
+      case 'removeContext':
+        if (this.chips.remove(m.id)) this.postChips();
+        return;
+      case 'files':
+        await this.completeFiles(m.requestId, m.prefix);
+        return;
+      case 'attachFile':
+        this.addChips({ ok: true, items: [{ path: m.path }] });
+        return;
+      case 'openDiff':
+        await this.openCallDiff(m.turnId, m.callId);
         return;
     }
   }
@@ -365,10 +403,12 @@ export class Controller implements vscode.Disposable {
     const cts = new vscode.CancellationTokenSource();
     this.turn = { cts, stopping: false };
     this.view.post({ type: 'turn', running: true });
-    this.transcript.addUser(text);
+    const chips = this.chips.take(); // they go with this message
+    if (chips.length) this.postChips();
+    this.transcript.addUser(text, chips.map((c) => c.label));
     let turnId: string | undefined;
     try {
-      const r = await client.turn(text, cts.token);
+      const r = await client.turn(text, cts.token, toContextItems(chips));
       turnId = r?.turnId;
       this.transcript.endTurn(turnId);
       if (r?.status === 'failed') this.transcript.addNotice(r.error || r.text || 'The turn failed.', 'error');
@@ -378,6 +418,11 @@ export class Controller implements vscode.Disposable {
       this.transcript.endTurn(turnId);
       if (isRpcError(e) && e.code === ErrorCodes.requestCancelled) this.transcript.addNotice('Interrupted.', 'warning');
       else this.transcript.addNotice(this.describeError(e), 'error');
+      if (chips.length && isRpcError(e) && e.code === ErrorCodes.invalidParams) {
+        // refused before anything was sent: the chips come back, to fix or remove
+        this.chips.restore(chips);
+        this.postChips();
+      }
     } finally {
       cts.dispose();
       if (this.turn?.cts === cts) this.turn = undefined;
@@ -436,6 +481,134 @@ export class Controller implements vscode.Disposable {
       await this.view.reveal(false);
       if (typeof key === 'string') setTimeout(() => this.view.post({ type: 'focusApproval', key }), 300);
     });
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // the editor as context and as reviewer: chips, @ completion, diffs
+
+  private registerEditorCommands(): void {
+    const reg = (id: string, fn: (...args: unknown[]) => unknown) =>
+      this.disposables.push(
+        vscode.commands.registerCommand(id, async (...args: unknown[]) => {
+          try {
+            return await fn(...args);
+          } catch (e) {
+            this.channel.error(`${id}: ${errorMessage(e)}`);
+            void vscode.window.showErrorMessage(`Mino: ${this.describeError(e)}`, 'Show log').then((x) => x && this.channel.show());
+            return undefined;
+          }
+        }),
+      );
+    reg('mino.askAboutSelection', () => this.askAboutSelection());
+    reg('mino.addFileToChat', (uri, uris) => this.addFileToChat(uri, uris));
+    reg('mino.diff.approve', (uri) => this.answerFromDiff(uri, true));
+    reg('mino.diff.deny', (uri) => this.answerFromDiff(uri, false));
+    reg('mino.openApprovalDiff', async (key) => {
+      if (typeof key !== 'string' || !this.broker.list().some((a) => a.key === key) || !(await this.diffs.open(key))) {
+        void vscode.window.showInformationMessage('Mino: this approval was already answered.');
+      }
+    });
+  }
+
+  /** Where editor files must lie: the workspace folder Mino was started in. */
+  private workdir(): string | undefined {
+    return vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ?? this.state?.workdir;
+  }
+
+  /** Editor context needs protocol 2; an older Mino is said so, once per try. */
+  private contextSupported(): boolean {
+    if (!this.requireClient()) return false;
+    if ((this.server.protocolVersion ?? 1) >= 2) return true;
+    void vscode.window.showWarningMessage(
+      'Mino: this version of Mino cannot take editor context (it speaks protocol 1). Update Mino to attach selections and files.',
+    );
+    return false;
+  }
+
+  private async askAboutSelection(): Promise<void> {
+    const editor = vscode.window.activeTextEditor;
+    const workdir = this.workdir();
+    if (!editor || !workdir) {
+      void vscode.window.showInformationMessage('Mino: open a file and select the lines to ask about.');
+      return;
+    }
+    if (!this.contextSupported()) return;
+    if (this.addChips(fromSelection(editor, workdir))) await this.focusChat();
+  }
+
+  private async addFileToChat(uri: unknown, uris: unknown): Promise<void> {
+    const workdir = this.workdir();
+    // the explorer passes the clicked file and the whole selection; the palette, nothing
+    let picked = Array.isArray(uris) ? uris.filter((u): u is vscode.Uri => u instanceof vscode.Uri) : [];
+    if (!picked.length && uri instanceof vscode.Uri) picked = [uri];
+    if (!picked.length && vscode.window.activeTextEditor) picked = [vscode.window.activeTextEditor.document.uri];
+    if (!picked.length || !workdir) {
+      void vscode.window.showInformationMessage('Mino: open a file (or pick one in the Explorer) to add it to the chat.');
+      return;
+    }
+    if (!this.contextSupported()) return;
+    if (this.addChips(await fromFiles(picked, workdir))) await this.focusChat();
+  }
+
+  /** Adds what was taken as chips; says why when it cannot. True when something was added. */
+  private addChips(taken: Taken): boolean {
+    if (!taken.ok) {
+      void vscode.window.showWarningMessage(`Mino: ${taken.message}`);
+      return false;
+    }
+    let added = false;
+    for (const item of taken.items) {
+      const r = this.chips.add(item);
+      if (!r.ok) {
+        void vscode.window.showWarningMessage(`Mino: ${r.message}`);
+        break;
+      }
+      added = true;
+      this.channel.info(`context: ${r.chip.label}${r.replaced ? ' (replaced)' : ''}`);
+    }
+    this.postChips();
+    return added;
+  }
+
+  private postChips(): void {
+    this.view.post({ type: 'context', chips: this.chips.views() });
+  }
+
+  /** Shows the panel with the keyboard in the chat box: the question comes next. */
+  private async focusChat(): Promise<void> {
+    await this.view.reveal(false);
+    this.postChips();
+    this.view.post({ type: 'focusInput' });
+  }
+
+  private async completeFiles(requestId: number, prefix: string): Promise<void> {
+    const client = this.server.client;
+    let paths: string[] = [];
+    if (client && (this.server.protocolVersion ?? 1) >= 2) {
+      try {
+        const r = await client.files(prefix);
+        paths = Array.isArray(r?.paths) ? r.paths.filter((p): p is string => typeof p === 'string') : [];
+      } catch (e) {
+        this.channel.warn(`mino/files: ${errorMessage(e)}`);
+      }
+    }
+    this.view.post({ type: 'files', requestId, paths });
+  }
+
+  /** A card's "Open diff": the pending approval's proposal (with Approve / Deny), else the call's change. */
+  private async openCallDiff(turnId: string, callId: string): Promise<void> {
+    const pending = this.broker.list().find((a) => a.params.callId === callId && a.params.turnId === turnId);
+    if (pending && (await this.diffs.open(pending.key))) return;
+    if (await this.diffs.open(callDiffKey(turnId, callId))) return;
+    void vscode.window.showInformationMessage('Mino: this change is no longer kept for the diff view (only recent ones are).');
+  }
+
+  /** Approve or Deny in a diff editor's title. */
+  private answerFromDiff(uri: unknown, approved: boolean): void {
+    const key = (uri instanceof vscode.Uri ? this.diffs.keyOf(uri) : undefined) ?? this.diffs.activeKey();
+    if (!key || !this.broker.answer(key, approved, 'diff')) {
+      void vscode.window.showInformationMessage('Mino: this approval was already answered.');
+    }
   }
 
   private async newSession(): Promise<void> {

@@ -81,6 +81,14 @@ export class MinoServer implements vscode.Disposable {
     return this._status.status === 'running' ? this.minoClient : undefined;
   }
 
+  /** The running server's `capabilities.experimental.mino.protocolVersion` (undefined: not running). */
+  get protocolVersion(): number | undefined {
+    if (this._status.status !== 'running') return undefined;
+    const v = (this.lc?.initializeResult?.capabilities?.experimental as { mino?: { protocolVersion?: unknown } } | undefined)?.mino
+      ?.protocolVersion;
+    return typeof v === 'number' ? v : 1;
+  }
+
   private setStatus(s: ConnectionView): void {
     this._status = s;
     this.statusEmitter.fire(s);

@@ -12,7 +12,9 @@ import type {
   CompactResult,
   ConfirmParams,
   ConfirmResult,
+  ContextItem,
   Event,
+  FileList,
   History,
   HistoryParams,
   MemoryList,
@@ -99,9 +101,12 @@ export class MinoClient {
   state(): Promise<State> {
     return this.request(Methods.state, {});
   }
-  /** Runs a turn; cancelling `token` sends `$/cancelRequest`, and the server interrupts the turn. */
-  turn(text: string, token?: CancellationTokenLike): Promise<TurnResult> {
-    return this.request(Methods.turn, { text }, token);
+  /**
+   * Runs a turn; cancelling `token` sends `$/cancelRequest`, and the server interrupts the turn.
+   * `context`: files or lines attached to it (protocol 2; left out when there are none).
+   */
+  turn(text: string, token?: CancellationTokenLike, context?: ContextItem[]): Promise<TurnResult> {
+    return this.request(Methods.turn, context?.length ? { text, context } : { text }, token);
   }
   command(line: string): Promise<CommandResult> {
     return this.request(Methods.command, { line });
@@ -128,6 +133,10 @@ export class MinoClient {
   listMemories(): Promise<MemoryList> {
     return this.request(Methods.memoryList, {});
   }
+  /** Workspace files for `@` completion (protocol 2). */
+  files(prefix: string): Promise<FileList> {
+    return this.request(Methods.files, { prefix });
+  }
   /** `{}`: the latest page; `{before}`: the page before the item with that seq. */
   history(params: HistoryParams = {}): Promise<History> {
     return this.request(Methods.history, params);
@@ -147,6 +156,11 @@ export class MinoClient {
         if (isObject(params)) handler(params as unknown as State);
       })),
     );
+  }
+
+  /** Another window (or terminal) on this MINO_HOME created, cleared, opened or closed a session. */
+  onSessionsChanged(handler: () => void): DisposableLike {
+    return this.keep(this.rpc.onNotification(Methods.sessionsChanged, (() => handler())));
   }
 
   /**

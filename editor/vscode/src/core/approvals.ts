@@ -1,6 +1,6 @@
 /**
  * Pending approvals: one per `mino/approve` request, answered by whichever surface answers first
- * (the notification, the card in the chat panel). Pure: no `vscode` import.
+ * (the notification, the card in the chat panel, the diff editor's title). Pure: no `vscode` import.
  *
  * Nothing here ever approves on its own: no default, no timeout. A request ends as approved only
  * through `answer(key, true)`; cancellation, `approval_resolved` from the server, a restart of the
@@ -9,7 +9,9 @@
 import type { CancellationTokenLike } from '../client/minoClient';
 import type { ApprovalRequest, Outcome } from '../protocol';
 
-export type AnswerSource = 'notification' | 'panel' | 'server' | 'cancelled' | 'shutdown';
+/** Where an answer came from: a person ('notification', 'panel', 'diff': the diff editor's title) or not. */
+export type AnswerSource = 'notification' | 'panel' | 'diff' | 'server' | 'cancelled' | 'shutdown';
+export type PersonSource = 'notification' | 'panel' | 'diff';
 
 export interface PendingApproval {
   /** Unguessable handle used by UI surfaces (notification command links, webview messages). */
@@ -75,13 +77,13 @@ export class ApprovalBroker {
     this.entries.delete(key);
     e.cancellation?.dispose();
     // Only a person's explicit answer approves.
-    e.resolve(outcome === 'approved' && (source === 'notification' || source === 'panel'));
+    e.resolve(outcome === 'approved' && (source === 'notification' || source === 'panel' || source === 'diff'));
     this.fire({ kind: 'settled', approval: e.approval, outcome, source });
     return true;
   }
 
   /** A person's answer. Returns false when the approval is no longer pending (someone was first). */
-  answer(key: string, approved: boolean, source: 'notification' | 'panel'): boolean {
+  answer(key: string, approved: boolean, source: PersonSource): boolean {
     return this.settle(key, approved ? 'approved' : 'denied', source);
   }
 

@@ -1,6 +1,7 @@
 /** Pure helpers for starting the server: find the command, explain an exit, back off restarts. */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { SESSION_ID_RE, type InitializationOptions, type Mode } from '../protocol';
 
 export type Resolved = { ok: true; path: string } | { ok: false; message: string };
 
@@ -82,4 +83,15 @@ export class Backoff {
   reset(): void {
     this.attempt = 0;
   }
+}
+
+/**
+ * `initializationOptions`: the start-up mode, and the session to restore (a version-1 server ignores
+ * the field and restores by its start-up table, as before).
+ */
+export function launchOptions(mode: Mode | undefined, sessionId: string | undefined): InitializationOptions {
+  const o: InitializationOptions = {};
+  if (mode) o.mode = mode;
+  if (sessionId && SESSION_ID_RE.test(sessionId)) o.sessionId = sessionId;
+  return o;
 }

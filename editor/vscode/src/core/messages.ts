@@ -16,7 +16,7 @@ export interface ApprovalView {
 }
 
 export type ChatItem =
-  | { kind: 'user'; id: string; text: string }
+  | { kind: 'user'; id: string; text: string; /** the context chips sent with it */ context?: string[] }
   | { kind: 'assistant'; id: string; turnId: string; text: string; streaming: boolean }
   | {
       kind: 'tool';
@@ -30,9 +30,20 @@ export type ChatItem =
       approval?: ApprovalView;
       status?: string;
       result?: string;
+      /** the call carried a file diff: the card offers "Open diff" */
+      hasDiff?: boolean;
     }
   | { kind: 'notice'; id: string; level: 'info' | 'warning' | 'error'; text: string }
   | { kind: 'command'; id: string; line: string; output: string[] };
+
+/** A context chip as the panel shows it (its text stays in the extension host). */
+export interface ChipView {
+  id: string;
+  /** `app.py:10-20` */
+  label: string;
+  /** the whole path, and where the text comes from */
+  title: string;
+}
 
 export type Patch =
   | { op: 'upsert'; item: ChatItem }
@@ -68,7 +79,12 @@ export type HostToWebview =
   | { type: 'state'; state: State | null }
   | { type: 'connection'; connection: ConnectionView }
   | { type: 'turn'; running: boolean }
-  | { type: 'focusApproval'; key: string };
+  | { type: 'focusApproval'; key: string }
+  /** the chips of the next message */
+  | { type: 'context'; chips: ChipView[] }
+  /** the answer to an `@` completion request */
+  | { type: 'files'; requestId: number; paths: string[] }
+  | { type: 'focusInput' };
 
 /** Commands the webview may ask the host to run (the restore-problem and connection buttons). */
 export const WEBVIEW_COMMANDS = ['mino.resumeSession', 'mino.newSession', 'mino.showLog', 'mino.restartServer'] as const;
@@ -79,6 +95,12 @@ export type WebviewToHost =
   | { type: 'submit'; text: string }
   | { type: 'stop' }
   | { type: 'approval'; key: string; approved: boolean }
+  | { type: 'removeContext'; id: string }
+  /** `@` completion: files whose path or name starts with `prefix` */
+  | { type: 'files'; requestId: number; prefix: string }
+  /** a completed path the `@` syntax cannot spell (white space): attach it as a chip */
+  | { type: 'attachFile'; path: string }
+  | { type: 'openDiff'; turnId: string; callId: string }
   | { type: 'command'; command: WebviewCommand }
   /** The person scrolled to the top (or pressed the button there): show the page before. */
   | { type: 'loadEarlier' };
@@ -98,6 +120,18 @@ export function parseWebviewMessage(m: unknown): WebviewToHost | undefined {
       return { type: 'loadEarlier' };
     case 'submit':
       return typeof o.text === 'string' && o.text.length <= MAX_INPUT ? { type: 'submit', text: o.text } : undefined;
+    case 'removeContext':
+      return typeof o.id === 'string' && o.id.length <= 100 ? { type: 'removeContext', id: o.id } : undefined;
+    case 'files':
+      return Number.isSafeInteger(o.requestId) && typeof o.prefix === 'string' && o.prefix.length <= 4096
+        ? { type: 'files', requestId: o.requestId as number, prefix: o.prefix }
+        : undefined;
+    case 'attachFile':
+      return typeof o.path === 'string' && o.path !== '' && o.path.length <= 4096 ? { type: 'attachFile', path: o.path } : undefined;
+    case 'openDiff':
+      return typeof o.turnId === 'string' && typeof o.callId === 'string' && o.callId !== ''
+        ? { type: 'openDiff', turnId: o.turnId, callId: o.callId }
+        : undefined;
     case 'approval':
       // strictly a boolean: a missing or truthy-but-not-true value is not an approval
       return typeof o.key === 'string' && typeof o.approved === 'boolean'

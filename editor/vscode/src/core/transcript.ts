@@ -6,6 +6,7 @@
  */
 import type { ApprovalRequest, Event, History, HistoryItem, Outcome } from '../protocol';
 import type { ApprovalView, ChatItem, Patch } from './messages';
+import { isFileDiff } from './diffs';
 
 type ToolItem = Extract<ChatItem, { kind: 'tool' }>;
 type AssistantItem = Extract<ChatItem, { kind: 'assistant' }>;
@@ -186,9 +187,10 @@ export class Transcript {
     this.onEarlier();
   }
 
-  addUser(text: string): void {
+  /** What the person sent; `context`: the labels of the chips that went with it. */
+  addUser(text: string, context?: string[]): void {
     const patches: Patch[] = [];
-    this.put({ kind: 'user', id: this.nextId('u'), text }, patches);
+    this.put({ kind: 'user', id: this.nextId('u'), text, ...(context?.length ? { context: [...context] } : {}) }, patches);
     this.emit(patches);
   }
 
@@ -254,7 +256,14 @@ export class Transcript {
         this.closeText(ev.turnId, patches);
         const item = this.toolItem(ev.turnId, ev.callId, ev.tool, patches);
         this.put(
-          { ...item, tool: ev.tool, fields: Array.isArray(ev.fields) ? ev.fields : [], warning: ev.warning ?? null, decision: ev.decision },
+          {
+            ...item,
+            tool: ev.tool,
+            fields: Array.isArray(ev.fields) ? ev.fields : [],
+            warning: ev.warning ?? null,
+            decision: ev.decision,
+            ...(isFileDiff(ev.diff) ? { hasDiff: true } : {}),
+          },
           patches,
         );
         break;

@@ -8,6 +8,7 @@ import { Mirror } from '../core/mirror';
 import { keptScrollTop, shouldLoadEarlier } from '../core/paging';
 import type { State } from '../protocol';
 import { escapeHtml, renderItem } from './render';
+import { initComposer } from './composer';
 
 interface VsCodeApi {
   postMessage(msg: WebviewToHost): void;
@@ -229,6 +230,7 @@ input.addEventListener('input', () => {
 });
 sendBtn.addEventListener('click', send);
 stopBtn.addEventListener('click', () => post({ type: 'stop' }));
+initComposer(post, input); // context chips, `@` completion, "Open diff"
 
 document.addEventListener('click', (e) => {
   const target = (e.target as HTMLElement | null)?.closest('button');

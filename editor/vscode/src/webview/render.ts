@@ -72,7 +72,7 @@ const OUTCOME_TEXT: Record<ApprovalView['state'], string> = {
   cancelled: 'Cancelled',
 };
 
-export function renderApproval(toolName: string, a: ApprovalView, id: string, extraHtml = ''): string {
+export function renderApproval(toolName: string, a: ApprovalView, id: string, extraHtml = '', diffButton = ''): string {
   const pending = a.state === 'pending';
   const body = [
     renderFields(a.fields),
@@ -92,11 +92,13 @@ export function renderApproval(toolName: string, a: ApprovalView, id: string, ex
       `<div class="actions">`,
       `<button type="button" class="btn approve" data-action="approve" data-key="${escapeHtml(a.key)}">Approve</button>`,
       `<button type="button" class="btn secondary deny" data-action="deny" data-key="${escapeHtml(a.key)}">Deny</button>`,
+      diffButton,
       `</div>`,
     );
   } else {
     // answered: the same fields, folded away to keep the chat compact
     parts.push(`<details class="call-fields"><summary>What was asked</summary>${body}</details>`);
+    if (diffButton) parts.push(`<div class="actions">${diffButton}</div>`);
   }
   parts.push(extraHtml, '</div>');
   return parts.join('');
@@ -123,9 +125,19 @@ function renderResult(status: string | undefined, result: string | undefined, op
   );
 }
 
+/** "Open diff": the call's file change in VS Code's diff editor (the host keeps the texts). */
+export function renderDiffButton(item: Extract<ChatItem, { kind: 'tool' }>): string {
+  if (!item.hasDiff || !item.callId) return '';
+  return (
+    `<button type="button" class="btn secondary open-diff" data-action="open-diff" data-turn="${escapeHtml(item.turnId)}"` +
+    ` data-call="${escapeHtml(item.callId)}" title="Show the change in the diff editor">Open diff</button>`
+  );
+}
+
 export function renderTool(item: Extract<ChatItem, { kind: 'tool' }>): string {
+  const diffButton = renderDiffButton(item);
   if (item.approval) {
-    return renderApproval(item.tool, item.approval, item.id, renderResult(item.status, item.result, false));
+    return renderApproval(item.tool, item.approval, item.id, renderResult(item.status, item.result, false), diffButton);
   }
   const shown = item.decision === 'show' || item.decision === 'ask';
   const fields =
@@ -135,14 +147,20 @@ export function renderTool(item: Extract<ChatItem, { kind: 'tool' }>): string {
     `<div class="card tool decision-${escapeHtml(item.decision ?? 'history')}" data-id="${escapeHtml(item.id)}">` +
     `<div class="card-head"><span class="card-icon" aria-hidden="true">⚙</span><span class="card-title">[Tool: ${escapeHtml(item.tool)}]</span>` +
     (item.decision === 'show' ? '<span class="pill pill-show">Ran without asking</span>' : '') +
-    `</div>${body}${renderResult(item.status, item.result, false)}</div>`
+    `</div>${body}${diffButton ? `<div class="actions">${diffButton}</div>` : ''}${renderResult(item.status, item.result, false)}</div>`
   );
 }
 
 export function renderItem(item: ChatItem): string {
   switch (item.kind) {
-    case 'user':
-      return `<div class="msg user" data-id="${escapeHtml(item.id)}"><div class="bubble plain">${escapeHtml(item.text)}</div></div>`;
+    case 'user': {
+      const chips = (item.context ?? []).map((c) => `<span class="chip sent" title="Sent with this message">${escapeHtml(c)}</span>`).join('');
+      return (
+        `<div class="msg user" data-id="${escapeHtml(item.id)}"><div class="bubble plain">${escapeHtml(item.text)}</div>` +
+        (chips ? `<div class="msg-context">${chips}</div>` : '') +
+        `</div>`
+      );
+    }
     case 'assistant':
       return (
         `<div class="msg assistant${item.streaming ? ' streaming' : ''}" data-id="${escapeHtml(item.id)}">` +
