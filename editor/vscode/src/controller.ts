@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import * as vscode from 'vscode';
 import { errorMessage, isRpcError } from './client/minoClient';
 import { ApprovalBroker, type ApprovalChange, type PendingApproval } from './core/approvals';
-import { MODE_INFO, memoryIndexLine, sessionPickItems, shortId, statusText, statusTooltip } from './core/format';
+import { MODE_INFO, memoryIndexLine, sessionPickItems, shortId, statusText, statusTooltip, type SessionPickItem } from './core/format';
 import { classifyInput, type WebviewToHost } from './core/messages';
 import { PAGE_SIZE, Transcript } from './core/transcript';
 import { ChatViewProvider, CHAT_VIEW_ID } from './chatView';
@@ -22,10 +22,14 @@ import {
   type ConfirmParams,
   type Event,
   type Mode,
+  type SessionInfo,
   type State,
   type Usage,
 } from './protocol';
 import type { CancellationTokenLike , MinoClient} from './client/minoClient';
+
+/** workspaceState: the session this window shows, restored after a reload (initializationOptions.sessionId). */
+const SESSION_KEY = 'mino.sessionId';
 
 const CLEAR_PROMPT =
   "Clear this session's saved history? This does not undo executed commands or delete recovery copies or manual backups.";
@@ -59,6 +63,9 @@ export class Controller implements vscode.Disposable {
   /** The session whose history the transcript shows (or is being reloaded from). */
   private shownSession: string | null | undefined;
   private readonly notificationEnds = new Map<string, () => void>();
+  private readonly workspaceState: vscode.Memento;
+  /** Refreshes the open Resume Session picker (another window changed the sessions). */
+  private refreshSessions: (() => void) | undefined;
   /** An earlier page of history is being asked for. */
   private earlierLoading = false;
   /** The latest usage event: its output count is shown while State.usage is that request's. */
@@ -70,6 +77,7 @@ export class Controller implements vscode.Disposable {
 
   constructor(context: vscode.ExtensionContext) {
     this.channel = vscode.window.createOutputChannel('Mino', { log: true });
+    this.workspaceState = context.workspaceState;
     this.broker = new ApprovalBroker(() => randomBytes(16).toString('hex'));
     this.transcript = new Transcript(
       (patches) => this.view.post({ type: 'patch', patches }),
@@ -80,6 +88,7 @@ export class Controller implements vscode.Disposable {
       this.channel,
       () => vscode.workspace.workspaceFolders?.[0],
       (client) => this.wire(client),
+      () => this.workspaceState.get<string>(SESSION_KEY),
     );
     this.statusItem = vscode.window.createStatusBarItem('mino.status', vscode.StatusBarAlignment.Left, 50);
     this.statusItem.name = 'Mino';
@@ -123,6 +132,10 @@ export class Controller implements vscode.Disposable {
     client.onStateChanged((s) => this.setState(s));
     client.onApprove((p, token) => this.onApprove(p, token));
     client.onConfirm((p) => this.onConfirm(p));
+    client.onSessionsChanged(() => {
+      this.channel.info('sessions changed in another window or terminal');
+      this.refreshSessions?.();
+    });
   }
 
   private async onStarted(client: MinoClient): Promise<void> {
@@ -155,6 +168,10 @@ export class Controller implements vscode.Disposable {
   /** A new State; when it names another session than the one shown, the history is reloaded. */
   private setState(s: State): void {
     this.state = s;
+    // this window's session, for the next start (a reload gets its own conversation back)
+    if (s.sessionId && s.sessionId !== this.workspaceState.get<string>(SESSION_KEY)) {
+      void this.workspaceState.update(SESSION_KEY, s.sessionId);
+    }
     this.view.post({ type: 'state', state: s });
     this.updateStatusBar();
     if (s.sessionId !== this.shownSession && !this.turn) void this.reloadHistory();
@@ -628,22 +645,69 @@ export class Controller implements vscode.Disposable {
       void vscode.window.showInformationMessage('Mino: there are no saved sessions yet.');
       return;
     }
-    const items = sessionPickItems(sessions, this.state?.sessionId ?? null);
-    const pick = await vscode.window.showQuickPick(items, {
-      title: 'Mino: Resume Session',
-      placeHolder: 'Pick a session (newest first; times in local time and UTC)',
-      matchOnDetail: true,
-      ignoreFocusOut: true,
-    });
+    const pick = await this.pickSession(sessions, () => client.listSessions());
     if (!pick) return;
     if (pick.current && !this.state?.restoreProblem) {
       void vscode.window.showInformationMessage(`Mino: session ${shortId(pick.id)} is already the current session.`);
       return;
     }
-    const s = await client.resumeSession(pick.id);
+    let s: State;
+    try {
+      // a session marked open elsewhere is asked for too: the server says which window has it (-32006,
+      // nothing changes), or resumes it when that window let it go meanwhile
+      s = await client.resumeSession(pick.id);
+    } catch (e) {
+      if (isRpcError(e) && e.code === ErrorCodes.sessionInUse) {
+        void vscode.window.showWarningMessage(
+          `Mino: ${e.message} Switch to that window, or start a new session there (or close it), then resume it here.`,
+        );
+        return;
+      }
+      throw e;
+    }
     this.setState(s);
     await this.reloading;
     this.transcript.addNotice(`Session: ${s.sessionId ?? pick.id}`);
+  }
+
+  /**
+   * The Resume Session picker. It stays current while open: when another window or terminal
+   * creates, clears, opens or closes a session (mino/sessionsChanged), the rows are listed again.
+   */
+  private async pickSession(
+    sessions: SessionInfo[],
+    list: () => Promise<{ sessions: SessionInfo[] }>,
+  ): Promise<SessionPickItem | undefined> {
+    const qp = vscode.window.createQuickPick<SessionPickItem>();
+    qp.title = 'Mino: Resume Session';
+    qp.placeholder = 'Pick a session (newest first; times in local time and UTC)';
+    qp.matchOnDetail = true;
+    qp.ignoreFocusOut = true;
+    const fill = (all: SessionInfo[]) => {
+      const active = qp.activeItems[0]?.id;
+      qp.items = sessionPickItems(all, this.state?.sessionId ?? null);
+      const again = qp.items.find((i) => i.id === active);
+      if (again) qp.activeItems = [again];
+    };
+    fill(sessions);
+    const refresh = () =>
+      void list().then(
+        (r) => {
+          if (this.refreshSessions === refresh) fill(Array.isArray(r?.sessions) ? r.sessions : []);
+        },
+        (e: unknown) => this.channel.warn(`mino/sessions/list: ${errorMessage(e)}`),
+      );
+    this.refreshSessions = refresh;
+    try {
+      return await new Promise<SessionPickItem | undefined>((resolve) => {
+        qp.onDidAccept(() => resolve(qp.selectedItems[0] ?? qp.activeItems[0]));
+        qp.onDidHide(() => resolve(undefined));
+        qp.show();
+      });
+    } finally {
+      if (this.refreshSessions === refresh) this.refreshSessions = undefined;
+      qp.dispose();
+    }
   }
 
   private async clearSession(): Promise<void> {

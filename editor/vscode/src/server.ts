@@ -13,7 +13,7 @@ import {
   type ServerOptions,
 } from 'vscode-languageclient/node';
 import { MinoClient, errorMessage, type RpcEndpoint } from './client/minoClient';
-import { Backoff, classifyExit, resolveCommand, type ExitReason } from './core/launch';
+import { Backoff, classifyExit, launchOptions, resolveCommand, type ExitReason } from './core/launch';
 import type { ConnectionView } from './core/messages';
 import type { Mode } from './protocol';
 import { MODES } from './protocol';
@@ -71,6 +71,8 @@ export class MinoServer implements vscode.Disposable {
     private readonly folder: () => vscode.WorkspaceFolder | undefined,
     /** Registers the server -> client handlers on a new client before it starts. */
     private readonly wire: (client: MinoClient) => void,
+    /** The session this window showed last (kept per workspace): restored at start when it can be. */
+    private readonly lastSession: () => string | undefined = () => undefined,
   ) {}
 
   get status(): ConnectionView {
@@ -152,7 +154,7 @@ export class MinoServer implements vscode.Disposable {
       outputChannel: this.channel,
       revealOutputChannelOn: RevealOutputChannelOn.Never,
       workspaceFolder: folder,
-      initializationOptions: config.mode ? { mode: config.mode } : {},
+      initializationOptions: launchOptions(config.mode, this.lastSession()),
       initializationFailedHandler: (e) => {
         this.channel.error(`initialize failed: ${errorMessage(e)}`);
         return false;
@@ -173,7 +175,9 @@ export class MinoServer implements vscode.Disposable {
     // The server's window/showMessage: shown as usual, and remembered to explain an exit.
     lc.onNotification('window/showMessage', (p: { type: number; message: string }) => {
       const text = String(p?.message ?? '');
-      this.messages.push(text);
+      // errors and warnings may explain an exit; an info line (e.g. "… so a new session was started",
+      // naming another window's folder) never does
+      if (p?.type === 1 || p?.type === 2) this.messages.push(text);
       if (p?.type === 1) {
         this.channel.error(text);
         void vscode.window.showErrorMessage(text, 'Restart Mino', 'Show log').then((c) => {

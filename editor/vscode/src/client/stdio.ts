@@ -12,6 +12,7 @@ import {
   type MessageConnection,
 } from 'vscode-jsonrpc/node';
 import { MinoClient, type RpcEndpoint } from './minoClient';
+import { launchOptions } from '../core/launch';
 import type { InitializeResult, Mode } from '../protocol';
 
 export interface StdioOptions {
@@ -20,6 +21,8 @@ export interface StdioOptions {
   env?: Record<string, string | undefined>;
   cwd: string;
   mode?: Mode;
+  /** initializationOptions.sessionId: the session a reloaded window showed */
+  sessionId?: string;
   /** Called with every stderr chunk (the server logs there). */
   onStderr?: (text: string) => void;
   /** Registers handlers before `initialize` (a `mino/confirm` may come during start-up). */
@@ -36,7 +39,7 @@ export interface StdioSession {
   close(timeoutMs?: number): Promise<number | null>;
 }
 
-export function initializeParams(cwd: string, mode?: Mode): Record<string, unknown> {
+export function initializeParams(cwd: string, mode?: Mode, sessionId?: string): Record<string, unknown> {
   const uri = pathToFileURL(cwd).toString();
   return {
     processId: process.pid,
@@ -44,7 +47,7 @@ export function initializeParams(cwd: string, mode?: Mode): Record<string, unkno
     rootUri: uri,
     workspaceFolders: [{ uri, name: path.basename(cwd) }],
     capabilities: {},
-    initializationOptions: mode ? { mode } : {},
+    initializationOptions: launchOptions(mode, sessionId),
   };
 }
 
@@ -75,7 +78,7 @@ export async function startStdio(opts: StdioOptions): Promise<StdioSession> {
   let initializeResult: InitializeResult;
   try {
     initializeResult = await Promise.race([
-      connection.sendRequest<InitializeResult>('initialize', initializeParams(opts.cwd, opts.mode)),
+      connection.sendRequest<InitializeResult>('initialize', initializeParams(opts.cwd, opts.mode, opts.sessionId)),
       spawnError,
       exited.then((code) => {
         throw new Error(`mino exited (code ${code}) before answering initialize:\n${stderr}`);

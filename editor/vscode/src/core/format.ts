@@ -32,20 +32,27 @@ export interface SessionPickItem {
   detail: string;
   id: string;
   current: boolean;
+  /** open in another window or terminal: picking it explains, and resumes nothing */
+  openElsewhere: boolean;
 }
 
-/** QuickPick rows for Resume Session: short ID (current marked), last update local and UTC. */
+/**
+ * QuickPick rows for Resume Session: short ID (current marked; sessions open in another window or
+ * terminal marked too), last update local and UTC.
+ */
 export function sessionPickItems(sessions: SessionInfo[], currentId: string | null): SessionPickItem[] {
   return sessions.map((s) => {
     const current = s.active || s.id === currentId;
+    const elsewhere = !current && s.openElsewhere === true; // a version-1 server sends no such field
     const d = new Date(s.updatedAt);
     const valid = !Number.isNaN(d.getTime());
     return {
-      label: `${current ? '$(check) ' : ''}${shortId(s.id)}`,
-      description: current ? 'current session' : '',
+      label: `${current ? '$(check) ' : elsewhere ? '$(window) ' : ''}${shortId(s.id)}`,
+      description: current ? 'current session' : elsewhere ? 'open in another window' : '',
       detail: valid ? `Last update ${formatLocal(d)} · ${formatUtc(d)}` : `Last update ${s.updatedAt}`,
       id: s.id,
       current,
+      openElsewhere: elsewhere,
     };
   });
 }

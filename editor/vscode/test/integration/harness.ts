@@ -95,6 +95,8 @@ export interface Mino {
   events: Event[];
   states: State[];
   approvals: ApprovalRequest[];
+  /** mino/sessionsChanged notifications received */
+  sessionsChanged: number;
   /** what the next mino/approve gets; default: deny */
   approve: ApproveHandler;
   model: ScriptedModel;
@@ -107,6 +109,10 @@ export interface MinoOptions {
   replies: Reply[];
   mode?: Mode;
   home?: string;
+  /** initializationOptions.sessionId */
+  sessionId?: string;
+  /** files to create in the workspace: path relative to it -> content */
+  files?: Record<string, string>;
   confirm?: (message: string) => boolean;
 }
 
@@ -117,8 +123,12 @@ export async function startMino(opts: MinoOptions): Promise<Mino> {
   fs.mkdirSync(home, { recursive: true, mode: 0o700 });
   fs.mkdirSync(workdir);
   fs.writeFileSync(path.join(workdir, 'README.md'), '# test workspace\n');
+  for (const [rel, text] of Object.entries(opts.files ?? {})) {
+    fs.mkdirSync(path.dirname(path.join(workdir, rel)), { recursive: true });
+    fs.writeFileSync(path.join(workdir, rel), text);
+  }
   const model = await ScriptedModel.start(findPython(opts.mino), opts.replies, root);
-  const m: Partial<Mino> = { home, workdir, events: [], states: [], approvals: [], model };
+  const m: Partial<Mino> = { home, workdir, events: [], states: [], approvals: [], sessionsChanged: 0, model };
   m.approve = () => Promise.resolve(false);
   let session: StdioSession;
   try {
@@ -127,6 +137,7 @@ export async function startMino(opts: MinoOptions): Promise<Mino> {
       args: ['--stdio'],
       cwd: workdir,
       mode: opts.mode ?? 'manual',
+      sessionId: opts.sessionId,
       env: {
         MINO_HOME: home,
         MINO_BASE_URL: model.baseUrl,
@@ -137,6 +148,7 @@ export async function startMino(opts: MinoOptions): Promise<Mino> {
       wire: (client) => {
         client.onEvent((e) => m.events!.push(e));
         client.onStateChanged((s) => m.states!.push(s));
+        client.onSessionsChanged(() => (m.sessionsChanged! += 1));
         client.onApprove((p, token) => {
           m.approvals!.push(p);
           return m.approve!(p, token);

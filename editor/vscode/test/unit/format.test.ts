@@ -38,6 +38,25 @@ test('session QuickPick rows: short ID, local and UTC times, current marked', ()
   assert.equal(rows[1].current, true);
 });
 
+test('sessions open in another window are marked (a version-1 server sends no mark)', () => {
+  const C = 'c'.repeat(32);
+  const rows = sessionPickItems(
+    [
+      { id: B, updatedAt: '2026-11-30T09:23:05Z', active: false, openElsewhere: true },
+      { id: A, updatedAt: '2026-11-29T23:59:59Z', active: true, openElsewhere: false },
+      { id: C, updatedAt: '2026-11-28T23:59:59Z', active: false } as never,
+    ],
+    A,
+  );
+  assert.equal(rows[0].label, '$(window) bbbbbbbb');
+  assert.equal(rows[0].description, 'open in another window');
+  assert.equal(rows[0].openElsewhere, true);
+  assert.equal(rows[1].label, '$(check) aaaaaaaa');
+  assert.equal(rows[1].openElsewhere, false);
+  assert.equal(rows[2].label, 'cccccccc');
+  assert.equal(rows[2].openElsewhere, false);
+});
+
 test('bad dates do not throw', () => {
   const rows = sessionPickItems([{ id: A, updatedAt: 'garbage', active: false, openElsewhere: false }], null);
   assert.equal(rows[0].detail, 'Last update garbage');
