@@ -264,15 +264,16 @@ test('permission mode, compact, state notifications', T, async () => {
   });
 });
 
-test('a second Mino on the same store is unavailable (-32003) and says why', T, async () => {
+test('a second Mino on the same store is not refused: it starts its own session (many windows on one home)', T, async () => {
   await withMino([], async (first) => {
-    await first.session.client.state();
+    const a = (await first.session.client.state()).sessionId;
     const second = await startMino({ mino: MINO!, replies: [], home: first.home });
     try {
-      const e = await second.session.client.state().catch((x: unknown) => x);
-      assert.ok(isRpcError(e) && e.code === ErrorCodes.unavailable, JSON.stringify(e));
-      assert.match(e.message, /in use/i);
-      assert.equal((e.data as { kind?: string } | undefined)?.kind, 'storeLocked');
+      const s = await second.session.client.state();
+      assert.match(s.sessionId ?? '', SESSION_ID_RE);
+      assert.notEqual(s.sessionId, a);
+      assert.equal(s.restoreProblem, null);
+      assert.equal((await first.session.client.state()).sessionId, a, 'the first window keeps its session');
     } finally {
       await second.close();
     }
