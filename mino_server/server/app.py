@@ -4,7 +4,9 @@ Threads:
 - main: reads frames from stdin (transport.py) and hands them to pygls's JsonRPCProtocol (rpc.py),
   which validates and busy-checks each request in arrival order, then runs it on pygls's pool;
 - mino-load: imports pygls (~200 ms, nearly all lsprotocol.types) while the main thread answers
-  `initialize` itself, so the editor gets its answer in about the time Python takes to start;
+  `initialize` itself, so the editor gets its answer in about the time Python takes to start, and
+  starts the store on `initialized`; `mino/state` and `mino/history` arriving before pygls are
+  answered by a mino-early thread once start-up is done;
 - mino-startup: builds the Conversation, opens the store and restores the session (it may have to ask
   `mino/confirm`, whose answer the main thread must be free to read);
 - pool workers: turns, commands and the other requests. A turn streams `mino/event` from its worker;
@@ -98,6 +100,8 @@ ROUTES: dict[str, Route] = {
     "mino/files": Route(P.FilesParams, "do_files", read_only=True),
     "mino/history": Route(P.HistoryParams, "do_history", read_only=True),
 }
+# Read-only requests answered before pygls has loaded (dispatch): what an editor asks first.
+EARLY = frozenset({"mino/state", "mino/history"})
 assert set(ROUTES) == {m.name for m in P.CLIENT_REQUESTS}, "protocol.py and ROUTES disagree"
 
 
@@ -215,7 +219,43 @@ class MinoServer:
                 log.exception("initialize failed")
                 self.send_error(message["id"], P.INTERNAL_ERROR, P.internal_error_message(exc))
             return
+        if not self._loaded.is_set() and message.get("method") == "initialized" and "id" not in message:
+            # The store and the session open now, while pygls is still loading (not after it).
+            self.on_notification("initialized", message.get("params"))
+            return
+        if not self._loaded.is_set() and message.get("method") in EARLY and "id" in message:
+            self._answer_early(message)
+            return
         self._wait_loaded().handle_message(message)
+
+    def _answer_early(self, message: dict[str, Any]) -> None:
+        """mino/state or mino/history before pygls has loaded: answered on a thread of its own as
+        soon as start-up is done, so the editor is ready when Mino is, not when pygls is."""
+        msg_id, method = message["id"], message["method"]
+        try:
+            self._check_phase()
+            route = ROUTES[method]
+            params = self._parse(route.params, message.get("params"))
+            self.ensure_startup()
+        except P.ProtocolError as exc:
+            self.send_error(msg_id, exc.code, exc.message, exc.data)
+            return
+        handler = getattr(self, route.handler)
+
+        def answer() -> None:
+            self.started.wait()
+            try:
+                if self.unavailable is not None:
+                    raise self.unavailable
+                result = self._guard(lambda: handler(params, None))
+                self.writer.send({"jsonrpc": "2.0", "id": msg_id, "result": P.dump(result)})
+            except P.ProtocolError as exc:
+                self.send_error(msg_id, exc.code, exc.message, exc.data)
+            except Exception as exc:
+                log.exception("%s failed", method)
+                self.send_error(msg_id, P.INTERNAL_ERROR, P.internal_error_message(exc))
+
+        threading.Thread(target=answer, name="mino-early", daemon=True).start()
 
     def send_error(self, msg_id: Any, code: int, message: str, data: Any = None) -> None:
         error: dict[str, Any] = {"code": code, "message": P.one_line(message)}
@@ -518,7 +558,7 @@ class MinoServer:
 
     def state_changed(self, force: bool = False) -> None:
         """`mino/stateChanged` when session, restore problem, mode or busy differ from the last one sent."""
-        if self._agent is None or self.rpc is None or self.stopping.cancelled:
+        if self._agent is None or self.stopping.cancelled:
             return  # after shutdown the agent is being closed; nobody needs the state any more
         try:
             with self._state_lock:
@@ -634,8 +674,11 @@ class MinoServer:
 
     # ---- talking to the client ---------------------------------------------------------------
     def notify(self, method: str, params: Any) -> None:
-        if self.rpc is not None:
-            self.rpc.notify(method, params)
+        rpc = self.rpc
+        if rpc is not None:
+            rpc.notify(method, params)
+        elif not self._loaded.is_set():  # start-up runs while pygls loads; a notification needs no pygls
+            self.writer.send({"jsonrpc": "2.0", "method": method, "params": P.dump(params)})
 
     def show_message(self, kind: int, text: str) -> None:
         sys.stderr.write(f"mino --stdio: {text}\n")
@@ -647,6 +690,8 @@ class MinoServer:
 
     def ask(self, method: str, params: dict[str, Any], cancel: CancelToken | None) -> Any:
         """Send a request to the client and wait for its result; None on error, cancel or exit."""
+        if self.rpc is None and not self.stopping.cancelled:
+            self._loaded.wait()  # start-up's recovery question can come before pygls is there
         if self.rpc is None or self.stopping.cancelled:
             return None
         msg_id = f"mino-{next(self._ids)}"
