@@ -3,10 +3,11 @@
 Threads:
 - main: reads frames from stdin (transport.py) and hands them to pygls's JsonRPCProtocol (rpc.py),
   which validates and busy-checks each request in arrival order, then runs it on pygls's pool;
-- mino-load: imports pygls (~200 ms, nearly all lsprotocol.types) while the main thread answers
-  `initialize` itself, so the editor gets its answer in about the time Python takes to start, and
-  starts the store on `initialized`; `mino/state` and `mino/history` arriving before pygls are
-  answered by a mino-early thread once start-up is done;
+- mino-load: imports pygls (~200 ms, nearly all lsprotocol.types) once start-up is done (or sooner
+  when something needs it). The main thread answers `initialize` itself, so the editor gets its
+  answer in about the time Python takes to start, and starts the store on `initialized`;
+  `mino/state` and `mino/history` arriving before pygls are answered by a mino-early thread once
+  start-up is done: the editor is ready when Mino is;
 - mino-startup: builds the Conversation, opens the store and restores the session (it may have to ask
   `mino/confirm`, whose answer the main thread must be free to read);
 - pool workers: turns, commands and the other requests. A turn streams `mino/event` from its worker;
@@ -134,6 +135,7 @@ class MinoServer:
         self.exit_requested = False
         self.rpc: MinoProtocol | None = None  # once pygls is imported
         self._loaded = threading.Event()
+        self._load_now = threading.Event()  # set when start-up is done or something needs pygls
         self._load_error: BaseException | None = None
         self._agent: Conversation | None = None  # made by the start-up thread (see agent)
         self.session_hint: str | None = None  # initializationOptions.sessionId
@@ -167,6 +169,9 @@ class MinoServer:
         threading.Thread(target=self._load, name="mino-load", daemon=True).start()
 
     def _load(self) -> None:
+        # Start-up goes first: it is what the editor waits for (mino/state), and both are Python on
+        # one GIL, so importing pygls beside it would only make it later.
+        self._load_now.wait()
         try:
             from . import rpc
 
@@ -181,6 +186,7 @@ class MinoServer:
             pass
 
     def _wait_loaded(self) -> MinoProtocol:
+        self._load_now.set()
         self._loaded.wait()
         if self._load_error is not None or self.rpc is None:
             raise SystemExit(f"mino --stdio: cannot load pygls: {self._load_error!r}")
@@ -443,6 +449,7 @@ class MinoServer:
             self._set_unavailable("startup", f"Mino could not start: {P.one_line(exc)}")
         finally:
             self.started.set()
+            self._load_now.set()
 
     def _open_agent(self) -> None:
         from ..core.config import ConfigError, load_config
@@ -691,6 +698,7 @@ class MinoServer:
     def ask(self, method: str, params: dict[str, Any], cancel: CancelToken | None) -> Any:
         """Send a request to the client and wait for its result; None on error, cancel or exit."""
         if self.rpc is None and not self.stopping.cancelled:
+            self._load_now.set()
             self._loaded.wait()  # start-up's recovery question can come before pygls is there
         if self.rpc is None or self.stopping.cancelled:
             return None
