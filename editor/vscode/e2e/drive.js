@@ -112,26 +112,20 @@ function memoryFile(name) {
     // ---------------------------------------------------------------- workbench up; the restore problem and its fix
     await page.goto(URL_);
     await page.locator('.monaco-workbench').waitFor({ timeout: 60000 });
-    // another Mino holds the store: said once, with Restart Mino and Show log; status bar says stopped
-    const locked = toast(page, 'in use by another Mino process');
-    await locked.first().waitFor({ timeout: 60000 });
-    await page.locator('.statusbar-item', { hasText: 'Mino: stopped' }).first().waitFor({ timeout: 10000 });
-    timings.workbenchAndServerUpS = Number(secs());
-    step('store locked by another Mino: ' + (await locked.first().locator('.notification-list-item-message').innerText()));
-    await shot(page, '00-store-locked.png');
-    process.kill(Number(process.env.MINO_LOCK_HOLDER_PID), 'SIGTERM');
-    await sleep(300);
-    await locked.first().getByRole('button', { name: 'Restart Mino' }).click();
-    await page.locator('.statusbar-item', { hasText: 'Mino: manual · no session' }).first().waitFor({ timeout: 30000 });
+    // a terminal Mino runs on the same home: many windows (and terminals) share one home, so the
+    // extension's server starts beside it, with no "in use" refusal
+    await page.locator('.statusbar-item', { hasText: 'Mino: manual · no session' }).first().waitFor({ timeout: 60000 });
     timings.workbenchAndServerReadyS = Number(secs());
-    step('the other Mino stopped; Restart Mino started ours');
+    assert((await toast(page, 'in use by another Mino').count()) === 0, 'no "in use" refusal beside a terminal Mino');
+    assert(process.kill(Number(process.env.MINO_TERMINAL_PID), 0), 'the terminal Mino still runs');
+    step('started beside a terminal Mino on the same home: no "in use" refusal');
     step('status bar: no session (two saved sessions, none selected)');
     await openMinoView(page);
     let frame = await chatFrame(page);
     const banner = frame.locator('.banner.warning', { hasText: 'Cannot restore the active session' });
     await banner.waitFor({ timeout: 10000 });
     step('panel shows the restore problem: ' + (await banner.locator('.banner-text').innerText()));
-    await shot(page, '00-restore-problem-panel.png');
+    await shot(page, '00-restore-problem-panel.png'); // (beside the terminal Mino, not refused)
     await banner.getByRole('button', { name: 'Resume…' }).click();
     const pickRows = page.locator('.quick-input-widget .monaco-list-row');
     await pickRows.nth(1).waitFor({ timeout: 10000 });
@@ -330,7 +324,8 @@ function memoryFile(name) {
 
     // ---------------------------------------------------------------- the server crashes: restarted with backoff
     const sessionShort = (await status.first().textContent()).match(/[0-9a-f]{8}/)[0];
-    const pid = Number(fs.readFileSync(path.join(HOME, 'sessions', 'sessions.lock'), 'utf8').trim());
+    // the session's lock note names the process that has it open: the extension's server
+    const pid = Number(JSON.parse(fs.readFileSync(path.join(HOME, 'sessions', fullId + '.lock'), 'utf8')).pid);
     assert(/--stdio/.test(fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8')), `pid ${pid} is the extension's mino --stdio`);
     t = Date.now();
     await runCommand(page, 'Clear All Notifications'); // at most 3 toasts show at once
@@ -369,6 +364,222 @@ function memoryFile(name) {
     await page.locator('.tabs-container .tab', { hasText: 'uses-pnpm.md' }).waitFor({ timeout: 10000 });
     step('Show Memories opened uses-pnpm.md');
     await shot(page, '12-memory-file.png');
+
+    // ---------------------------------------------------------------- Ask About Selection: the model request carries the lines
+    await runCommand(page, 'Clear All Notifications');
+    t = Date.now();
+    await page.keyboard.press('Control+P');
+    const quick = page.locator('.quick-input-widget .quick-input-box input');
+    await quick.waitFor({ state: 'visible' });
+    await quick.fill('src/app.py');
+    await page.locator('.quick-input-widget .monaco-list-row', { hasText: 'app.py' }).first().waitFor({ timeout: 10000 });
+    await page.keyboard.press('Enter');
+    await page.locator('.tabs-container .tab.active', { hasText: 'app.py' }).waitFor({ timeout: 10000 });
+    const editorText = page.locator('.editor-group-container.active .monaco-editor .view-lines').first();
+    await editorText.waitFor({ timeout: 10000 });
+    await editorText.click();
+    await page.keyboard.press('Control+Home');
+    await page.keyboard.press('ArrowDown'); // line 2
+    await page.keyboard.press('Shift+ArrowDown');
+    await page.keyboard.press('Shift+ArrowDown'); // lines 2-3 (the selection ends at the start of line 4)
+    // the editor context menu offers it
+    await editorText.click({ button: 'right', position: { x: 60, y: 25 } });
+    const menuItem = page.locator('.monaco-menu .action-item', { hasText: 'Ask About Selection' });
+    await menuItem.first().waitFor({ timeout: 10000 });
+    await shot(page, '13a-editor-context-menu.png');
+    await page.keyboard.press('Escape');
+    await menuItem.first().waitFor({ state: 'hidden', timeout: 5000 }).catch(() => {});
+    // and the keybinding runs it
+    await editorText.click({ position: { x: 60, y: 25 } }).catch(() => {}); // focus back in the editor…
+    await page.keyboard.press('Control+Home');
+    await page.keyboard.press('ArrowDown');
+    await page.keyboard.press('Shift+ArrowDown');
+    await page.keyboard.press('Shift+ArrowDown'); // …with the same lines selected again
+    await page.keyboard.press('Control+Alt+K');
+    frame = await chatFrame(page, '#chips .chip');
+    const chip = frame.locator('#chips .chip', { hasText: 'app.py:2-3' });
+    await chip.waitFor({ timeout: 10000 });
+    assert((await frame.locator('#chips .chip').count()) === 1, 'one chip');
+    assert(/src\/app\.py \(lines 2-3\)/.test(await chip.getAttribute('title')), 'the chip names the path and lines');
+    // the keyboard is in the chat box: the question comes next
+    await frame.locator('#input:focus').waitFor({ timeout: 5000 });
+    step('Ctrl+Alt+K (Ask About Selection) put a chip above the chat box');
+    await shot(page, '13-selection-chip.png');
+    // `@` completes workspace files (mino/files)
+    const box1 = frame.locator('#input');
+    await box1.pressSequentially('@src/a', { delay: 20 });
+    const row = frame.locator('#complete .complete-row', { hasText: 'app.py' });
+    await row.first().waitFor({ timeout: 10000 });
+    await shot(page, '13b-at-completion.png');
+    await box1.press('Enter'); // chooses, does not send
+    assert((await box1.inputValue()) === '@src/app.py ', 'the completion replaced the @word: ' + (await box1.inputValue()));
+    assert((await frame.locator('.msg.user', { hasText: '@src/app.py' }).count()) === 0, 'Enter chose the file; nothing was sent');
+    step('@ completed src/app.py from mino/files');
+    await box1.fill('');
+    // a chip can be removed: add the file too, then remove it
+    await runCommand(page, 'Mino: Add File to Chat');
+    await frame.locator('#chips .chip', { hasText: /^app\.py/ }).nth(1).waitFor({ timeout: 10000 });
+    await frame.locator('#chips .chip').nth(1).locator('.chip-remove').click();
+    await frame.locator('#chips .chip').nth(1).waitFor({ state: 'detached', timeout: 5000 });
+    assert((await frame.locator('#chips .chip').count()) === 1, 'the removed chip is gone, the selection stays');
+    step('Add File to Chat added a chip; its × removed it');
+    await send(frame, 'What does this do?');
+    await frame.locator('.msg.user', { hasText: 'What does this do?' }).locator('.msg-context .chip', { hasText: 'app.py:2-3' }).waitFor({ timeout: 10000 });
+    await frame.locator('#chips').waitFor({ state: 'hidden', timeout: 5000 });
+    await frame.locator('.msg.assistant:not(.streaming)', { hasText: 'greet builds the greeting' }).waitFor({ timeout: 20000 });
+    timings.askAboutSelectionS = Number(secs(t));
+    step('the turn went with the selected lines (the scripted model required them)');
+    // ---------------------------------------------------------------- how full the context is
+    const usageItem = page.locator('.statusbar-item', { hasText: /Mino: manual · [0-9a-f]{8} · 41%/ });
+    await usageItem.first().waitFor({ timeout: 10000 });
+    assert((await frame.locator('#usage .usage-text').innerText()).trim() === '41%', 'the panel shows 41%');
+    assert(/52,340 of 128,000 tokens/.test(await frame.locator('#usage').getAttribute('title')), 'the panel tooltip has the numbers');
+    await shot(page, '14-context-sent-usage.png');
+    await usageItem.first().hover();
+    const hover = page.locator('.workbench-hover, .monaco-hover', { hasText: 'Context: 41% full' });
+    await hover.first().waitFor({ timeout: 10000 });
+    assert(/52,340 of 128,000 tokens at the latest model request; its answer used 812/.test(await hover.first().innerText()), 'status bar tooltip numbers');
+    step('status bar: "Mino: manual · … · 41%", the numbers in its tooltip');
+    await shot(page, '15-usage-tooltip.png');
+    await page.mouse.move(700, 400);
+
+    // ---------------------------------------------------------------- an edit approval opens the diff editor
+    t = Date.now();
+    const appPy = path.join(process.env.MINO_E2E_WS, 'src', 'app.py');
+    const original = fs.readFileSync(appPy, 'utf8');
+    await send(frame, 'Change the greeting to Hi.');
+    const editToast = toast(page, 'Mino wants to run edit_file');
+    await editToast.waitFor({ timeout: 20000 });
+    const diffTab = page.locator('.tabs-container .tab', { hasText: "app.py ↔ Mino's proposal" });
+    await diffTab.waitFor({ timeout: 10000 });
+    await frame.locator('.approval.state-pending', { hasText: '[Tool: edit_file]' }).waitFor({ timeout: 10000 });
+    const approveAction = page.locator('.editor-group-container .editor-actions [aria-label^="Approve"]');
+    const denyAction = page.locator('.editor-group-container .editor-actions [aria-label^="Deny"]');
+    await approveAction.first().waitFor({ timeout: 10000 });
+    assert((await denyAction.count()) >= 1, 'Deny in the diff title too');
+    await page.locator('.monaco-diff-editor').first().waitFor({ timeout: 10000 });
+    assert(fs.readFileSync(appPy, 'utf8') === original, 'the file is untouched while asked');
+    timings.diffOpenedS = Number(secs(t));
+    step("the approval opened VS Code's diff editor: app.py ↔ Mino's proposal, Approve and Deny in its title");
+    await shot(page, '16-diff-approval.png');
+    // closing the diff is not an answer
+    await diffTab.hover();
+    await diffTab.locator('.tab-actions .action-label').first().click();
+    await diffTab.waitFor({ state: 'detached', timeout: 10000 });
+    await sleep(500);
+    assert((await frame.locator('.approval.state-pending', { hasText: '[Tool: edit_file]' }).count()) === 1, 'the card still asks');
+    assert((await editToast.count()) === 1, 'the notification stays');
+    assert(fs.readFileSync(appPy, 'utf8') === original, 'still untouched');
+    step('closed the diff: the card and the notification still ask; the file is untouched');
+    await shot(page, '17-diff-closed-still-pending.png');
+    // the card opens it again; Approve in the diff title answers
+    await frame.locator('.approval.state-pending .open-diff').click();
+    await diffTab.waitFor({ timeout: 10000 });
+    await approveAction.first().click();
+    await frame.locator('.approval.state-approved', { hasText: '[Tool: edit_file]' }).waitFor({ timeout: 10000 });
+    await diffTab.waitFor({ state: 'detached', timeout: 10000 });
+    await editToast.waitFor({ state: 'detached', timeout: 10000 });
+    await frame.locator('.msg.assistant', { hasText: 'Changed the greeting.' }).waitFor({ timeout: 20000 });
+    const changed = fs.readFileSync(appPy, 'utf8');
+    assert(changed.includes('"Hi, "') && !changed.includes('"Hello, "'), 'approved: the file changed: ' + changed);
+    timings.diffApproveS = Number(secs(t));
+    step('Approve in the diff title wrote the file; the diff, the card question and the notification went away');
+    await shot(page, '18-diff-approved.png');
+
+    // ---------------------------------------------------------------- scrolling up loads earlier history
+    t = Date.now();
+    const longId = 'abcdef0123456789abcdef0123456789';
+    const records = [];
+    const at = '2026-10-21T10:00:00.000Z';
+    const add = (r) => records.push(JSON.stringify({ seq: records.length + 1, ...r, at }));
+    for (let n = 0; n < 150; n++) {
+      const turn_id = n.toString(16).padStart(16, '0');
+      add({ type: 'user_message', turn_id, text: `Question ${n} about the long project` });
+      add({ type: 'assistant_message', turn_id, text: `Answer ${n}: the long project keeps its history in pages.` });
+      add({ type: 'turn_end', turn_id, status: 'completed' });
+    }
+    fs.writeFileSync(path.join(HOME, 'sessions', `${longId}.jsonl`), records.join('\n') + '\n', { mode: 0o600 });
+    await runCommand(page, 'Mino: Resume Session');
+    const longRow = page.locator('.quick-input-widget .monaco-list-row', { hasText: longId.slice(0, 8) });
+    await longRow.waitFor({ timeout: 10000 });
+    await longRow.click();
+    await frame.locator('.msg.user', { hasText: 'Question 149 about' }).waitFor({ timeout: 15000 });
+    const items = frame.locator('#transcript > [data-id]');
+    await sleep(500);
+    const firstPage = await items.count();
+    assert(firstPage <= 210, `the latest page only (${firstPage} items)`);
+    assert((await frame.locator('.msg.user', { hasText: 'Question 0 about' }).count()) === 0, 'not the first question yet');
+    const firstShown = await items.first().getAttribute('data-id');
+    await shot(page, '19a-history-latest-page.png');
+    // the person scrolls up to the top
+    await frame.locator('#transcript').evaluate((el) => {
+      el.scrollTop = 0;
+      el.dispatchEvent(new Event('scroll'));
+    });
+    await frame.locator('.msg.user', { hasText: 'Question 0 about' }).waitFor({ timeout: 15000 });
+    const allShown = await items.count();
+    assert(allShown >= 300, `all 300 items after scrolling up (${allShown})`);
+    // what was at the top is still where the person was looking (the new page went in above it)
+    const kept = await frame.locator('#transcript').evaluate((el, id) => {
+      const box = el.getBoundingClientRect();
+      const it = el.querySelector(`[data-id="${CSS.escape(id)}"]`).getBoundingClientRect();
+      return { itemTop: it.top - box.top, height: box.height, scrollTop: el.scrollTop };
+    }, firstShown);
+    assert(kept.scrollTop > 0 && kept.itemTop >= -5 && kept.itemTop < kept.height, 'the scroll position was kept: ' + JSON.stringify(kept));
+    timings.earlierHistoryS = Number(secs(t));
+    step(`scrolling up loaded the earlier page (${firstPage} -> ${allShown} items), the view stayed put`);
+    await shot(page, '19-history-earlier-page.png');
+
+    // ---------------------------------------------------------------- two windows on two folders, chatting at once
+    t = Date.now();
+    const page2 = await context.newPage();
+    page2.on('console', (m) => {
+      if (m.type() === 'error') consoleErrors.push(m.text().slice(0, 300));
+    });
+    await page2.goto(URL_.replace(/folder=[^&]*/, 'folder=' + encodeURIComponent(process.env.MINO_E2E_WS2)));
+    await page2.locator('.monaco-workbench').waitFor({ timeout: 60000 });
+    // its start-up pick (the long session) is open in the first window: a new session, said once
+    await toast(page2, 'so a new session was started').first().waitFor({ timeout: 60000 });
+    const status2 = page2.locator('.statusbar-item', { hasText: /Mino: manual · [0-9a-f]{8}/ });
+    await status2.first().waitFor({ timeout: 30000 });
+    const short2 = (await status2.first().textContent()).match(/[0-9a-f]{8}/)[0];
+    assert(short2 !== longId.slice(0, 8), 'the second window has its own session');
+    step('second window on another folder: not refused; its own session, said in one line');
+    await openMinoView(page2);
+    const frame2 = await chatFrame(page2);
+    await shot(page2, '20-second-window.png');
+    // the Resume picker of the second window marks the session open in the first
+    await runCommand(page2, 'Mino: Resume Session');
+    const elsewhere = page2.locator('.quick-input-widget .monaco-list-row', { hasText: longId.slice(0, 8) });
+    await elsewhere.waitFor({ timeout: 10000 });
+    assert(/open in another window/.test(await elsewhere.innerText()), 'marked open in another window');
+    await shot(page2, '20b-resume-marks-open-elsewhere.png');
+    await elsewhere.click();
+    await toast(page2, 'Nothing was changed').first().waitFor({ timeout: 10000 });
+    assert((await status2.first().textContent()).includes(short2), 'nothing changed');
+    step('Resume in the second window: the first window\'s session is marked; picking it explains and changes nothing');
+    await runCommand(page2, 'Clear All Notifications');
+    // both windows chat at the same time
+    await Promise.all([send(frame, 'Hello from the first window.'), send(frame2, 'Hello from the second window.')]);
+    await Promise.all([frame.locator('#progress:not([hidden])').waitFor({ timeout: 10000 }), frame2.locator('#progress:not([hidden])').waitFor({ timeout: 10000 })]);
+    const [busy1, busy2] = await Promise.all([frame.locator('#progress').isVisible(), frame2.locator('#progress').isVisible()]);
+    assert(busy1 && busy2, 'both turns run at the same moment');
+    step('both windows are answering at once');
+    await shot(page, '21a-two-windows-first-answering.png');
+    await shot(page2, '22a-two-windows-second-answering.png');
+    await Promise.all([
+      frame.locator('.msg.assistant:not(.streaming)', { hasText: 'while the other window chats too' }).waitFor({ timeout: 30000 }),
+      frame2.locator('.msg.assistant:not(.streaming)', { hasText: 'while the other window chats too' }).waitFor({ timeout: 30000 }),
+    ]);
+    const log1 = fs.readFileSync(path.join(HOME, 'sessions', `${longId}.jsonl`), 'utf8');
+    const id2 = fs.readdirSync(path.join(HOME, 'sessions')).find((f) => f.startsWith(short2) && f.endsWith('.jsonl'));
+    const log2 = fs.readFileSync(path.join(HOME, 'sessions', id2), 'utf8');
+    assert(log1.includes('Hello from the first window.') && !log1.includes('Hello from the second window.'), 'window 1 logs only its own');
+    assert(log2.includes('Hello from the second window.') && !log2.includes('Hello from the first window.'), 'window 2 logs only its own');
+    timings.twoWindowsS = Number(secs(t));
+    step('two windows answered at the same time, each in its own session');
+    await shot(page, '21-two-windows-first.png');
+    await shot(page2, '22-two-windows-second.png');
 
     result = { ok: true, totalS: Number(secs()), timings };
   } catch (e) {

@@ -94,7 +94,7 @@ cleanup() {
   if [ "${MINO_E2E_KEEP:-}" = 1 ]; then echo "[e2e] kept $WORK"; else rm -rf "$WORK"; fi
 }
 trap cleanup EXIT
-mkdir -p "$WORK/udd/User" "$WORK/ws" "$WORK/tmp" "$WORK/home" "$WORK/xdg/config" "$SHOTS"
+mkdir -p "$WORK/udd/User" "$WORK/ws" "$WORK/ws2" "$WORK/tmp" "$WORK/home" "$WORK/xdg/config" "$SHOTS"
 rm -f "$SHOTS"/*.png
 export TMPDIR="$WORK/tmp"
 # two saved sessions and no selection: Mino starts with a restore problem the panel must offer to fix
@@ -103,6 +103,10 @@ touch -d '2026-01-01 10:00:00Z' "$WORK/home/sessions/0123456789abcdef0123456789a
 touch -d '2026-01-02 10:00:00Z' "$WORK/home/sessions/fedcba9876543210fedcba9876543210.jsonl"
 chmod 700 "$WORK/home" "$WORK/home/sessions"; chmod 600 "$WORK/home/sessions/"*.jsonl
 printf '# e2e workspace\n\nA small project for the Mino end-to-end test.\n' > "$WORK/ws/README.md"
+mkdir -p "$WORK/ws/src"
+printf 'def greet(name):\n    message = "Hello, " + name\n    return message\n\n\ndef main():\n    print(greet("world"))\n' > "$WORK/ws/src/app.py"
+# a second project: a second browser window on it chats at the same time (many windows on one home)
+printf '# the other project\n' > "$WORK/ws2/README.md"
 
 # the scripted model: one reply per model request, in the order the scenario makes them
 # (background jobs of a script ignore SIGINT: restore it, so SIGINT stops the model and it prints its errors)
@@ -114,16 +118,16 @@ BASE_URL=$(head -1 "$WORK/model.url")
 [ -n "$BASE_URL" ] || { cat "$WORK/model.log"; die "scripted model did not start"; }
 log "scripted model at $BASE_URL"
 
-# another Mino (the CLI, waiting on a FIFO for input) holds the session store when VS Code starts:
-# the extension must say so; the driver then stops this one and restarts the extension's server
+# a terminal Mino (the CLI, waiting on a FIFO for input) runs on the same home when VS Code starts:
+# since many windows share one home, the extension's server must start beside it, not be refused
 mkfifo "$WORK/holder.fifo"
 exec 7<>"$WORK/holder.fifo"
 (cd "$WORK/ws" && MINO_HOME="$WORK/home" MINO_BASE_URL="$BASE_URL" MINO_API_KEY=test MINO_MODEL=scripted \
   exec "$MINO" < "$WORK/holder.fifo" > "$WORK/holder.log" 2>&1) &
 HOLDERPID=$!
-for _ in $(seq 1 100); do [ "$(cat "$WORK/home/sessions/sessions.lock" 2>/dev/null)" = "$HOLDERPID" ] && break; sleep 0.1; done
-[ "$(cat "$WORK/home/sessions/sessions.lock" 2>/dev/null)" = "$HOLDERPID" ] || { cat "$WORK/holder.log"; die "the lock holder did not take the store"; }
-log "another Mino (pid $HOLDERPID) holds the store"
+for _ in $(seq 1 100); do [ -s "$WORK/holder.log" ] && break; sleep 0.1; done
+kill -0 "$HOLDERPID" 2>/dev/null && [ -s "$WORK/holder.log" ] || { cat "$WORK/holder.log"; die "the terminal Mino did not start"; }
+log "a terminal Mino (pid $HOLDERPID) runs on the same home"
 
 # user settings: quiet workbench + Mino pointed at the real server, a fresh MINO_HOME and the model
 node -e '
@@ -164,8 +168,8 @@ log "code-server listening on 127.0.0.1:$PORT"
 
 # ---------------------------------------------------------------- the scenario
 TD=$(date +%s%N)
-NODE_PATH="$EXT/node_modules" MINO_HOME="$WORK/home" MINO_LOCK_HOLDER_PID="$HOLDERPID" SHOT_DIR="$SHOTS" CHROMIUM="$CHROMIUM" CHROME_UDD_BASE="$WORK/tmp" \
-  PATH="/usr/bin:$PATH" node "$HERE/drive.js" "http://127.0.0.1:$PORT/?folder=$WORK/ws"
+NODE_PATH="$EXT/node_modules" MINO_HOME="$WORK/home" MINO_TERMINAL_PID="$HOLDERPID" SHOT_DIR="$SHOTS" CHROMIUM="$CHROMIUM" CHROME_UDD_BASE="$WORK/tmp" \
+  MINO_E2E_WS="$WORK/ws" MINO_E2E_WS2="$WORK/ws2" PATH="/usr/bin:$PATH" node "$HERE/drive.js" "http://127.0.0.1:$PORT/?folder=$WORK/ws"
 RC=$?
 log "driver finished in $(since "$TD")s (rc=$RC)"
 

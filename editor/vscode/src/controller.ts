@@ -305,7 +305,6 @@ export class Controller implements vscode.Disposable {
       commandLink('Approve', 'mino.answerApproval', [a.key, 'approve']),
       commandLink('Deny', 'mino.answerApproval', [a.key, 'deny']),
       commandLink('Show details', 'mino.showApproval', [a.key]),
-      ...(isFileDiff(a.params.diff) ? [commandLink('Open diff', 'mino.openApprovalDiff', [a.key])] : []),
     ].join('\u2002'); // an en space: does not collapse, keeps the toast on one line
     void vscode.window.withProgress(
       { location: vscode.ProgressLocation.Notification, title: `Mino wants to run ${tool}`, cancellable: false },
@@ -520,11 +519,6 @@ export class Controller implements vscode.Disposable {
     reg('mino.addFileToChat', (uri, uris) => this.addFileToChat(uri, uris));
     reg('mino.diff.approve', (uri) => this.answerFromDiff(uri, true));
     reg('mino.diff.deny', (uri) => this.answerFromDiff(uri, false));
-    reg('mino.openApprovalDiff', async (key) => {
-      if (typeof key !== 'string' || !this.broker.list().some((a) => a.key === key) || !(await this.diffs.open(key))) {
-        void vscode.window.showInformationMessage('Mino: this approval was already answered.');
-      }
-    });
   }
 
   /** Where editor files must lie: the workspace folder Mino was started in. */

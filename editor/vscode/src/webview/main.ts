@@ -206,6 +206,8 @@ function send(): void {
     return;
   }
   post({ type: 'submit', text });
+  // what was sent, and the answer, show at the bottom even when the person had scrolled up
+  transcriptEl.scrollTop = transcriptEl.scrollHeight;
   input.value = '';
   vscode.setState({ draft: '' });
   autosize();
