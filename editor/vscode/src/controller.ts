@@ -10,7 +10,7 @@ import { MODE_INFO, memoryIndexLine, sessionPickItems, shortId, statusText, stat
 import { classifyInput, type WebviewToHost } from './core/messages';
 import { PAGE_SIZE, Transcript } from './core/transcript';
 import { ChatViewProvider, CHAT_VIEW_ID } from './chatView';
-import { ContextChips, toContextItems } from './core/context';
+import { ContextChips, toContextItems, type ContextChip } from './core/context';
 import { isFileDiff } from './core/diffs';
 import { DiffView } from './diffView';
 import { fromFiles, fromSelection, type Taken } from './editorContext';
@@ -430,15 +430,13 @@ export class Controller implements vscode.Disposable {
       if (r?.status === 'failed') this.transcript.addNotice(r.error || r.text || 'The turn failed.', 'error');
       else if (r?.status === 'limit') this.transcript.addNotice(r.error || r.text || 'The turn stopped at a limit.', 'warning');
       else if (r?.status === 'interrupted') this.transcript.addNotice('Interrupted.', 'warning');
+      if (r && !r.turnId) this.giveBackChips(chips); // the turn never started (no session selected)
     } catch (e) {
       this.transcript.endTurn(turnId);
       if (isRpcError(e) && e.code === ErrorCodes.requestCancelled) this.transcript.addNotice('Interrupted.', 'warning');
       else this.transcript.addNotice(this.describeError(e), 'error');
-      if (chips.length && isRpcError(e) && e.code === ErrorCodes.invalidParams) {
-        // refused before anything was sent: the chips come back, to fix or remove
-        this.chips.restore(chips);
-        this.postChips();
-      }
+      // refused before anything was sent (bad item, busy, unavailable): the chips come back, to fix or send again
+      if (isRpcError(e) && e.code !== ErrorCodes.requestCancelled) this.giveBackChips(chips);
     } finally {
       cts.dispose();
       if (this.turn?.cts === cts) this.turn = undefined;
@@ -579,6 +577,12 @@ export class Controller implements vscode.Disposable {
     }
     this.postChips();
     return added;
+  }
+
+  private giveBackChips(chips: ContextChip[]): void {
+    if (!chips.length) return;
+    this.chips.restore(chips);
+    this.postChips();
   }
 
   private postChips(): void {

@@ -78,6 +78,35 @@ test('requests use the protocol method names and params', async () => {
   close();
 });
 
+test('protocol 2 on the wire: context only when there is some (a version-1 turn is unchanged), files, sessionsChanged', async () => {
+  const { client, clientConn, server, close } = pair();
+  const seen: [string, unknown][] = [];
+  server.onRequest((method: string, params: unknown) => {
+    seen.push([method, params]);
+    if (method === 'mino/files') return { paths: ['src/app.py'] };
+    return { turnId: 't', status: 'completed', text: '' };
+  });
+  let changed = 0;
+  client.onSessionsChanged(() => changed++);
+  server.listen();
+  clientConn.listen();
+  await client.turn('plain');
+  await client.turn('no chips', undefined, []);
+  await client.turn('with chips', undefined, [{ path: 'src/app.py', startLine: 2, endLine: 3, text: 'x' }, { path: 'README.md' }]);
+  assert.deepEqual(await client.files('sr'), { paths: ['src/app.py'] });
+  assert.deepEqual(seen, [
+    ['mino/turn', { text: 'plain' }],
+    ['mino/turn', { text: 'no chips' }],
+    ['mino/turn', { text: 'with chips', context: [{ path: 'src/app.py', startLine: 2, endLine: 3, text: 'x' }, { path: 'README.md' }] }],
+    ['mino/files', { prefix: 'sr' }],
+  ]);
+  await server.sendNotification('mino/sessionsChanged', {});
+  await server.sendNotification('mino/sessionsChanged');
+  for (let i = 0; i < 50 && changed < 2; i++) await new Promise((r) => setTimeout(r, 10));
+  assert.equal(changed, 2);
+  close();
+});
+
 test('approve: only an explicit true approves', async () => {
   const { client, clientConn, server, close } = pair();
   const answers: unknown[] = [true, false, 'yes', 1, undefined];
