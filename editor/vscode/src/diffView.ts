@@ -79,23 +79,27 @@ export class DiffView implements vscode.TextDocumentContentProvider, vscode.Disp
       preserveFocus: opts.preserveFocus ?? false,
     });
     this.log(`diff opened: ${title}`);
+    // answered while the editor was opening: close what just opened
+    if (!this.store.get(key)) await this.closeTabs(key);
     return true;
+  }
+
+  private async closeTabs(key: string): Promise<void> {
+    const tabs = this.tabsOf(key);
+    if (!tabs.length) return;
+    try {
+      await vscode.window.tabGroups.close(tabs, true);
+    } catch (err) {
+      this.log(`closing a Mino diff: ${String(err)}`);
+    }
   }
 
   /** The approval ended (any answer, cancel, shutdown): its diff tabs close and it is dropped. */
   async settle(key: string): Promise<void> {
-    const e = this.store.get(key);
-    if (!e) return;
-    const tabs = this.tabsOf(key);
+    if (!this.store.get(key)) return;
     this.store.settle(key);
     await this.updateContext();
-    if (tabs.length) {
-      try {
-        await vscode.window.tabGroups.close(tabs, true);
-      } catch (err) {
-        this.log(`closing the diff of ${baseName(e.diff.path)}: ${String(err)}`);
-      }
-    }
+    await this.closeTabs(key);
   }
 
   /** Open diff tabs showing this entry. */
