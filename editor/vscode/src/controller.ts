@@ -218,10 +218,13 @@ export class Controller implements vscode.Disposable {
   /** The page above the first item shown (the webview asks when the person scrolls to the top). */
   private async loadEarlier(): Promise<void> {
     const client = this.server.client;
-    if (this.earlierLoading || !client) return;
+    if (this.earlierLoading) return; // the webview hears when that one ends
     await this.reloading; // a reload in flight decides what is shown first
     const { more, before } = this.transcript.earlier();
-    if (!more) return;
+    if (!client || !more) {
+      this.postEarlier(); // the webview asked from an older view: it may ask again when there is more
+      return;
+    }
     if (before === null) {
       // The oldest live items went (a very long window): the latest page again, then earlier ones.
       await this.reloadHistory();
