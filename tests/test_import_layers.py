@@ -3,7 +3,7 @@
 Every `import` counts, wherever it is written: at the top, inside a function (lazy imports for
 start-up time still make one module depend on another) and under `if TYPE_CHECKING:`. The rules:
 - the core (mino_server.core) knows no front end: it imports nothing from mino_server.server,
-  mino_server.cli, mino_server.evals or mino_server.acp;
+  mino_server.cli, mino_server.evals, mino_server.acp or mino_server.stdio;
 - mino_server.testing (the scripted model) is for tests, benchmarks and evals only: inside
   mino_server only the eval runner imports it;
 - pygls and lsprotocol are imported by one module, mino_server.server.pygls_fence, which fences
@@ -25,7 +25,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "mino_server"
 
-FRONT_ENDS = ("mino_server.server", "mino_server.cli", "mino_server.evals", "mino_server.acp")
+# mino_server.stdio: what the two protocol front ends share (their stdin/stdout, stderr log, SIGTERM)
+FRONT_ENDS = (
+    "mino_server.server",
+    "mino_server.cli",
+    "mino_server.evals",
+    "mino_server.acp",
+    "mino_server.stdio",
+)
 TESTING = "mino_server.testing"
 TESTING_USERS = ("mino_server.testing", "mino_server.evals")
 FENCE = "mino_server.server.pygls_fence"

@@ -36,7 +36,6 @@ from __future__ import annotations
 import itertools
 import logging
 import os
-import signal
 import sys
 import threading
 import time
@@ -47,6 +46,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from .. import __version__
 from ..core.cancel import CancelToken
+from ..stdio import Terminated, claim_stdio, configure_logging, raise_on_sigterm
 from . import mapping as M
 from .transport import LineError, Writer, read_messages
 
@@ -727,41 +727,15 @@ def _hashable(value: Any) -> bool:
     return isinstance(value, str | int | float) or value is None
 
 
-class _Terminated(Exception):
-    """SIGTERM: leave as on EOF."""
-
-
-def _claim_stdio() -> tuple[BinaryIO, BinaryIO]:
-    """The protocol's own copies of fds 0 and 1; the process's fds 0/1 become /dev/null/stderr."""
-    proto_in, proto_out = os.dup(0), os.dup(1)
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    os.close(devnull)
-    os.dup2(2, 1)
-    return open(proto_in, "rb", buffering=1 << 16), open(proto_out, "wb", buffering=0)
-
-
-def _configure_logging() -> None:
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("mino --acp: %(levelname)s %(name)s: %(message)s"))
-    root = logging.getLogger()
-    root.addHandler(handler)
-    root.setLevel(logging.DEBUG if os.environ.get("MINO_SERVER_DEBUG") else logging.WARNING)
-
-
 def serve(mode: str | None = None, model: str | None = None, base_url: str | None = None) -> int:
     """Serve ACP on stdin/stdout until EOF or SIGTERM. Ends the process (see the end)."""
-    _configure_logging()
-    stdin, stdout = _claim_stdio()
+    configure_logging("mino --acp")
+    stdin, stdout = claim_stdio()
     agent = AcpAgent(Writer(stdout), mode, model, base_url)
-
-    def on_term(signum: int, frame: Any) -> None:
-        raise _Terminated()
-
-    signal.signal(signal.SIGTERM, on_term)
+    raise_on_sigterm()
     try:
         agent.run(stdin)
-    except _Terminated:
+    except Terminated:
         log.warning("terminated by a signal")
     except KeyboardInterrupt:
         pass

@@ -23,7 +23,6 @@ from __future__ import annotations
 import itertools
 import logging
 import os
-import signal
 import sys
 import threading
 import time
@@ -36,6 +35,7 @@ from urllib.parse import unquote, urlsplit
 from .. import __version__
 from ..core.cancel import CancelToken
 from ..core.words import TURN_RUNNING
+from ..stdio import Terminated, claim_stdio, configure_logging, raise_on_sigterm
 from . import protocol as P
 from .transport import FrameError, FrameWriter, decode, read_frames
 from .ui import ServerUI
@@ -111,10 +111,6 @@ class _Operation:
     method: str
     detail: str
     shows_busy: bool
-
-
-class _Terminated(Exception):
-    """SIGTERM: leave like on exit (interrupt the turn, release the lock)."""
 
 
 def uri_to_path(uri: str, where: str) -> Path:
@@ -203,7 +199,7 @@ class MinoServer:
                     self.dispatch(message)
                 if self.exit_requested:
                     break
-        except _Terminated:
+        except Terminated:  # leave like on exit: interrupt the turn, release the session
             log.warning("terminated by a signal")
         return self.finish()
 
@@ -771,36 +767,13 @@ def _shape_problem(message: dict[str, Any]) -> str | None:
     return 'Invalid request: a message needs a "method", or an "id" with a "result" or an "error".'
 
 
-def _claim_stdio() -> tuple[BinaryIO, BinaryIO]:
-    """The protocol's own copies of fds 0 and 1; the process's fds 0/1 become /dev/null/stderr."""
-    proto_in = os.dup(0)
-    proto_out = os.dup(1)
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    os.close(devnull)
-    os.dup2(2, 1)
-    return open(proto_in, "rb", buffering=1 << 16), open(proto_out, "wb", buffering=0)
-
-
-def _configure_logging() -> None:
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("mino --stdio: %(levelname)s %(name)s: %(message)s"))
-    root = logging.getLogger()
-    root.addHandler(handler)
-    root.setLevel(logging.DEBUG if os.environ.get("MINO_SERVER_DEBUG") else logging.WARNING)
-
-
 def serve(mode: str | None = None) -> int:
     """Run the server on stdin/stdout until exit or EOF. Ends the process (see the end)."""
-    _configure_logging()
-    stdin, stdout = _claim_stdio()
+    configure_logging("mino --stdio")
+    stdin, stdout = claim_stdio()
     server = MinoServer(mode, FrameWriter(stdout))
     server.start_loading()
-
-    def on_term(signum: int, frame: Any) -> None:
-        raise _Terminated()
-
-    signal.signal(signal.SIGTERM, on_term)
+    raise_on_sigterm()
     code = server.run(stdin)
     sys.stderr.flush()
     # A tool stuck past the shutdown wait must not keep the process alive (pool threads are joined
