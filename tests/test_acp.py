@@ -174,7 +174,7 @@ def test_busy_while_a_turn_runs(spawn: Spawn, model: ScriptedModel, ws: Path) ->
     client = spawn(handlers={"session/request_permission": lambda p: NO_ANSWER})
     sid = client.new_session(ws)
     first = client.start("session/prompt", client.prompt_params(sid, "one"))
-    client.wait_agent_request("session/request_permission")  # the turn waits for a person
+    client.wait_incoming_request("session/request_permission")  # the turn waits for a person
     err = client.error("session/prompt", client.prompt_params(sid, "two"))
     assert err.code == -32001 and err.message == "busy" and "turn is running" in err.data["detail"]
     assert client.error("session/load", {"sessionId": sid, "cwd": str(ws), "mcpServers": []}).code == -32001
@@ -206,7 +206,7 @@ def test_approval_through_request_permission(spawn: Spawn, model: ScriptedModel,
     sid = client.new_session(ws)
     assert client.prompt(sid, "write it") == {"stopReason": "end_turn"}
     assert (ws / "out.txt").read_text() == "written\n"
-    (asked,) = [r for r in client.agent_requests if r["method"] == "session/request_permission"]
+    (asked,) = [r for r in client.incoming_requests if r["method"] == "session/request_permission"]
     params = asked["params"]
     assert params["sessionId"] == sid
     assert params["options"] == [
@@ -258,7 +258,7 @@ def test_cancel_during_an_approval(spawn: Spawn, model: ScriptedModel, ws: Path,
     client = spawn(handlers={"session/request_permission": lambda p: NO_ANSWER})
     sid = client.new_session(ws)
     pending = client.start("session/prompt", client.prompt_params(sid, "write it"))
-    asked = client.wait_agent_request("session/request_permission")
+    asked = client.wait_incoming_request("session/request_permission")
     sent = time.monotonic()
     client.notify("session/cancel", {"sessionId": sid})
     assert pending.result() == {"stopReason": "cancelled"}
@@ -299,7 +299,7 @@ def test_set_mode_belongs_to_each_session(spawn: Spawn, model: ScriptedModel, ws
     assert client.updates(second, "current_mode_update") == []
     client.prompt(first, "write")
     assert (ws / "a.txt").read_text() == "a"  # accept-edits ran it without asking
-    assert not any(r["method"] == "session/request_permission" for r in client.agent_requests)
+    assert not any(r["method"] == "session/request_permission" for r in client.incoming_requests)
     err = client.error("session/set_mode", {"sessionId": first, "modeId": "yolo"})
     assert err.code == -32602 and "manual, accept-edits, bypass" in err.message
     assert client.error("session/set_mode", {"sessionId": "0" * 32, "modeId": "manual"}).code == -32002
@@ -498,7 +498,7 @@ def test_recovery_on_load(spawn: Spawn, model: ScriptedModel, ws: Path, home: Pa
     log.close()  # Mino "stopped" while the command ran: no result was recorded
     client = spawn(handlers={"session/request_permission": lambda p: APPROVE if approved else DENY})
     pending = client.start("session/load", {"sessionId": sid, "cwd": str(ws), "mcpServers": []})
-    asked = client.wait_agent_request("session/request_permission")
+    asked = client.wait_incoming_request("session/request_permission")
     call = asked["params"]["toolCall"]
     assert call["kind"] == "other" and call["title"] == f"Recover session {sid}"
     assert "make deploy" in call["content"][0]["content"]["text"]

@@ -107,7 +107,7 @@ def test_approve_and_tool_call_carry_the_diff(client: Client, model: ScriptedMod
     model.add(write_call("notes.md", "# Notes\n"), {"text": "Written."})
     client.initialize(workdir, mode="manual")
     assert client.request("mino/turn", {"text": "write notes"})["status"] == "completed"
-    (asked,) = [r["params"] for r in client.server_requests if r["method"] == "mino/approve"]
+    (asked,) = [r["params"] for r in client.incoming_requests if r["method"] == "mino/approve"]
     expected = {"path": str(workdir.resolve() / "notes.md"), "before": None, "after": "# Notes\n"}
     assert asked["diff"] == expected
     (event,) = client.events("tool_call")
@@ -124,7 +124,7 @@ def test_a_call_that_runs_without_asking_still_has_its_diff(
     model.add({"calls": [edit]}, write_call("big.txt", "z" * (DIFF_MAX_BYTES + 1)), {"text": "Done."})
     client.initialize(workdir, mode="accept-edits")
     assert client.request("mino/turn", {"text": "edit"})["status"] == "completed"
-    assert not [r for r in client.server_requests if r["method"] == "mino/approve"]
+    assert not [r for r in client.incoming_requests if r["method"] == "mino/approve"]
     edit_event, big_event = client.events("tool_call")
     assert edit_event["decision"] == "show"
     assert edit_event["diff"] == {

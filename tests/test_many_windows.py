@@ -325,7 +325,7 @@ def test_an_approved_memory_save_writes_nothing_when_another_window_changed_it(
     a.model.add(save("likes-tea", "Prefers green tea"), {"text": "done a"})
     b.model.add(save("likes-tea", "Prefers black tea"), {"text": "done b"})
     turn_a = a.client.start("mino/turn", {"text": "remember green"})
-    a.client.wait_server_request("mino/approve")  # A's question is open: nothing is locked meanwhile
+    a.client.wait_incoming_request("mino/approve")  # A's question is open: nothing is locked meanwhile
     assert b.client.request("mino/turn", {"text": "remember black"})["status"] == "completed"
     answer.set()
     assert turn_a.result(15)["status"] == "completed"

@@ -178,7 +178,7 @@ def test_memory_save_through_mino_approve(
     client = spawn(handlers={"mino/approve": approve_with(answer)})
     result = client.request("mino/turn", {"text": "Remember that I like green tea."})
     assert result["status"] == "completed"
-    (asked,) = [r for r in client.server_requests if r["method"] == "mino/approve"]
+    (asked,) = [r for r in client.incoming_requests if r["method"] == "mino/approve"]
     params = asked["params"]
     assert params["tool"] == "memory_save" and params["question"] == "Approve this operation?"
     assert (
@@ -216,7 +216,7 @@ def test_cancel_during_approval(spawn: Spawn, model: ScriptedModel, home: Path) 
     model.add(SAVE_TEA)
     client = spawn(handlers={"mino/approve": lambda params: NO_ANSWER})
     turn = client.start("mino/turn", {"text": "Remember that I like green tea."})
-    asked = client.wait_server_request("mino/approve")
+    asked = client.wait_incoming_request("mino/approve")
     started = time.monotonic()
     client.cancel(turn)
     result = turn.result(5)
@@ -339,7 +339,7 @@ def test_recovery_confirmation_at_start_up(spawn: Spawn, home: Path, confirmed: 
     log.close()  # Mino "stopped" while the command ran: no result was recorded
     client = spawn(handlers={"mino/confirm": lambda params: {"confirmed": confirmed}})
     state = client.request("mino/state")
-    (asked,) = [r for r in client.server_requests if r["method"] == "mino/confirm"]
+    (asked,) = [r for r in client.incoming_requests if r["method"] == "mino/confirm"]
     assert asked["params"]["kind"] == "recovery" and asked["params"]["sessionId"] == sid
     assert "make deploy" in asked["params"]["message"]
     if confirmed:

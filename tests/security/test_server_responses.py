@@ -39,7 +39,7 @@ def client(tmp_path: Path, model: ScriptedModel) -> Iterator[Client]:
 
 
 def approvals(client: Client) -> list[dict[str, Any]]:
-    return [r for r in client.server_requests if r["method"] == "mino/approve"]
+    return [r for r in client.incoming_requests if r["method"] == "mino/approve"]
 
 
 def wait_approval(client: Client, n: int) -> dict[str, Any]:
