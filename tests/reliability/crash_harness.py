@@ -20,8 +20,6 @@ All randomness comes from one seed, so a failure is replayed by running the same
 from __future__ import annotations
 
 import json
-import os
-import random
 import re
 import signal
 import sys
@@ -34,13 +32,13 @@ from typing import Any
 
 import faulthook
 import pexpect
+from harness import HarnessRun, NotOnDisk, finished_turn, sigkill, witness_lines, witness_problems
 from invariants import (
     log_consistency,
     memory_problems,
     pair_calls,
     read_log,
     read_selection,
-    request_consistency,
     session_files,
     store_problems,
 )
@@ -118,49 +116,25 @@ def unacked_recoveries(records: list[dict[str, Any]]) -> set[str]:
     return set(outstanding)
 
 
-class CrashRun:
+class CrashRun(HarnessRun):
+    report: Report
+
     def __init__(self, root: Path, seed: int) -> None:
-        self.root = root
-        self.home = root / "mino-home"
+        super().__init__(root, seed, Report())
         self.workdir = root / "work"
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.witness = self.workdir / "witness.txt"
-        self.rng = random.Random(seed)
-        self.seed = seed
         self.ledger = Ledger()
-        self.report = Report()
-        self.cycle_no = 0
-        self.call_no = 0
         self.op_counts: list[int] = []  # durable operations of cycles that ran all their steps
-        self.requests: list[dict[str, Any]] = []
 
     # ---- the run -------------------------------------------------------------------------
-    def run(self, kills: int) -> Report:
-        started = time.monotonic()
+    def cycles(self, kills: int) -> None:
         while self.report.kills < kills:
             self.cycle(kill=True)
         self.cycle(kill=False)  # a last clean start and exit: everything must be whole
-        for body in self.requests:
-            for p in request_consistency(body):
-                self.problem(f"request to the model: {p}")
-        self.report.seconds = time.monotonic() - started
-        return self.report
-
-    def problem(self, text: str) -> None:
-        self.report.problems.append(f"cycle {self.cycle_no} (seed {self.seed}): {text}")
 
     def env(self, model: ScriptedModel, ops_log: Path) -> dict[str, str]:
-        env = faulthook.environ(
-            os.environ,
-            MINO_HOME=str(self.home),
-            HOME=str(self.root / "user-home"),
-            MINO_BASE_URL=model.base_url,
-            MINO_API_KEY="test-key",
-            PYTHONUNBUFFERED="1",
-            MINO_TEST_OPS_LOG=str(ops_log),
-        )
-        env.pop("MINO_MODEL", None)
-        return env
+        return faulthook.environ(self.mino_env(model), PYTHONUNBUFFERED="1", MINO_TEST_OPS_LOG=str(ops_log))
 
     def cycle(self, kill: bool) -> None:
         self.cycle_no += 1
@@ -190,7 +164,7 @@ class CrashRun:
         )
         if mode == "timer":
             # A cycle takes about a second; later kills would mostly land at the idle prompt.
-            timer = threading.Timer(self.rng.uniform(0.0, 1.2), _sigkill, (child.pid,))
+            timer = threading.Timer(self.rng.uniform(0.0, 1.2), sigkill, (child.pid,))
             timer.start()
         try:
             self.start_up(child, before)
@@ -200,7 +174,7 @@ class CrashRun:
                 self.step(child, model)
             if kill:
                 mode += "->idle"  # the planned kill did not come: kill it at the prompt instead
-                _sigkill(child.pid)
+                sigkill(child.pid)
                 child.expect(pexpect.EOF)
             else:
                 child.sendeof()
@@ -209,7 +183,7 @@ class CrashRun:
             pass
         except pexpect.TIMEOUT:
             self.problem(f"Mino hung (no expected output in {EXPECT_TIMEOUT_S:g} s): {child.before[-300:]!r}")
-            _sigkill(child.pid)
+            sigkill(child.pid)
         finally:
             if timer is not None:
                 timer.cancel()
@@ -390,12 +364,12 @@ class CrashRun:
         model.add({"calls": [{"name": "bash", "arguments": {"command": command}, "call_id": call_id}]})
         child.sendline(f"turn {call_id}")
         deadline = time.monotonic() + EXPECT_TIMEOUT_S
-        while call_id not in self.witness_lines():
+        while call_id not in witness_lines(self.witness):
             if time.monotonic() > deadline:
                 self.problem("the slow bash call never started")
                 break
             time.sleep(0.01)
-        _sigkill(child.pid)
+        sigkill(child.pid)
         raise Killed()
 
     def step_new(self, child: pexpect.spawn, model: ScriptedModel) -> None:
@@ -478,22 +452,17 @@ class CrashRun:
     # ---- checks --------------------------------------------------------------------------
     def check_idle(self, sid: str, text: str) -> None:
         """Mino said the turn is done: its records, results and effects are on disk now."""
-        view = read_log(self.home / "sessions" / f"{sid}.jsonl")
-        if view.problem or view.torn:
-            self.problem(f"{sid} damaged while idle: {view.problem or 'torn tail'}")
+        try:
+            records, tid = finished_turn(self.home / "sessions" / f"{sid}.jsonl", text)
+        except NotOnDisk as exc:
+            self.problem(f"{sid}: {exc}")
             return
-        users = [r for r in view.records if r["type"] == "user_message" and r["text"] == text]
-        ends = {r.get("turn_id"): r for r in view.records if r["type"] == "turn_end"}
-        if not users or ends.get(users[-1].get("turn_id"), {}).get("status") != "completed":
-            self.problem(f"turn {text!r} was shown done but its records are not all on disk")
-            return
-        tid = users[-1]["turn_id"]
         saved = self.ledger.on_disk.get(sid, [])
-        if view.records[: len(saved)] != saved:
+        if records[: len(saved)] != saved:
             self.problem(f"{sid}: records seen on disk earlier are gone or changed")
-        self.ledger.on_disk[sid] = view.records
-        calls = {r["seq"]: r for r in view.records if r["type"] == "tool_call" and r.get("turn_id") == tid}
-        results, _ = pair_calls(view.records)
+        self.ledger.on_disk[sid] = records
+        calls = {r["seq"]: r for r in records if r["type"] == "tool_call" and r.get("turn_id") == tid}
+        results, _ = pair_calls(records)
         for seq, call in calls.items():
             result = results.get(seq)
             if result is None:
@@ -503,7 +472,7 @@ class CrashRun:
                 continue
             args = json.loads(call["arguments"])
             if call["name"] == "bash":
-                n = self.witness_lines().count(call["call_id"])
+                n = witness_lines(self.witness).count(call["call_id"])
                 if n != 1:
                     self.problem(f"bash call {call['call_id']} completed but ran {n} times")
             elif call["name"] == "write_file":
@@ -525,12 +494,6 @@ class CrashRun:
                         self.ledger.mem_floor.get(name, 0), versions.index(expected)
                     )
 
-    def witness_lines(self) -> list[str]:
-        try:
-            return self.witness.read_text().splitlines()
-        except FileNotFoundError:
-            return []
-
     def offline_check(self) -> Before:
         """Mino is not running: check the whole store and workdir, and learn what start-up must do."""
         for p in store_problems(self.home):
@@ -548,12 +511,8 @@ class CrashRun:
                 self.problem(f"memory {name} is none of the versions sent: half-written?")
             elif versions.index(text) < self.ledger.mem_floor.get(name, 0):
                 self.problem(f"memory {name} went back to an older version")
-        counts = Counter(self.witness_lines())
-        for token, n in counts.items():
-            if token not in self.ledger.tokens:
-                self.problem(f"witness line {token!r} is no call the model made (torn append?)")
-            elif n > 1:
-                self.problem(f"bash call {token} ran {n} times")
+        for p in witness_problems(witness_lines(self.witness), self.ledger.tokens):
+            self.problem(p)
         out = self.workdir / "out"
         if out.is_dir():
             for path in out.iterdir():
@@ -593,10 +552,3 @@ class CrashRun:
                 before.pending = pair_calls(view.records)[1]
                 before.unacked = unacked_recoveries(view.records)
         return before
-
-
-def _sigkill(pid: int) -> None:
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import faulthook
 import pexpect
 import pytest
 from crash_harness import CrashRun
+from harness import report_run
 from invariants import pair_calls, read_log
 from tally import TALLY
 
@@ -31,18 +31,7 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="th
 def test_sigkill_at_random_points_loses_nothing_and_runs_nothing_twice(tmp_path: Path) -> None:
     run = CrashRun(tmp_path / "run", SEED)
     report = run.run(KILLS)
-    TALLY.kills += report.kills
-    for p in report.problems:
-        TALLY.loss(f"crash: {p}")
-    TALLY.notes.append(f"crash harness (seed {SEED}): {report.summary()}")
-    if report.problems:
-        kept = Path(os.environ.get("MINO_CRASH_KEEP", "/tmp")) / f"mino-crash-{SEED}"
-        shutil.rmtree(kept, ignore_errors=True)
-        shutil.copytree(tmp_path / "run", kept, symlinks=True)
-        pytest.fail(
-            f"{len(report.problems)} problem(s); the run is kept in {kept}:\n"
-            + "\n".join(report.problems[:20])
-        )
+    report_run(report, "crash harness", SEED, tmp_path / "run", f"mino-crash-{SEED}")
     assert report.kills >= KILLS
     # The harness must have exercised what it claims to: kills on durable operations and recovery.
     if KILLS >= 20:

@@ -6,12 +6,11 @@ MINO_TWO_WRITER_KILLS sets the number of kills (default 6, about 15 s); MINO_CRA
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 from pathlib import Path
 
 import pytest
-from tally import TALLY
+from harness import report_run
 from two_writers import TwoWriterRun
 
 KILLS = int(os.environ.get("MINO_TWO_WRITER_KILLS", "6"))
@@ -26,18 +25,7 @@ pytestmark = pytest.mark.skipif(
 def test_a_window_killed_mid_turn_leaves_the_other_writing_and_its_log_loadable(tmp_path: Path) -> None:
     run = TwoWriterRun(tmp_path / "run", SEED)
     report = run.run(KILLS)
-    TALLY.kills += report.kills
-    for p in report.problems:
-        TALLY.loss(f"two writers: {p}")
-    TALLY.notes.append(f"two writers (seed {SEED}): {report.summary()}")
-    if report.problems:
-        kept = Path(os.environ.get("MINO_CRASH_KEEP", "/tmp")) / f"mino-two-writers-{SEED}"
-        shutil.rmtree(kept, ignore_errors=True)
-        shutil.copytree(tmp_path / "run", kept, symlinks=True)
-        pytest.fail(
-            f"{len(report.problems)} problem(s); the run is kept in {kept}:\n"
-            + "\n".join(report.problems[:20])
-        )
+    report_run(report, "two writers", SEED, tmp_path / "run", f"mino-two-writers-{SEED}")
     assert report.kills >= KILLS
     assert report.killed_mid_turn > 0, "no kill landed inside a turn"
     assert sum(report.turns.values()) >= 2 * KILLS  # the survivor finished both of its turns every time

@@ -17,8 +17,6 @@ and asked about, and the two windows never write into each other's session.
 from __future__ import annotations
 
 import os
-import random
-import signal
 import sys
 import time
 from collections import Counter
@@ -26,7 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from invariants import log_consistency, pair_calls, read_log, request_consistency, store_problems
+from harness import HarnessRun, NotOnDisk, finished_turn, sigkill, witness_lines, witness_problems
+from invariants import log_consistency, pair_calls, read_log, store_problems
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # server_client lives in tests/
 
@@ -72,40 +71,26 @@ class Side:
         return self.workdir / "witness.txt"
 
 
-class TwoWriterRun:
+class TwoWriterRun(HarnessRun):
+    report: Report
+
     def __init__(self, root: Path, seed: int) -> None:
-        self.root = root
-        self.home = root / "mino-home"
+        super().__init__(root, seed, Report())
         self.home.mkdir(parents=True, exist_ok=True)
         (self.home / "config.yaml").write_text('sandbox: "off"\n')  # the same on every machine
         self.sides = {name: Side(name, root / f"work-{name}") for name in WINDOWS}
         for side in self.sides.values():
             side.workdir.mkdir(parents=True, exist_ok=True)
-        self.rng = random.Random(seed)
-        self.seed = seed
-        self.report = Report()
-        self.cycle_no = 0
-        self.call_no = 0
         self.tokens: set[str] = set()
         self.on_disk: dict[str, list[dict[str, Any]]] = {}  # session -> records seen at an idle moment
-        self.requests: list[dict[str, Any]] = []
 
     # ---- the run -------------------------------------------------------------------------
-    def run(self, kills: int) -> Report:
-        started = time.monotonic()
+    def cycles(self, kills: int) -> None:
         while self.report.kills < kills:
             self.cycle()
             if len(self.report.problems) > 20:
                 break
         self.final_check()
-        for body in self.requests:
-            for p in request_consistency(body):
-                self.problem(f"request to the model: {p}")
-        self.report.seconds = time.monotonic() - started
-        return self.report
-
-    def problem(self, text: str) -> None:
-        self.report.problems.append(f"cycle {self.cycle_no} (seed {self.seed}): {text}")
 
     def token(self) -> str:
         self.call_no += 1
@@ -116,14 +101,7 @@ class TwoWriterRun:
         """Start the window with its own session and check what start-up did to it."""
         before = self.pending_of(side.session)
         model = ScriptedModel().start()
-        env = dict(
-            os.environ,
-            MINO_HOME=str(self.home),
-            HOME=str(self.root / "user-home"),
-            MINO_BASE_URL=model.base_url,
-            MINO_API_KEY="test-key",
-        )
-        env.pop("MINO_MODEL", None)
+        env = self.mino_env(model)
         side.asked = []
 
         def confirm(params: dict[str, Any]) -> dict[str, Any]:
@@ -189,7 +167,7 @@ class TwoWriterRun:
         side.client = side.model = None
         if client is not None:
             if killed:
-                _sigkill(client.proc.pid)
+                sigkill(client.proc.pid)
                 client.wait_exit(10)
             elif client.stop() != 0:
                 self.problem(f"{side.name} did not exit cleanly")
@@ -229,7 +207,7 @@ class TwoWriterRun:
         assert victim.model is not None
         deadline = time.monotonic() + TURN_TIMEOUT_S
         if in_call:
-            while not self.witness_lines(victim)[-1:] or self.witness_lines(victim)[-1] != victim.slow_token:
+            while witness_lines(victim.witness)[-1:] != [victim.slow_token]:
                 if time.monotonic() > deadline:
                     self.problem(f"{victim.name}'s slow bash call never started")
                     break
@@ -280,24 +258,18 @@ class TwoWriterRun:
             return
         self.report.turns[side.name] += 1
         assert side.session is not None
-        view = read_log(self.home / "sessions" / f"{side.session}.jsonl")
-        if view.problem or view.torn:
-            self.problem(f"{side.name}'s log is damaged while it is idle: {view.problem or 'torn'}")
+        try:
+            records, turn_id = finished_turn(self.home / "sessions" / f"{side.session}.jsonl", text)
+        except NotOnDisk as exc:
+            self.problem(f"{side.name}: {exc}")
             return
-        users = [r for r in view.records if r["type"] == "user_message" and r["text"] == text]
-        ends = {r.get("turn_id"): r for r in view.records if r["type"] == "turn_end"}
-        if not users or ends.get(users[-1].get("turn_id"), {}).get("status") != "completed":
-            self.problem(f"{side.name}: turn {text!r} was answered done but its records are not all on disk")
-            return
-        foreign = [
-            r for r in view.records if r["type"] == "user_message" and not r["text"].endswith(side.name)
-        ]
+        foreign = [r for r in records if r["type"] == "user_message" and not r["text"].endswith(side.name)]
         if foreign:
             self.problem(f"{side.name}'s session holds another window's message: {foreign[0]['text']!r}")
-        results, _ = pair_calls(view.records)
-        lines = self.witness_lines(side)
-        for call in view.records:
-            if call["type"] != "tool_call" or call.get("turn_id") != users[-1]["turn_id"]:
+        results, _ = pair_calls(records)
+        lines = witness_lines(side.witness)
+        for call in records:
+            if call["type"] != "tool_call" or call.get("turn_id") != turn_id:
                 continue
             result = results.get(call["seq"])
             if result is None:
@@ -306,7 +278,7 @@ class TwoWriterRun:
                 self.problem(
                     f"{side.name}: bash call {call['call_id']} completed but ran {lines.count(call['call_id'])} times"
                 )
-        self.keep(side.session, view.records)
+        self.keep(side.session, records)
 
     def check_loadable(self, side: Side) -> None:
         if side.session is None:
@@ -317,23 +289,14 @@ class TwoWriterRun:
         else:
             self.keep(side.session, view.records)
 
-    def witness_lines(self, side: Side) -> list[str]:
-        try:
-            return side.witness.read_text().splitlines()
-        except FileNotFoundError:
-            return []
-
     # ---- checks --------------------------------------------------------------------------
     def offline_check(self) -> None:
         """No window runs: the whole store and both witness files."""
         for p in store_problems(self.home):
             self.problem(p)
         for side in self.sides.values():
-            for token, n in Counter(self.witness_lines(side)).items():
-                if token not in self.tokens:
-                    self.problem(f"{side.name}: witness line {token!r} is no call the model made")
-                elif n > 1:
-                    self.problem(f"{side.name}: bash call {token} ran {n} times")
+            for p in witness_problems(witness_lines(side.witness), self.tokens):
+                self.problem(f"{side.name}: {p}")
         for sid, saved in self.on_disk.items():
             path = self.home / "sessions" / f"{sid}.jsonl"
             view = read_log(path) if path.exists() else None
@@ -356,10 +319,3 @@ class TwoWriterRun:
         for sid in self.on_disk:
             for p in log_consistency(read_log(self.home / "sessions" / f"{sid}.jsonl")):
                 self.problem(f"at the end, {sid}: {p}")
-
-
-def _sigkill(pid: int) -> None:
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
