@@ -191,15 +191,11 @@ class Conversation:
             self.store.release(claim)
             self.restore_problem = f"{what} cannot be loaded: {exc}"
             return []
-        try:
+        with self._dropped_on_failure(claim, log):
             notices = self._recover(log)
             if save:
                 with self.store.locked():
                     self.sessions.save_selection(sid)
-        except BaseException:
-            log.close()
-            self.store.release(claim)
-            raise
         self._activate(log, claim)
         return notices
 
@@ -238,6 +234,20 @@ class Conversation:
                     f"Could not save the confirmation in session {log.id}: {exc.strerror}"
                 ) from None
         return notices
+
+    @contextlib.contextmanager
+    def _dropped_on_failure(
+        self, claim: SessionClaim | None, log: SessionLog | None = None
+    ) -> Iterator[None]:
+        """Whatever fails in the block closes `log` and releases `claim`: a session that does not
+        become the active one is not left open, and other conversations may have it."""
+        try:
+            yield
+        except BaseException:
+            if log is not None:
+                log.close()
+            self.store.release(claim)
+            raise
 
     def _activate(self, log: SessionLog, claim: SessionClaim | None) -> None:
         if self.log is not None and self.log is not log:
@@ -310,17 +320,10 @@ class Conversation:
     def _new_session_locked(self) -> str:
         sid = self.sessions.create()
         claim = self.store.claim(sid, str(self.workdir))
-        try:
+        with self._dropped_on_failure(claim):
             log = self.sessions.open_log(sid)
-        except BaseException:
-            self.store.release(claim)
-            raise
-        try:
+        with self._dropped_on_failure(claim, log):
             self.sessions.save_selection(sid)  # saved before the new selection is shown
-        except BaseException:
-            log.close()
-            self.store.release(claim)
-            raise
         self._activate(log, claim)
         return sid
 
@@ -345,26 +348,18 @@ class Conversation:
                 raise SessionOpenElsewhere(_elsewhere(exc.session_id, exc.holder)) from None
         # Loading and the recovery question run outside the store lock (nobody waits on a person),
         # under this conversation's claim: no other conversation can open the session meanwhile.
-        try:
-            log = self.sessions.open_log(session_id)
-        except LogError as exc:
-            self.store.release(claim)
-            raise CommandError(f"Cannot resume session {session_id}: {exc}") from None
-        try:
-            notices = self._recover(log)
-        except RecoveryRefused as exc:
-            self.store.release(claim)
-            raise CommandError(f"{exc} The selection is unchanged.") from None
-        except BaseException:
-            self.store.release(claim)
-            raise
-        try:
+        with self._dropped_on_failure(claim):
+            try:
+                log = self.sessions.open_log(session_id)
+            except LogError as exc:
+                raise CommandError(f"Cannot resume session {session_id}: {exc}") from None
+        with self._dropped_on_failure(claim, log):
+            try:
+                notices = self._recover(log)
+            except RecoveryRefused as exc:
+                raise CommandError(f"{exc} The selection is unchanged.") from None
             with self._command_lock():
                 self.sessions.save_selection(session_id)
-        except BaseException:
-            log.close()
-            self.store.release(claim)
-            raise
         self._activate(log, claim)
         return notices
 
