@@ -78,22 +78,6 @@ class Compactor:
         summary: str = comp["summary"]  # a string: the log checks each record as it reads it
         return summary
 
-    def estimate(
-        self,
-        instructions: str,
-        front: dict[str, Any] | None,
-        history: list[dict[str, Any]],
-        turn: list[dict[str, Any]],
-        tools: list[dict[str, Any]],
-    ) -> int:
-        """The request's tokens, estimated from its characters: input items and tool schemas are JSON."""
-        chars = len(instructions) + sum(len(str(t)) for t in tools)
-        chars += (
-            (item_chars(front) if front else 0) + sum(map(item_chars, history)) + sum(map(item_chars, turn))
-        )
-        self._last_chars = chars
-        return int(chars * self.budget.tokens_per_char)
-
     def over_budget(
         self,
         instructions: str,
@@ -102,7 +86,14 @@ class Compactor:
         turn: list[dict[str, Any]],
         tools: list[dict[str, Any]],
     ) -> bool:
-        return self.estimate(instructions, front, history, turn, tools) > self.budget.context_window
+        """Whether the request's tokens, estimated from its characters (input items and tool schemas
+        are JSON), exceed the context window. Its size is kept for observe_usage to calibrate with."""
+        chars = len(instructions) + sum(len(str(t)) for t in tools)
+        chars += (
+            (item_chars(front) if front else 0) + sum(map(item_chars, history)) + sum(map(item_chars, turn))
+        )
+        self._last_chars = chars
+        return int(chars * self.budget.tokens_per_char) > self.budget.context_window
 
     def observe_usage(self, usage: dict[str, int] | None) -> None:
         """Calibrate the estimate with what the service counted for the request just sent.
