@@ -9,7 +9,6 @@ from __future__ import annotations
 import errno
 import os
 import secrets
-import tempfile
 from pathlib import Path
 
 FILE_MODE = 0o600
@@ -35,28 +34,13 @@ def ensure_private_dir(path: Path) -> None:
 
 def atomic_write(path: Path, data: bytes, mode: int = FILE_MODE) -> None:
     """Replace `path` with `data` atomically (temp file, fsync, rename, fsync dir)."""
-    folder = path.parent
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    folder = os.open(path.parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     try:
-        os.fchmod(fd, mode)
-        view = memoryview(data)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
-        os.fsync(fd)
-        os.close(fd)
-        fd = -1
-        os.replace(tmp, path)
-    except BaseException:
-        if fd >= 0:
-            os.close(fd)
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+        _replace_at(folder, path.name, data, mode)
+    finally:
+        os.close(folder)
     try:
-        fsync_dir(folder)
+        fsync_dir(path.parent)
     except OSError as exc:  # too late to keep the old bytes: say so, callers must not claim "nothing written"
         raise NotDurable(exc.errno, exc.strerror) from exc
 
@@ -65,6 +49,16 @@ def atomic_write_at(dir_fd: int, name: str, data: bytes, mode: int = FILE_MODE) 
     """atomic_write inside the folder `dir_fd` refers to: the temp file is created, renamed and the
     folder fsynced through that descriptor, so a folder renamed or swapped for a link meanwhile
     cannot send any of it elsewhere. `dir_fd` must be open for reading (fsync needs it)."""
+    _replace_at(dir_fd, name, data, mode)
+    try:
+        os.fsync(dir_fd)
+    except OSError as exc:
+        raise NotDurable(exc.errno, exc.strerror) from exc
+
+
+def _replace_at(dir_fd: int, name: str, data: bytes, mode: int) -> None:
+    """A temp file in the folder `dir_fd` gets `data` (fsynced), then takes the place of `name`; on
+    failure the temp file is removed and `name` is untouched. The folder is not fsynced here."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     for _ in range(100):  # a name clash is as unlikely as in tempfile.mkstemp; it retries the same way
         tmp = f".{name}.{secrets.token_hex(4)}.tmp"
@@ -93,10 +87,6 @@ def atomic_write_at(dir_fd: int, name: str, data: bytes, mode: int = FILE_MODE) 
         except OSError:
             pass
         raise
-    try:
-        os.fsync(dir_fd)
-    except OSError as exc:
-        raise NotDurable(exc.errno, exc.strerror) from exc
 
 
 def append_line(fd: int, data: bytes) -> None:

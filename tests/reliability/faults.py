@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import stat
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -103,7 +102,7 @@ class FaultyOS:
         os.replace(src, dst, **kw)
 
     def open(self, path: Any, flags: int, mode: int = 0o777, *, dir_fd: int | None = None) -> int:
-        # The file tools' temp file: created relative to a folder descriptor (mkstemp is hooked below).
+        # A durable write's temp file: always created relative to its folder's descriptor.
         if dir_fd is not None and flags & os.O_CREAT and self._match("create", at_path(path, dir_fd)):
             raise self.fault.error()
         return os.open(path, flags, mode, dir_fd=dir_fd)
@@ -114,22 +113,8 @@ class FaultyOS:
         os.ftruncate(fd, length)
 
 
-class FaultyTempfile:
-    def __init__(self, faulty: FaultyOS) -> None:
-        self.faulty = faulty
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(tempfile, name)
-
-    def mkstemp(self, *args: Any, **kw: Any) -> tuple[int, str]:
-        if self.faulty._match("create", os.fspath(kw.get("dir", ""))):
-            raise self.faulty.fault.error()
-        return tempfile.mkstemp(*args, **kw)
-
-
 def inject(monkeypatch: pytest.MonkeyPatch, fault: Fault) -> Fault:
     faulty = FaultyOS(fault)
     for module in (durable, log_mod, store_mod):
         monkeypatch.setattr(module, "os", faulty)
-    monkeypatch.setattr(durable, "tempfile", FaultyTempfile(faulty))
     return fault
