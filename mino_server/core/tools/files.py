@@ -264,12 +264,24 @@ def _file_diff(path: Path, before: bytes | str | None, after: str) -> FileDiff |
     return FileDiff(path=str(path), before=before, after=after)
 
 
-def _bound_target(ctx: ToolContext, rel: str, prepared: Prepared[FileState]) -> Target:
-    """The target again, refusing a path that now resolves elsewhere than the one approved."""
+def _as_approved(
+    ctx: ToolContext, rel: str, prepared: Prepared[FileState]
+) -> tuple[Target, int | None, tuple[bytes, os.stat_result] | None]:
+    """The target, its folder opened (None when missing; the caller closes it) and the file there
+    (None when absent), once both are still what the user approved; else nothing may be written."""
     target = _locate(ctx, rel, writing=True)
     if not isinstance(prepared.state, FileState) or target.path != prepared.state.path:
-        raise ToolFailure(CHANGED_AFTER_APPROVAL)
-    return target
+        raise ToolFailure(CHANGED_AFTER_APPROVAL)  # the path now resolves elsewhere
+    parent = open_parent(target)
+    try:
+        found = _read_at(parent, target)
+        if (None if found is None else _sha256(found[0])) != prepared.state.sha256:
+            raise ToolFailure(CHANGED_AFTER_APPROVAL)
+    except BaseException:
+        if parent is not None:
+            os.close(parent)
+        raise
+    return target, parent, found
 
 
 def _find_all(text: str, needle: str) -> list[int]:
@@ -444,12 +456,8 @@ class WriteFileTool(ToolOf[WriteArgs, FileState]):
         return _write_prepared(target, fields, note, FileState(path, state), diff)
 
     def run(self, args: WriteArgs, ctx: ToolContext, prepared: Prepared[FileState]) -> ToolResult:
-        target = _bound_target(ctx, args.path, prepared)
-        parent = open_parent(target)
+        target, parent, found = _as_approved(ctx, args.path, prepared)
         try:
-            found = _read_at(parent, target)
-            if (None if found is None else _sha256(found[0])) != prepared.state.sha256:
-                raise ToolFailure(CHANGED_AFTER_APPROVAL)
             if parent is None:  # missing folders: make them, each opened without following links
                 parent = open_parent(target, create=True)
                 assert parent is not None
@@ -523,11 +531,9 @@ class EditFileTool(ToolOf[EditArgs, FileState]):
         return _write_prepared(target, fields, note, FileState(target.path, _sha256(data)), whole)
 
     def run(self, args: EditArgs, ctx: ToolContext, prepared: Prepared[FileState]) -> ToolResult:
-        target = _bound_target(ctx, args.path, prepared)
-        parent = open_parent(target)
+        target, parent, found = _as_approved(ctx, args.path, prepared)
         try:
-            found = _read_at(parent, target)
-            if parent is None or found is None or _sha256(found[0]) != prepared.state.sha256:
+            if parent is None or found is None:  # cannot be: the approved file existed, and was hashed
                 raise ToolFailure(CHANGED_AFTER_APPROVAL)
             _, new = self._replace(found[0], args)
             _write(parent, target, new.encode("utf-8"), stat.S_IMODE(found[1].st_mode) & 0o777)
