@@ -13,7 +13,15 @@ import uuid
 from pathlib import Path
 
 import pytest
-from tool_helpers import live_with, run_bash, sleep_marker  # tests/ is on sys.path (conftest.py)
+from tool_helpers import (  # tests/ is on sys.path (conftest.py)
+    SANDBOX,
+    SANDBOX_LINE,
+    live_with,
+    needs_bwrap,
+    project_ctx,
+    run_bash,
+    sleep_marker,
+)
 
 from mino_server.core.cancel import CancelToken
 from mino_server.core.tools import sandbox as sandbox_module
@@ -181,28 +189,15 @@ def _quoted(path: Path) -> str:
 
 # --- bash inside bubblewrap --------------------------------------------------------------------
 
-_found, _line = detect() if sys.platform.startswith("linux") else (None, "not Linux")
-needs_bwrap = pytest.mark.skipif(
-    _found is None or _found.name != "bwrap", reason=f"no working bubblewrap here ({_line})"
-)
-
 
 @pytest.fixture
 def ctx(tmp_path: Path) -> ToolContext:
-    wd = tmp_path / "proj"
-    wd.mkdir()
-    return ToolContext(
-        workdir=wd.resolve(),
-        home=tmp_path / "mino-home",
-        memory_dir=tmp_path / "memory",
-        cancel=CancelToken(),
-        sandbox=_found,
-    )
+    return project_ctx(tmp_path, SANDBOX)
 
 
 @needs_bwrap
 def test_detect_finds_bwrap_here() -> None:
-    assert _line == "Sandbox: bwrap"
+    assert SANDBOX_LINE == "Sandbox: bwrap"
 
 
 @needs_bwrap
@@ -225,7 +220,7 @@ def test_write_outside_fails() -> None:
     outside = Path(tempfile.mkdtemp(dir="/var/tmp"))
     try:
         wd = Path(tempfile.mkdtemp(dir="/var/tmp")).resolve()
-        ctx = ToolContext(workdir=wd, home=wd, memory_dir=wd, cancel=CancelToken(), sandbox=_found)
+        ctx = ToolContext(workdir=wd, home=wd, memory_dir=wd, cancel=CancelToken(), sandbox=SANDBOX)
         result = run_bash({"command": f"echo x > {outside}/f"}, ctx)
         assert "Read-only file system" in result.output
         assert not result.output.endswith("[exit code: 0]")

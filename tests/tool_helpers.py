@@ -1,14 +1,27 @@
-"""Helpers shared by the tool tests: one live call through a tool, and the processes a command left."""
+"""Helpers shared by the tool tests: one live call through a tool, the sandbox this machine has, a
+tool context, and the processes a command left."""
 
 from __future__ import annotations
 
 import os
+import sys
 import uuid
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from mino_server.core.cancel import CancelToken
 from mino_server.core.tools.base import ToolContext, ToolResult
 from mino_server.core.tools.bash import BashTool
+from mino_server.core.tools.sandbox import detect
+
+# The sandbox as Mino would find it here (probed once per test process) and the mark for tests that
+# need bubblewrap itself.
+SANDBOX, SANDBOX_LINE = detect() if sys.platform.startswith("linux") else (None, "not Linux")
+needs_bwrap = pytest.mark.skipif(
+    SANDBOX is None or SANDBOX.name != "bwrap", reason=f"no working bubblewrap here ({SANDBOX_LINE})"
+)
 
 
 def call(tool: Any, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
@@ -19,6 +32,19 @@ def call(tool: Any, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
 
 def run_bash(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     return call(BashTool(), args, ctx)
+
+
+def project_ctx(tmp_path: Path, sandbox: Any = None) -> ToolContext:
+    """Tools working in tmp_path/proj (made if missing), with MINO_HOME and the memory folder beside it."""
+    wd = tmp_path / "proj"
+    wd.mkdir(exist_ok=True)
+    return ToolContext(
+        workdir=wd.resolve(),
+        home=tmp_path / "mino-home",
+        memory_dir=tmp_path / "memory",
+        cancel=CancelToken(),
+        sandbox=sandbox,
+    )
 
 
 def live_with(marker: str) -> list[int]:

@@ -15,18 +15,12 @@ import time
 from pathlib import Path
 
 import pytest
-from tool_helpers import live_with, run_bash, sleep_marker
+from tool_helpers import SANDBOX, live_with, needs_bwrap, project_ctx, run_bash, sleep_marker
 
-from mino_server.core.cancel import CancelToken
 from mino_server.core.tools import orphans
-from mino_server.core.tools.base import ToolContext
 from mino_server.core.tools.sandbox import detect
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs Linux /proc")
-_found, _line = detect()
-needs_bwrap = pytest.mark.skipif(
-    _found is None or _found.name != "bwrap", reason=f"no working bubblewrap here ({_line})"
-)
 
 # Ways out of the command's process group, each leaving a `sleep MARKER` behind (after the
 # command has had the time to start it).
@@ -41,18 +35,6 @@ ESCAPES = {
 }
 
 
-def _ctx(tmp_path: Path, sandbox: object) -> ToolContext:
-    wd = tmp_path / "proj"
-    wd.mkdir(exist_ok=True)
-    return ToolContext(
-        workdir=wd.resolve(),
-        home=tmp_path / "home",
-        memory_dir=tmp_path,
-        cancel=CancelToken(),
-        sandbox=sandbox,
-    )
-
-
 def _adopted_zombies() -> list[int]:
     return [pid for pid in orphans._children(os.getpid()) if orphans._stat_of(pid)[0] == "Z"]
 
@@ -61,7 +43,9 @@ def _adopted_zombies() -> list[int]:
 def test_unsandboxed_leftovers_end_with_the_command(tmp_path: Path, escape: str) -> None:
     marker = sleep_marker()
     started = time.monotonic()
-    result = run_bash({"command": ESCAPES[escape].format(m=marker) + "; echo ok"}, _ctx(tmp_path, None))
+    result = run_bash(
+        {"command": ESCAPES[escape].format(m=marker) + "; echo ok"}, project_ctx(tmp_path, None)
+    )
     assert result.output == "ok\n[exit code: 0]"
     assert time.monotonic() - started < 3
     assert live_with(marker) == []
@@ -72,7 +56,9 @@ def test_unsandboxed_leftovers_end_with_the_command(tmp_path: Path, escape: str)
 @pytest.mark.parametrize("escape", sorted(ESCAPES))
 def test_sandboxed_leftovers_end_with_the_command(tmp_path: Path, escape: str) -> None:
     marker = sleep_marker()
-    result = run_bash({"command": ESCAPES[escape].format(m=marker) + "; echo ok"}, _ctx(tmp_path, _found))
+    result = run_bash(
+        {"command": ESCAPES[escape].format(m=marker) + "; echo ok"}, project_ctx(tmp_path, SANDBOX)
+    )
     assert result.output == "ok\n[exit code: 0]"
     assert live_with(marker) == []
 
@@ -80,7 +66,7 @@ def test_sandboxed_leftovers_end_with_the_command(tmp_path: Path, escape: str) -
 def test_unsandboxed_timeout_ends_leftovers_too(tmp_path: Path) -> None:
     marker = sleep_marker()
     result = run_bash(
-        {"command": f"setsid sleep {marker} & sleep {marker}", "timeout_s": 0.5}, _ctx(tmp_path, None)
+        {"command": f"setsid sleep {marker} & sleep {marker}", "timeout_s": 0.5}, project_ctx(tmp_path, None)
     )
     assert result.status == "failed"
     assert live_with(marker) == []
@@ -94,7 +80,7 @@ def test_concurrent_commands_end_only_their_own(tmp_path: Path) -> None:
 
     def long_command() -> None:
         command = f"setsid sleep {theirs} & while [ ! -e {release} ]; do sleep 0.02; done; echo long"
-        long_result.append(run_bash({"command": command}, _ctx(tmp_path, None)))
+        long_result.append(run_bash({"command": command}, project_ctx(tmp_path, None)))
 
     other = threading.Thread(target=long_command)
     other.start()
@@ -103,7 +89,7 @@ def test_concurrent_commands_end_only_their_own(tmp_path: Path) -> None:
         while len(live_with(theirs)) < 2 and time.monotonic() < deadline:  # its shell and its sleep
             time.sleep(0.02)
         assert run_bash(
-            {"command": f"setsid sleep {mine} & sleep 0.2; echo short"}, _ctx(tmp_path, None)
+            {"command": f"setsid sleep {mine} & sleep 0.2; echo short"}, project_ctx(tmp_path, None)
         ).output == ("short\n[exit code: 0]")
         assert live_with(mine) == []
         assert len(live_with(theirs)) == 2  # its sleep still runs: its command has not ended
@@ -123,14 +109,15 @@ def test_an_untraceable_leftover_during_another_command_waits_for_the_last_to_en
 
     def long_command() -> None:
         command = f"while [ ! -e {release} ]; do sleep 0.02; done; echo long"
-        done.append(run_bash({"command": command}, _ctx(tmp_path, None)))
+        done.append(run_bash({"command": command}, project_ctx(tmp_path, None)))
 
     other = threading.Thread(target=long_command)
     other.start()
     try:
         time.sleep(0.1)  # the long command starts first
         run_bash(
-            {"command": f"env -i setsid sleep {stray} >/dev/null 2>&1 & sleep 0.2"}, _ctx(tmp_path, None)
+            {"command": f"env -i setsid sleep {stray} >/dev/null 2>&1 & sleep 0.2"},
+            project_ctx(tmp_path, None),
         )
     finally:
         release.touch()
@@ -151,7 +138,7 @@ def test_leftovers_of_a_process_that_is_not_a_command_are_left_alone(tmp_path: P
             time.sleep(0.01)
         time.sleep(0.05)  # start times count in clock ticks (10 ms): the command starts in a later one
         assert len(live_with(marker)) == 1
-        run_bash({"command": "true"}, _ctx(tmp_path, None))
+        run_bash({"command": "true"}, project_ctx(tmp_path, None))
         assert len(live_with(marker)) == 1
     finally:
         for pid in live_with(marker):

@@ -8,30 +8,29 @@ rest of the system. (File tools: tests/security/test_file_tools_*.py.)
 from __future__ import annotations
 
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 from helpers import RecordingUI, make_agent, turn
-from tool_helpers import run_bash
+from tool_helpers import SANDBOX, needs_bwrap, run_bash
 
 from mino_server.core.cancel import CancelToken
 from mino_server.core.tools.base import ToolContext
-from mino_server.core.tools.sandbox import detect
 from mino_server.testing.scripted_model import ScriptedModel
 
-_found, _line = detect() if sys.platform.startswith("linux") else (None, "not Linux")
-pytestmark = pytest.mark.skipif(
-    _found is None or _found.name != "bwrap", reason=f"no working bubblewrap here ({_line})"
-)
+pytestmark = needs_bwrap
 CONFIG = "model: gpt-5.1\n"
 ATTACK = "echo 'base_url: https://attacker.example/v1' >> {home}/config.yaml; ls -A {home}; echo done"
 
 
 def _ctx(workdir: Path, home: Path) -> ToolContext:
     return ToolContext(
-        workdir=workdir.resolve(), home=home, memory_dir=home / "memory", cancel=CancelToken(), sandbox=_found
+        workdir=workdir.resolve(),
+        home=home,
+        memory_dir=home / "memory",
+        cancel=CancelToken(),
+        sandbox=SANDBOX,
     )
 
 

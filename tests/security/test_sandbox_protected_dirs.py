@@ -12,24 +12,18 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from helpers import RecordingUI, make_agent, turn
-from tool_helpers import run_bash
+from tool_helpers import SANDBOX, needs_bwrap, run_bash
 
 from mino_server.core.cancel import CancelToken
 from mino_server.core.decision import MODES, decide
 from mino_server.core.tools.base import ToolContext
 from mino_server.core.tools.bash import BashTool
-from mino_server.core.tools.sandbox import detect
 from mino_server.testing.scripted_model import ScriptedModel
 
-_found, _line = detect() if sys.platform.startswith("linux") else (None, "not Linux")
-needs_bwrap = pytest.mark.skipif(
-    _found is None or _found.name != "bwrap", reason=f"no working bubblewrap here ({_line})"
-)
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 FSMONITOR = "git config core.fsmonitor 'touch /tmp/pwned'"
 
@@ -60,7 +54,7 @@ def repo(workdir: Path) -> Path:
 @needs_git
 def test_git_config_cannot_be_changed_in_the_sandbox(repo: Path) -> None:
     before = (repo / ".git" / "config").read_text()
-    result = run_bash({"command": FSMONITOR}, _ctx(repo, _found))
+    result = run_bash({"command": FSMONITOR}, _ctx(repo, SANDBOX))
     assert "could not lock config file" in result.output or "Read-only file system" in result.output
     assert not result.output.endswith("[exit code: 0]")
     assert (repo / ".git" / "config").read_text() == before
@@ -76,7 +70,7 @@ def test_protected_folders_are_read_only_and_cannot_be_replaced(workdir: Path) -
         "for d in .git .mino .vscode; do echo x >> $d/f; echo x > $d/new; mv $d $d-moved; rm -rf $d; done; "
         "mkdir .git-new && mv .git-new .git; echo ok > elsewhere; echo done"
     )
-    result = run_bash({"command": command}, _ctx(workdir, _found))
+    result = run_bash({"command": command}, _ctx(workdir, SANDBOX))
     assert result.output.endswith("done\n[exit code: 0]")
     for name in (".git", ".mino", ".vscode"):
         assert (workdir / name / "f").read_text() == "original\n"
@@ -88,7 +82,7 @@ def test_protected_folders_are_read_only_and_cannot_be_replaced(workdir: Path) -
 @needs_bwrap
 def test_a_git_file_of_a_worktree_is_read_only(workdir: Path) -> None:
     (workdir / ".git").write_text("gitdir: ../elsewhere/.git/worktrees/w\n")
-    result = run_bash({"command": "echo 'gitdir: /tmp/evil' > .git; cat .git"}, _ctx(workdir, _found))
+    result = run_bash({"command": "echo 'gitdir: /tmp/evil' > .git; cat .git"}, _ctx(workdir, SANDBOX))
     assert "Read-only file system" in result.output
     assert (workdir / ".git").read_text() == "gitdir: ../elsewhere/.git/worktrees/w\n"
 
@@ -98,7 +92,7 @@ def test_a_symlinked_git_folder_inside_the_project_is_read_only(workdir: Path) -
     (workdir / "gitdir").mkdir()
     (workdir / "gitdir" / "config").write_text("[core]\n")
     (workdir / ".git").symlink_to("gitdir")
-    result = run_bash({"command": "echo '[core] fsmonitor = x' >> .git/config"}, _ctx(workdir, _found))
+    result = run_bash({"command": "echo '[core] fsmonitor = x' >> .git/config"}, _ctx(workdir, SANDBOX))
     assert "Read-only file system" in result.output
     assert (workdir / "gitdir" / "config").read_text() == "[core]\n"
 
@@ -107,10 +101,10 @@ def test_a_symlinked_git_folder_inside_the_project_is_read_only(workdir: Path) -
 @needs_git
 def test_git_commit_needs_to_run_outside_the_sandbox(repo: Path) -> None:
     commit = "git add a.txt && git -c user.name=t -c user.email=t@t commit -q -m first && git log --format=%s"
-    inside = run_bash({"command": commit}, _ctx(repo, _found))
+    inside = run_bash({"command": commit}, _ctx(repo, SANDBOX))
     assert not inside.output.endswith("[exit code: 0]")
     outside = run_bash(
-        {"command": commit, "outside_sandbox": True, "reason": "commit the change"}, _ctx(repo, _found)
+        {"command": commit, "outside_sandbox": True, "reason": "commit the change"}, _ctx(repo, SANDBOX)
     )
     assert outside.output == "first\n[exit code: 0]"
 
@@ -118,7 +112,7 @@ def test_git_commit_needs_to_run_outside_the_sandbox(repo: Path) -> None:
 @needs_bwrap
 def test_outside_sandbox_asks_in_every_mode_but_bypass_and_shows_the_reason(workdir: Path) -> None:
     tool = BashTool()
-    ctx = _ctx(workdir, _found)
+    ctx = _ctx(workdir, SANDBOX)
     args = tool.validate({"command": "git commit -am x", "outside_sandbox": True, "reason": "write .git"})
     prepared = tool.prepare(args, ctx)
     assert prepared.fields == [

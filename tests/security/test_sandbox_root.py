@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -19,19 +18,14 @@ from pathlib import Path
 
 import pytest
 from helpers import RecordingUI, make_agent, turn
-from tool_helpers import run_bash
+from tool_helpers import SANDBOX, needs_bwrap, project_ctx, run_bash
 
-from mino_server.core.cancel import CancelToken
 from mino_server.core.tools import sandbox as sandbox_module
 from mino_server.core.tools.base import ToolContext
 from mino_server.core.tools.sandbox import SandboxError, detect
 from mino_server.core.words import startup_lines
 from mino_server.testing.scripted_model import ScriptedModel
 
-_found, _line = detect() if sys.platform.startswith("linux") else (None, "not Linux")
-needs_bwrap = pytest.mark.skipif(
-    _found is None or _found.name != "bwrap", reason=f"no working bubblewrap here ({_line})"
-)
 pytestmark = needs_bwrap
 
 
@@ -45,15 +39,19 @@ def outside() -> Iterator[Path]:
 
 @pytest.fixture
 def ctx(tmp_path: Path) -> ToolContext:
-    wd = tmp_path / "proj"
-    wd.mkdir()
-    return ToolContext(
-        workdir=wd.resolve(),
-        home=tmp_path / "mino-home",
-        memory_dir=tmp_path / "memory",
-        cancel=CancelToken(),
-        sandbox=_found,
-    )
+    return project_ctx(tmp_path, SANDBOX)
+
+
+def _keep_capabilities(monkeypatch: pytest.MonkeyPatch) -> None:
+    """bwrap as it runs without --cap-drop: as root, sandboxed commands would keep capabilities."""
+    real = sandbox_module.bwrap_argv
+
+    def keeps_capabilities(*args: object) -> list[str]:
+        argv = real(*args)  # type: ignore[arg-type]
+        i = argv.index("--cap-drop")
+        return argv[:i] + argv[i + 2 :]
+
+    monkeypatch.setattr(sandbox_module, "bwrap_argv", keeps_capabilities)
 
 
 def _status(ctx: ToolContext) -> dict[str, str]:
@@ -111,14 +109,7 @@ def test_unmounting_proc_is_refused(ctx: ToolContext) -> None:
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="only root keeps capabilities without --cap-drop")
 def test_a_sandbox_that_keeps_capabilities_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = sandbox_module.bwrap_argv
-
-    def keeps_capabilities(*args: object) -> list[str]:
-        argv = real(*args)  # type: ignore[arg-type]
-        i = argv.index("--cap-drop")
-        return argv[:i] + argv[i + 2 :]
-
-    monkeypatch.setattr(sandbox_module, "bwrap_argv", keeps_capabilities)
+    _keep_capabilities(monkeypatch)
     found, line = detect()
     assert found is None
     assert line.startswith("Sandbox: unavailable (bwrap leaves sandboxed commands with capabilities here")
@@ -181,14 +172,7 @@ def test_a_weak_sandbox_is_reported_at_start_up_and_bash_asks(
     model: ScriptedModel, workdir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Through the agent: the start-up line says why, and bash counts as unsandboxed (it asks)."""
-    real = sandbox_module.bwrap_argv
-
-    def keeps_capabilities(*args: object) -> list[str]:
-        argv = real(*args)  # type: ignore[arg-type]
-        i = argv.index("--cap-drop")
-        return argv[:i] + argv[i + 2 :]
-
-    monkeypatch.setattr(sandbox_module, "bwrap_argv", keeps_capabilities)
+    _keep_capabilities(monkeypatch)
     model.add({"calls": [{"name": "bash", "arguments": {"command": "echo hi"}}]}, {"text": "done"})
     ui = RecordingUI(approvals=[False])
     agent = make_agent(model.base_url, workdir, ui, mode="accept-edits")

@@ -19,19 +19,13 @@ from pathlib import Path
 
 import pytest
 from helpers import RecordingUI, make_agent
-from tool_helpers import run_bash
+from tool_helpers import SANDBOX, needs_bwrap, project_ctx, run_bash
 
-from mino_server.core.cancel import CancelToken
 from mino_server.core.config import ConfigError, load_config
-from mino_server.core.tools.base import ToolContext
 from mino_server.core.tools.sandbox import detect
 from mino_server.core.words import startup_lines
 from mino_server.testing.scripted_model import ScriptedModel
 
-_found, _line = detect() if sys.platform.startswith("linux") else (None, "not Linux")
-needs_bwrap = pytest.mark.skipif(
-    _found is None or _found.name != "bwrap", reason=f"no working bubblewrap here ({_line})"
-)
 ANSWER = b"hello from the host service"
 
 
@@ -80,18 +74,6 @@ def server() -> Iterator[UnixServer]:
     s.close()
 
 
-def _ctx(tmp_path: Path, sandbox: object) -> ToolContext:
-    wd = tmp_path / "proj"
-    wd.mkdir(exist_ok=True)
-    return ToolContext(
-        workdir=wd.resolve(),
-        home=tmp_path / "home",
-        memory_dir=tmp_path,
-        cancel=CancelToken(),
-        sandbox=sandbox,
-    )
-
-
 def _connect(path: Path) -> str:
     code = (
         "import socket; s = socket.socket(socket.AF_UNIX); "
@@ -106,12 +88,12 @@ def _shell_quote(s: str) -> str:
 
 @needs_bwrap
 def test_a_sandboxed_command_cannot_reach_a_host_unix_socket(tmp_path: Path, server: UnixServer) -> None:
-    result = run_bash({"command": _connect(server.path)}, _ctx(tmp_path, _found))
+    result = run_bash({"command": _connect(server.path)}, project_ctx(tmp_path, SANDBOX))
     assert ANSWER.decode() not in result.output
     assert "PermissionError: [Errno 1] Operation not permitted" in result.output
     assert server.received == []
     # The same command without the sandbox gets the answer: the test can tell the difference.
-    plain = run_bash({"command": _connect(server.path)}, _ctx(tmp_path, None))
+    plain = run_bash({"command": _connect(server.path)}, project_ctx(tmp_path, None))
     assert plain.output == ANSWER.decode() + "\n[exit code: 0]"
 
 
@@ -123,7 +105,7 @@ def test_a_datagram_socketpair_cannot_send_to_a_host_socket(tmp_path: Path) -> N
             "import socket; a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM); "
             f"a.sendto(b'injected', {str(server.path)!r}); print('sent')"
         )
-        result = run_bash({"command": f"python3 -c {_shell_quote(code)}"}, _ctx(tmp_path, _found))
+        result = run_bash({"command": f"python3 -c {_shell_quote(code)}"}, project_ctx(tmp_path, SANDBOX))
         assert "sent" not in result.output and "Operation not permitted" in result.output
         assert server.received == []
     finally:
@@ -134,7 +116,7 @@ def test_a_datagram_socketpair_cannot_send_to_a_host_socket(tmp_path: Path) -> N
 def test_stream_socketpairs_still_work(tmp_path: Path) -> None:
     """Plenty of programs talk to their own children over one; it reaches nothing else."""
     code = "import socket; a, b = socket.socketpair(); a.sendall(b'ping'); print(b.recv(4).decode())"
-    result = run_bash({"command": f"python3 -c {_shell_quote(code)}"}, _ctx(tmp_path, _found))
+    result = run_bash({"command": f"python3 -c {_shell_quote(code)}"}, project_ctx(tmp_path, SANDBOX))
     assert result.output == "ping\n[exit code: 0]"
 
 
@@ -146,10 +128,10 @@ def test_io_uring_is_refused(tmp_path: Path) -> None:
         "params = ctypes.create_string_buffer(120); "
         "r = libc.syscall(425, 4, params); print(r, ctypes.get_errno())"
     )
-    plain = run_bash({"command": f"python3 -c {_shell_quote(code)}"}, _ctx(tmp_path, None))
+    plain = run_bash({"command": f"python3 -c {_shell_quote(code)}"}, project_ctx(tmp_path, None))
     if plain.output.startswith("-1 "):
         pytest.skip(f"io_uring is not available here at all ({plain.output.splitlines()[0]})")
-    result = run_bash({"command": f"python3 -c {_shell_quote(code)}"}, _ctx(tmp_path, _found))
+    result = run_bash({"command": f"python3 -c {_shell_quote(code)}"}, project_ctx(tmp_path, SANDBOX))
     assert result.output == "-1 1\n[exit code: 0]"  # EPERM
 
 
@@ -157,10 +139,10 @@ def test_io_uring_is_refused(tmp_path: Path) -> None:
 def test_the_config_switch_allows_unix_sockets(tmp_path: Path, server: UnixServer) -> None:
     allowed, line = detect(unix_sockets=True)
     assert allowed is not None and line == "Sandbox: bwrap (unix sockets allowed by config.yaml)"
-    result = run_bash({"command": _connect(server.path)}, _ctx(tmp_path, allowed))
+    result = run_bash({"command": _connect(server.path)}, project_ctx(tmp_path, allowed))
     assert result.output == ANSWER.decode() + "\n[exit code: 0]"
     # Everything else holds: still no capabilities.
-    caps = run_bash({"command": "grep CapEff /proc/self/status"}, _ctx(tmp_path, allowed)).output
+    caps = run_bash({"command": "grep CapEff /proc/self/status"}, project_ctx(tmp_path, allowed)).output
     assert "CapEff:\t0000000000000000" in caps
 
 
