@@ -51,6 +51,15 @@ PEERS: dict[str, tuple[str, str]] = {
 # Before "Long sessions stay light" (issue 18, measured on the tree before it): initialize + the wait for
 # the first mino/state, the history answer, RSS; the per-turn rows as this table had them then.
 BEFORE: dict[str, str] = {
+    "cli_cold": "88.5",
+    "exit": "3.7",
+    "rss_cli": "26.7",
+    "httpx": "80.7",
+    "typed": "3.9",
+    "tool_off": "4.0",
+    "tool_bwrap": "7.3",
+    "stream": "0.09",
+    "server_stream": "0.17",
     "server_ready": "48 + 280–306",
     "server_cold": "36.8",
     "rss_server": "43.0",
