@@ -1,4 +1,5 @@
-"""In-process helpers: a recording UI and a core conversation wired to the scripted model."""
+"""In-process helpers: a recording UI and a core conversation wired to the scripted model; and the
+home and environment of a Mino started as a subprocess."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from mino_server.core.commands import CommandResult, run_command
 from mino_server.core.config import Config, load_config
 from mino_server.core.contract import ApprovalRequest, Event, MemoryProblem
 from mino_server.core.conversation import Conversation
+from mino_server.core.sessions.store import SessionStore
 from mino_server.core.store import Store
 from mino_server.server.protocol import dump
 
@@ -71,6 +73,31 @@ class RecordingUI:
 
     def of_type(self, kind: str) -> list[dict[str, Any]]:
         return [e for e in self.events if e["type"] == kind]
+
+
+def quiet_home(tmp_path: Path) -> Path:
+    """A MINO_HOME (tmp_path/home) with the sandbox off: no bwrap probe, so a faster start, and the
+    same decisions on every machine."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.yaml").write_text('sandbox: "off"\n')
+    return home
+
+
+def mino_env(home: Path, base_url: str) -> dict[str, str]:
+    """The environment of a `mino` subprocess on `home`, talking to the model service at `base_url`."""
+    env = dict(os.environ, MINO_HOME=str(home), MINO_BASE_URL=base_url, MINO_API_KEY="test")
+    env.pop("MINO_MODEL", None)
+    return env
+
+
+def session_records(home: Path, session_id: str) -> list[dict[str, Any]]:
+    """A session's records, loaded as Mino loads them (raises when the log cannot be loaded)."""
+    log = SessionStore(home / "sessions").open_log(session_id)
+    try:
+        return list(log.read_records())
+    finally:
+        log.close()
 
 
 def make_agent(base_url: str, workdir: Path, ui: RecordingUI | None = None, mode: str | None = None) -> Agent:

@@ -7,17 +7,19 @@ recorded in `violations` (the "no stdout pollution" check every test gets for fr
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any, ClassVar
 
+from helpers import mino_env
 from rpc_client import NO_ANSWER, Pending, RpcClient, RpcError
 
-__all__ = ["NO_ANSWER", "Client", "Pending", "RpcError", "contract_problems"]
+__all__ = ["NO_ANSWER", "Client", "Pending", "RpcError", "Spawn", "contract_problems", "servers"]
 
 HEADER = re.compile(rb"^Content-Length: (\d+)\r\n$")
 
@@ -115,3 +117,35 @@ def contract_problems(client: Client) -> list[str]:
         except P.ValidationError as exc:
             problems.append(str(exc))
     return problems
+
+
+Spawn = Callable[..., Client]
+
+
+@contextlib.contextmanager
+def servers(home: Path, base_url: str, ws: Path) -> Iterator[Spawn]:
+    """Start `mino --stdio` servers on `home` in `ws`, talking to the model at `base_url` (initialized
+    unless told otherwise). When the block ends each is shut down, and all it sent must match
+    protocol.py exactly with no traceback on stderr."""
+    clients: list[Client] = []
+
+    def make(
+        handlers: dict[str, Any] | None = None,
+        mode: str | None = None,
+        init: bool = True,
+        initialized: bool = True,
+    ) -> Client:
+        client = Client(mino_env(home, base_url), ws, handlers=handlers)
+        clients.append(client)
+        if init:
+            client.initialize(ws, mode=mode, initialized=initialized)
+        return client
+
+    try:
+        yield make
+    finally:
+        for client in clients:
+            client.stop()
+    for client in clients:
+        assert contract_problems(client) == [], bytes(client.stderr).decode(errors="replace")
+        assert b"Traceback" not in client.stderr, bytes(client.stderr).decode(errors="replace")

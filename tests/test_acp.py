@@ -9,7 +9,6 @@ have written nothing but ACP on stdout and no traceback anywhere.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -19,6 +18,7 @@ from typing import Any
 
 import pytest
 from acp_client import NO_ANSWER, AcpClient
+from helpers import mino_env, quiet_home
 
 from mino_server.core.sessions.store import SessionStore
 from mino_server.testing.scripted_model import ScriptedModel
@@ -34,10 +34,7 @@ def write_call(path: str, content: str) -> dict[str, Any]:
 
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
-    h = tmp_path / "home"
-    h.mkdir()
-    (h / "config.yaml").write_text('sandbox: "off"\n')  # the same decisions on every machine
-    return h
+    return quiet_home(tmp_path)
 
 
 @pytest.fixture
@@ -50,9 +47,7 @@ def ws(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def env(home: Path, model: ScriptedModel) -> dict[str, str]:
-    e = dict(os.environ, MINO_HOME=str(home), MINO_BASE_URL=model.base_url, MINO_API_KEY="test")
-    e.pop("MINO_MODEL", None)
-    return e
+    return mino_env(home, model.base_url)
 
 
 Spawn = Callable[..., AcpClient]

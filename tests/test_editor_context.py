@@ -6,14 +6,13 @@ replay sends the same. Server tests run a real `mino --stdio` against the script
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import make_agent, turn
-from server_client import Client, contract_problems
+from helpers import make_agent, quiet_home, session_records, turn
+from server_client import Spawn, servers
 
 from mino_server.core.cancel import CancelToken
 from mino_server.core.context import (
@@ -264,10 +263,7 @@ def test_the_core_api(model: ScriptedModel, workdir: Path) -> None:
 # ---- over a real `mino --stdio` -----------------------------------------------------------------
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
-    h = tmp_path / "home"
-    h.mkdir()
-    (h / "config.yaml").write_text('sandbox: "off"\n')
-    return h
+    return quiet_home(tmp_path)
 
 
 @pytest.fixture
@@ -280,39 +276,15 @@ def ws(tmp_path: Path) -> Path:
     return w
 
 
-Spawn = Callable[[], Client]
-
-
 @pytest.fixture
 def spawn(home: Path, ws: Path, model: ScriptedModel) -> Iterator[Spawn]:
-    clients: list[Client] = []
-
-    def make() -> Client:
-        env = dict(os.environ, MINO_HOME=str(home), MINO_BASE_URL=model.base_url, MINO_API_KEY="test")
-        client = Client(env, ws)
-        clients.append(client)
-        client.initialize(ws)
-        return client
-
-    yield make
-    for client in clients:
-        client.stop()
-    for client in clients:
-        assert contract_problems(client) == [], bytes(client.stderr).decode(errors="replace")
-        assert b"Traceback" not in client.stderr, bytes(client.stderr).decode(errors="replace")
+    with servers(home, model.base_url, ws) as make:
+        yield make
     assert model.errors == []
 
 
 def user_content(request: dict[str, Any], index: int = -1) -> Any:
     return [i for i in request["input"] if i.get("role") == "user"][index]["content"]
-
-
-def records(home: Path, sid: str) -> list[dict[str, Any]]:
-    log = SessionStore(home / "sessions").open_log(sid)
-    try:
-        return list(log.read_records())
-    finally:
-        log.close()
 
 
 SELECTION = {"path": "src/draft.py", "startLine": 3, "endLine": 4, "text": "def f():\n    return '```'\n"}
@@ -337,7 +309,7 @@ def test_context_items_and_mentions_reach_the_model_as_parts(
     assert result["status"] == "completed"
     assert user_content(model.requests[0]) == PARTS
     sid = client.request("mino/state")["sessionId"]
-    (saved,) = [r for r in records(home, sid) if r["type"] == "user_message"]
+    (saved,) = [r for r in session_records(home, sid) if r["type"] == "user_message"]
     assert saved["text"] == "explain @src/app.py:2-3 please"  # sent and kept as typed
     assert saved["context"] == [
         {"path": "src/draft.py", "start_line": 3, "end_line": 4, "text": SELECTION["text"]},
@@ -399,7 +371,7 @@ def test_bad_context_is_refused_before_anything_is_sent_or_logged(
     err = client.error("mino/turn", {"text": "look", "context": context})
     assert err.code == -32602 and err.message.startswith("Invalid params: ") and words in err.message
     assert model.requests == []
-    assert records(home, client.request("mino/state")["sessionId"]) == []
+    assert session_records(home, client.request("mino/state")["sessionId"]) == []
     model.add({"text": "fine"})  # nothing is left busy
     assert client.request("mino/turn", {"text": "look"})["status"] == "completed"
 
@@ -424,4 +396,4 @@ def test_an_email_address_is_not_a_file_and_a_version_1_turn_is_unchanged(
     assert client.request("mino/turn", {"text": "no context at all"})["status"] == "completed"
     assert user_content(model.requests[1]) == "no context at all"
     sid = client.request("mino/state")["sessionId"]
-    assert all("context" not in r for r in records(home, sid))
+    assert all("context" not in r for r in session_records(home, sid))

@@ -23,7 +23,7 @@ from typing import Any
 import pexpect
 import pytest
 from cli_driver import spawn as spawn_cli
-from helpers import texts
+from helpers import mino_env, quiet_home, texts
 from server_client import Client, contract_problems
 
 from mino_server.core.tools.memory_tools import CHANGED_MESSAGE
@@ -63,16 +63,7 @@ OpenWindow = Callable[..., Window]
 
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
-    h = tmp_path / "home"
-    h.mkdir()
-    (h / "config.yaml").write_text('sandbox: "off"\n')  # no probe: faster, the same on every machine
-    return h
-
-
-def server_env(home: Path, model: ScriptedModel) -> dict[str, str]:
-    env = dict(os.environ, MINO_HOME=str(home), MINO_BASE_URL=model.base_url, MINO_API_KEY="test")
-    env.pop("MINO_MODEL", None)
-    return env
+    return quiet_home(tmp_path)
 
 
 @pytest.fixture
@@ -90,7 +81,7 @@ def open_window(home: Path, tmp_path: Path) -> Iterator[OpenWindow]:
         if ws is None:
             ws = tmp_path / f"project {name}"
             ws.mkdir(exist_ok=True)
-        client = Client(server_env(home, model), ws, handlers=handlers)
+        client = Client(mino_env(home, model.base_url), ws, handlers=handlers)
         options: dict[str, Any] = {}
         if session_id is not None:
             options["sessionId"] = session_id
@@ -336,7 +327,7 @@ def test_an_approved_memory_save_writes_nothing_when_another_window_changed_it(
 
 # ---- terminals ----------------------------------------------------------------------------------
 def cli_env(home: Path, model: ScriptedModel) -> dict[str, str]:
-    return dict(server_env(home, model), PYTHONUNBUFFERED="1")
+    return dict(mino_env(home, model.base_url), PYTHONUNBUFFERED="1")
 
 
 def expect_session(child: pexpect.spawn) -> str:

@@ -7,7 +7,6 @@ sent is checked against protocol.py (strict), and every byte of its stdout must 
 from __future__ import annotations
 
 import json
-import os
 import re
 import sys
 import time
@@ -16,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from server_client import NO_ANSWER, Client, contract_problems
+from helpers import mino_env, quiet_home, session_records
+from server_client import NO_ANSWER, Client, Spawn, contract_problems, servers
 
 from mino_server.core.commands import HELP
 from mino_server.core.sessions.store import Holder, SessionStore
@@ -47,11 +47,7 @@ def model() -> Iterator[ScriptedModel]:
 
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
-    h = tmp_path / "home"
-    h.mkdir()
-    # No bwrap probe: faster start-up, and the same decisions on every machine.
-    (h / "config.yaml").write_text('sandbox: "off"\n')
-    return h
+    return quiet_home(tmp_path)
 
 
 @pytest.fixture
@@ -61,33 +57,10 @@ def ws(tmp_path: Path) -> Path:
     return w
 
 
-Spawn = Callable[..., Client]
-
-
 @pytest.fixture
 def spawn(home: Path, ws: Path, model: ScriptedModel) -> Iterator[Spawn]:
-    clients: list[Client] = []
-
-    def make(
-        handlers: dict[str, Any] | None = None,
-        mode: str | None = None,
-        init: bool = True,
-        initialized: bool = True,
-    ) -> Client:
-        env = dict(os.environ, MINO_HOME=str(home), MINO_BASE_URL=model.base_url, MINO_API_KEY="test")
-        env.pop("MINO_MODEL", None)
-        client = Client(env, ws, handlers=handlers)
-        clients.append(client)
-        if init:
-            client.initialize(ws, mode=mode, initialized=initialized)
-        return client
-
-    yield make
-    for client in clients:
-        client.stop()
-    for client in clients:
-        assert contract_problems(client) == [], bytes(client.stderr).decode(errors="replace")
-        assert b"Traceback" not in client.stderr, bytes(client.stderr).decode(errors="replace")
+    with servers(home, model.base_url, ws) as make:
+        yield make
 
 
 def store(home: Path) -> SessionStore:
@@ -99,14 +72,6 @@ def holder(home: Path, session_id: str) -> Holder | None:
     s = store(home)
     with s.exclusive():
         return s.holder(session_id)
-
-
-def records(home: Path, session_id: str) -> list[dict[str, Any]]:
-    log = store(home).open_log(session_id)  # raises when the log cannot be loaded
-    try:
-        return list(log.read_records())
-    finally:
-        log.close()
 
 
 def approve_with(answer: bool) -> Callable[[dict[str, Any]], Any]:
@@ -233,7 +198,7 @@ def test_cancel_during_approval(spawn: Spawn, model: ScriptedModel, home: Path) 
     assert not (home / "memory" / "likes-tea.md").exists()
     sid = client.request("mino/state")["sessionId"]
     client.stop()
-    recs = records(home, sid)
+    recs = session_records(home, sid)
     ends = [r for r in recs if r["type"] == "turn_end"]
     assert ends[0]["status"] == "interrupted" and ends[1]["status"] == "completed"
     assert [r["status"] for r in recs if r["type"] == "tool_result"] == ["denied"]
@@ -295,7 +260,7 @@ def test_sessions_list_new_resume_clear(spawn: Spawn, model: ScriptedModel, home
     right = client.request("mino/sessions/clear", {"id": first, "typedId": f"  {first}\n"})
     assert right["cleared"] is True and right["state"]["sessionId"] == first
     assert client.request("mino/history")["items"] == []
-    assert records(home, second) == []
+    assert session_records(home, second) == []
 
 
 def two_sessions_without_selection(home: Path) -> list[str]:
@@ -347,7 +312,7 @@ def test_recovery_confirmation_at_start_up(spawn: Spawn, home: Path, confirmed: 
     else:
         assert state["sessionId"] is None and "was not activated" in state["restoreProblem"]
     client.stop()
-    types = [r["type"] for r in records(home, sid)]
+    types = [r["type"] for r in session_records(home, sid)]
     assert ("recovery_ack" in types) is confirmed
 
 
@@ -508,7 +473,7 @@ def test_eof_mid_turn(spawn: Spawn, model: ScriptedModel, home: Path) -> None:
     client.wait_for(lambda: client.events("text_delta"), what="the first delta")
     client.close_stdin()
     assert client.wait_exit(10) == 1  # an exit without shutdown
-    ends = [r for r in records(home, sid) if r["type"] == "turn_end"]
+    ends = [r for r in session_records(home, sid) if r["type"] == "turn_end"]
     assert [e["status"] for e in ends] == ["interrupted"]
     assert holder(home, sid) is None  # the session was released
 
@@ -524,7 +489,7 @@ def test_shutdown_mid_turn(spawn: Spawn, model: ScriptedModel, home: Path) -> No
     assert client.error("mino/state").code == -32600
     client.notify("exit")
     assert client.wait_exit(10) == 0
-    assert [r["status"] for r in records(home, sid) if r["type"] == "turn_end"] == ["interrupted"]
+    assert [r["status"] for r in session_records(home, sid) if r["type"] == "turn_end"] == ["interrupted"]
 
 
 def test_sigterm_releases_the_session(spawn: Spawn, home: Path, ws: Path) -> None:
@@ -553,8 +518,7 @@ app.serve()
 
 
 def test_nothing_but_frames_on_stdout(home: Path, ws: Path, model: ScriptedModel) -> None:
-    env = dict(os.environ, MINO_HOME=str(home), MINO_BASE_URL=model.base_url, MINO_API_KEY="test")
-    client = Client(env, ws, argv=[sys.executable, "-c", STRAY_OUTPUT])
+    client = Client(mino_env(home, model.base_url), ws, argv=[sys.executable, "-c", STRAY_OUTPUT])
     try:
         client.initialize(ws)
         assert client.request("mino/state")["sessionId"]

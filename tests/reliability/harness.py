@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import pytest
+from helpers import mino_env
 from invariants import read_log, request_consistency
 from tally import TALLY
 
@@ -66,15 +67,7 @@ class HarnessRun:
 
     def mino_env(self, model: ScriptedModel) -> dict[str, str]:
         """The environment of a Mino on this run's home talking to `model`."""
-        env = dict(
-            os.environ,
-            MINO_HOME=str(self.home),
-            HOME=str(self.root / "user-home"),
-            MINO_BASE_URL=model.base_url,
-            MINO_API_KEY="test-key",
-        )
-        env.pop("MINO_MODEL", None)
-        return env
+        return dict(mino_env(self.home, model.base_url), HOME=str(self.root / "user-home"))
 
 
 def sigkill(pid: int) -> None:
