@@ -1,9 +1,11 @@
-"""In-process helpers: a recording UI and a core conversation wired to the scripted model; and the
-home and environment of a Mino started as a subprocess."""
+"""In-process helpers: a recording UI and a core conversation wired to the scripted model; the home
+and environment of a Mino started as a subprocess; a model service that always answers the same."""
 
 from __future__ import annotations
 
+import http.server
 import os
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -134,3 +136,34 @@ def texts(request: dict[str, Any]) -> list[str]:
         elif item.get("type") == "function_call_output":
             out.append(item["output"])
     return out
+
+
+class FixedAnswerServer(http.server.ThreadingHTTPServer):
+    """A model service on 127.0.0.1 that answers every POST with one fixed status, content type and
+    body (what some proxies send, or what the scripted model cannot), serving until close()."""
+
+    def __init__(self, body: bytes, content_type: str = "text/event-stream", status: int = 200) -> None:
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers["Content-Length"]))
+                self.send_response(status)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        super().__init__(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}/v1"
+
+    def close(self) -> None:
+        self.shutdown()
+        self.server_close()

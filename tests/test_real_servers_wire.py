@@ -9,16 +9,14 @@ The scripted model is strict by default: it refuses a request a strict chat brid
 
 from __future__ import annotations
 
-import http.server
 import json
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from cli_driver import piped
-from helpers import Agent, RecordingUI, command, make_agent, turn
+from helpers import Agent, FixedAnswerServer, RecordingUI, command, make_agent, turn
 
 from mino_server.core.cancel import CancelToken
 from mino_server.core.memory import INDEX_LABEL, render_memory
@@ -265,49 +263,21 @@ def test_a_cut_off_summary_is_not_saved(model: ScriptedModel, agent: Agent) -> N
 # ---- 3. errors in any body -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("shape", ["sse", "json", "text"])
-def test_the_services_message_is_one_clean_line_whatever_the_body(model: ScriptedModel, shape: str) -> None:
-    model.add({"status": 500, "error": "Error processing stream start", "error_format": shape})
-    client = ModelClient(model.base_url, None, "m", max_retries=0)
+def _failure(base_url: str) -> str:
+    """The error one request to the service at `base_url` ends with."""
+    client = ModelClient(base_url, None, "m", max_retries=0)
     try:
         with pytest.raises(ModelError) as info:
             client.stream({"input": []}, lambda _d: None, CancelToken())
     finally:
         client.close()
-    assert str(info.value) == "Model request failed: HTTP 500: Error processing stream start"
+    return str(info.value)
 
 
-class _RawServer(http.server.ThreadingHTTPServer):
-    """Answers every POST with one fixed status, content type and body (what some proxies send)."""
-
-    def __init__(self, status: int, content_type: str, body: bytes) -> None:
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                self.rfile.read(int(self.headers["Content-Length"]))
-                self.send_response(status)
-                self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-        super().__init__(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.serve_forever, daemon=True).start()
-
-    def fail(self) -> str:
-        client = ModelClient(f"http://127.0.0.1:{self.server_address[1]}/v1", None, "m", max_retries=0)
-        try:
-            with pytest.raises(ModelError) as info:
-                client.stream({"input": []}, lambda _d: None, CancelToken())
-        finally:
-            client.close()
-            self.shutdown()
-            self.server_close()
-        return str(info.value)
+@pytest.mark.parametrize("shape", ["sse", "json", "text"])
+def test_the_services_message_is_one_clean_line_whatever_the_body(model: ScriptedModel, shape: str) -> None:
+    model.add({"status": 500, "error": "Error processing stream start", "error_format": shape})
+    assert _failure(model.base_url) == "Model request failed: HTTP 500: Error processing stream start"
 
 
 SSE = "text/event-stream"
@@ -339,7 +309,11 @@ SSE = "text/event-stream"
     ids=["sse-500", "sse-text", "fastapi-422", "text", "html", "typeless-event", "error-event", "json-200"],
 )
 def test_error_bodies_from_proxies(status: int, content_type: str, body: bytes, expected: str) -> None:
-    message = _RawServer(status, content_type, body).fail()
+    server = FixedAnswerServer(body, content_type, status)  # what some proxies send
+    try:
+        message = _failure(server.base_url)
+    finally:
+        server.close()
     assert expected in message and "\n" not in message and "data:" not in message, message
     if status == 422:
         assert message.endswith("Input should be a valid string")

@@ -6,7 +6,6 @@ one real `mino` with piped stdin going through every fault in a row, for the lin
 
 from __future__ import annotations
 
-import http.server
 import json
 import os
 import threading
@@ -16,7 +15,7 @@ from typing import Any
 import pytest
 from cli_driver import piped
 from faults import Fault, inject
-from helpers import Agent, RecordingUI, make_agent, turn
+from helpers import Agent, FixedAnswerServer, RecordingUI, make_agent, turn
 from invariants import log_consistency, read_log, request_consistency
 from tally import TALLY, whole
 
@@ -144,60 +143,34 @@ def test_unicode_line_separators_in_the_stream_are_just_text(
     agent.close()
 
 
-class _HalvesServer(http.server.ThreadingHTTPServer):
-    """A Responses-API stream that sends an emoji as two UTF-16 halves in two deltas, as some proxies do.
-
-    Not ScriptedModel: it writes its events as UTF-8 JSON (ensure_ascii=False), which cannot carry a
-    lone surrogate; this server sends them as \\ud83d escapes, as such a proxy does.
-    """
-
-    EVENTS = [
-        {"type": "response.created", "response": {}},
-        {"type": "response.output_text.delta", "delta": "A\ud83d"},
-        {"type": "response.output_text.delta", "delta": "\ude00B\udc00"},
-        {
-            "type": "response.completed",
-            "response": {
-                "output": [
-                    {"type": "message", "content": [{"type": "output_text", "text": "A\U0001f600B\udc00"}]}
-                ]
-            },
+# A Responses-API stream that sends an emoji as two UTF-16 halves in two deltas, as some proxies do.
+# Not ScriptedModel: it writes its events as UTF-8 JSON (ensure_ascii=False), which cannot carry a
+# lone surrogate; these are sent as \ud83d escapes (json.dumps), as such a proxy does.
+HALVES = [
+    {"type": "response.created", "response": {}},
+    {"type": "response.output_text.delta", "delta": "A\ud83d"},
+    {"type": "response.output_text.delta", "delta": "\ude00B\udc00"},
+    {
+        "type": "response.completed",
+        "response": {
+            "output": [
+                {"type": "message", "content": [{"type": "output_text", "text": "A\U0001f600B\udc00"}]}
+            ]
         },
-    ]
-
-    def __init__(self) -> None:
-        events = self.EVENTS
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                self.rfile.read(int(self.headers["Content-Length"]))
-                body = b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-        super().__init__(("127.0.0.1", 0), Handler)
+    },
+]
 
 
 def test_utf16_halves_and_lone_surrogates_in_the_stream(workdir: Path, mino_home: Path) -> None:
-    server = _HalvesServer()
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server = FixedAnswerServer(b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in HALVES))
     try:
         ui = RecordingUI()
-        agent = make_agent(f"http://127.0.0.1:{server.server_address[1]}/v1", workdir, ui)
+        agent = make_agent(server.base_url, workdir, ui)
         agent.open()
         outcome = turn(agent, "hi")
         agent.close()
     finally:
-        server.shutdown()
-        server.server_close()
+        server.close()
     TALLY.model_faults += 1
     assert outcome.status == "completed", outcome
     assert outcome.text == "A\U0001f600B\ufffd"
