@@ -466,35 +466,38 @@ export class Controller implements vscode.Disposable {
   // ---------------------------------------------------------------------------------------------
   // palette commands
 
+  /** A command whose failure is logged and shown as one error message (with Show log), never thrown. */
+  private registerCommand(id: string, fn: (...args: unknown[]) => unknown): void {
+    this.disposables.push(
+      vscode.commands.registerCommand(id, async (...args: unknown[]) => {
+        try {
+          return await fn(...args);
+        } catch (e) {
+          this.channel.error(`${id}: ${errorMessage(e)}`);
+          void vscode.window.showErrorMessage(`Mino: ${this.describeError(e)}`, 'Show log').then((x) => x && this.channel.show());
+          return undefined;
+        }
+      }),
+    );
+  }
+
   private registerCommands(): void {
-    const reg = (id: string, fn: (...args: unknown[]) => unknown) =>
-      this.disposables.push(
-        vscode.commands.registerCommand(id, async (...args: unknown[]) => {
-          try {
-            return await fn(...args);
-          } catch (e) {
-            this.channel.error(`${id}: ${errorMessage(e)}`);
-            void vscode.window.showErrorMessage(`Mino: ${this.describeError(e)}`, 'Show log').then((x) => x && this.channel.show());
-            return undefined;
-          }
-        }),
-      );
-    reg('mino.newSession', () => this.newSession());
-    reg('mino.resumeSession', () => this.resumeSession());
-    reg('mino.clearSession', () => this.clearSession());
-    reg('mino.setMode', () => this.setMode());
-    reg('mino.compact', () => this.compact());
-    reg('mino.showMemories', () => this.showMemories());
-    reg('mino.openMemoryFolder', () => this.openMemoryFolder());
-    reg('mino.showLog', () => this.channel.show());
-    reg('mino.restartServer', () => this.server.restart());
-    reg('mino.answerApproval', (key, answer) => {
+    this.registerCommand('mino.newSession', () => this.newSession());
+    this.registerCommand('mino.resumeSession', () => this.resumeSession());
+    this.registerCommand('mino.clearSession', () => this.clearSession());
+    this.registerCommand('mino.setMode', () => this.setMode());
+    this.registerCommand('mino.compact', () => this.compact());
+    this.registerCommand('mino.showMemories', () => this.showMemories());
+    this.registerCommand('mino.openMemoryFolder', () => this.openMemoryFolder());
+    this.registerCommand('mino.showLog', () => this.channel.show());
+    this.registerCommand('mino.restartServer', () => this.server.restart());
+    this.registerCommand('mino.answerApproval', (key, answer) => {
       if (typeof key !== 'string' || (answer !== 'approve' && answer !== 'deny')) return;
       if (!this.broker.answer(key, answer === 'approve', 'notification')) {
         void vscode.window.showInformationMessage('Mino: this approval was already answered.');
       }
     });
-    reg('mino.showApproval', async (key) => {
+    this.registerCommand('mino.showApproval', async (key) => {
       await this.view.reveal(false);
       if (typeof key === 'string') setTimeout(() => this.view.post({ type: 'focusApproval', key }), 300);
     });
@@ -504,22 +507,10 @@ export class Controller implements vscode.Disposable {
   // the editor as context and as reviewer: chips, @ completion, diffs
 
   private registerEditorCommands(): void {
-    const reg = (id: string, fn: (...args: unknown[]) => unknown) =>
-      this.disposables.push(
-        vscode.commands.registerCommand(id, async (...args: unknown[]) => {
-          try {
-            return await fn(...args);
-          } catch (e) {
-            this.channel.error(`${id}: ${errorMessage(e)}`);
-            void vscode.window.showErrorMessage(`Mino: ${this.describeError(e)}`, 'Show log').then((x) => x && this.channel.show());
-            return undefined;
-          }
-        }),
-      );
-    reg('mino.askAboutSelection', () => this.askAboutSelection());
-    reg('mino.addFileToChat', (uri, uris) => this.addFileToChat(uri, uris));
-    reg('mino.diff.approve', (uri) => this.answerFromDiff(uri, true));
-    reg('mino.diff.deny', (uri) => this.answerFromDiff(uri, false));
+    this.registerCommand('mino.askAboutSelection', () => this.askAboutSelection());
+    this.registerCommand('mino.addFileToChat', (uri, uris) => this.addFileToChat(uri, uris));
+    this.registerCommand('mino.diff.approve', (uri) => this.answerFromDiff(uri, true));
+    this.registerCommand('mino.diff.deny', (uri) => this.answerFromDiff(uri, false));
   }
 
   /** Where editor files must lie: the workspace folder Mino was started in. */
