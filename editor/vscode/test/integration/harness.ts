@@ -6,6 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import assert from 'node:assert/strict';
 import { resolveCommand } from '../../src/core/launch';
 import { startStdio, type StdioSession } from '../../src/client/stdio';
 import type { ApproveHandler } from '../../src/client/minoClient';
@@ -168,6 +169,26 @@ export async function startMino(opts: MinoOptions): Promise<Mino> {
     return errors;
   };
   return m as Mino;
+}
+
+/** The mino executable the integration tests run; without one they are skipped (T). */
+export const MINO = findMino();
+export const T = {
+  timeout: 60_000,
+  skip: MINO ? false : 'no mino executable found (set MINO_COMMAND, or install the Python package into .venv)',
+};
+
+/** Runs `fn` against a Mino started as `opts` says, closes it after, and fails if the scripted model
+ * recorded errors (a request it did not expect, a `require` not met). */
+export async function withMino(opts: Omit<MinoOptions, 'mino'>, fn: (m: Mino) => Promise<void>): Promise<void> {
+  const m = await startMino({ mino: MINO!, ...opts });
+  let modelErrors: string;
+  try {
+    await fn(m);
+  } finally {
+    modelErrors = await m.close();
+  }
+  assert.ok(!/error:/.test(modelErrors), `the scripted model recorded errors:\n${modelErrors}`);
 }
 
 export function until<T>(fn: () => T | undefined | false, timeoutMs = 10000, what = 'condition'): Promise<T> {

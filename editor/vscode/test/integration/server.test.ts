@@ -8,26 +8,11 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { CancellationTokenSource } from 'vscode-jsonrpc/node';
-import { findMino, startMino, until, type Mino, type Reply } from './harness';
+import { MINO, T, startMino, until, withMino, type Reply } from './harness';
 import { isRpcError } from '../../src/client/minoClient';
 import { Transcript } from '../../src/core/transcript';
 import { usageText } from '../../src/core/format';
 import { ErrorCodes, PROTOCOL_VERSION, SESSION_ID_RE, type Event, type State } from '../../src/protocol';
-
-const MINO = findMino();
-const skip = MINO ? false : 'no mino executable found (set MINO_COMMAND, or install the Python package into .venv)';
-const T = { timeout: 60_000, skip };
-
-async function withMino(replies: Reply[], fn: (m: Mino) => Promise<void>, extra: Partial<Parameters<typeof startMino>[0]> = {}) {
-  const m = await startMino({ mino: MINO!, replies, ...extra });
-  let modelErrors: string;
-  try {
-    await fn(m);
-  } finally {
-    modelErrors = await m.close();
-  }
-  assert.ok(!/error:/.test(modelErrors), `the scripted model recorded errors:\n${modelErrors}`);
-}
 
 const memorySave = (name: string, summary = 'The user installs dependencies with pnpm.'): Reply => ({
   calls: [{ name: 'memory_save', arguments: { name, type: 'project', summary, mode: 'create' } }],
@@ -38,7 +23,7 @@ function types(events: Event[]): string[] {
 }
 
 test('initialize, then State with a fresh session', T, async () => {
-  await withMino([], async (m) => {
+  await withMino({ replies: [] }, async (m) => {
     const init = m.session.initializeResult;
     assert.equal(init.serverInfo?.name, 'mino');
     assert.equal(init.capabilities.experimental?.mino?.protocolVersion, PROTOCOL_VERSION);
@@ -55,7 +40,7 @@ test('initialize, then State with a fresh session', T, async () => {
 
 test('a streamed turn: text deltas, the whole message, turn_end, the result', T, async () => {
   const answer = 'Hello from the scripted model. It streams its **answer** in several small pieces, one after another.';
-  await withMino([{ text: answer }], async (m) => {
+  await withMino({ replies: [{ text: answer }] }, async (m) => {
     const r = await m.session.client.turn('Say hello.');
     assert.equal(r.status, 'completed');
     assert.equal(r.text, answer);
@@ -91,7 +76,7 @@ test('a streamed turn: text deltas, the whole message, turn_end, the result', T,
 });
 
 test('approve: memory_save asks with every field, the file is written', T, async () => {
-  await withMino([memorySave('uses-pnpm'), { text: 'Saved it.' }], async (m) => {
+  await withMino({ replies: [memorySave('uses-pnpm'), { text: 'Saved it.' }] }, async (m) => {
     m.approve = () => Promise.resolve(true);
     const r = await m.session.client.turn('Remember that I use pnpm.');
     assert.equal(r.status, 'completed');
@@ -123,7 +108,7 @@ test('approve: memory_save asks with every field, the file is written', T, async
 });
 
 test('deny: nothing is written', T, async () => {
-  await withMino([memorySave('denied-one'), { text: 'OK, not saved.' }], async (m) => {
+  await withMino({ replies: [memorySave('denied-one'), { text: 'OK, not saved.' }] }, async (m) => {
     m.approve = () => Promise.resolve(false);
     const r = await m.session.client.turn('Remember something.');
     assert.equal(r.status, 'completed');
@@ -137,7 +122,7 @@ test('deny: nothing is written', T, async () => {
 });
 
 test('cancel while an approval is pending: the approval is cancelled, nothing written, turn interrupted', T, async () => {
-  await withMino([memorySave('never')], async (m) => {
+  await withMino({ replies: [memorySave('never')] }, async (m) => {
     let approvalCancelled = false;
     m.approve = (_p, token) =>
       new Promise<boolean>((resolve) => {
@@ -163,7 +148,7 @@ test('cancel while an approval is pending: the approval is cancelled, nothing wr
 
 test('cancel while text streams: interrupted, and the next turn works', T, async () => {
   const slow = 'This answer is slow. '.repeat(30);
-  await withMino([{ text: slow, delay: 0.05 }, { text: 'Second answer.' }], async (m) => {
+  await withMino({ replies: [{ text: slow, delay: 0.05 }, { text: 'Second answer.' }] }, async (m) => {
     const cts = new CancellationTokenSource();
     const turn = m.session.client.turn('Talk slowly.', cts.token);
     await until(() => m.events.some((e) => e.type === 'text_delta'), 15000, 'the first delta');
@@ -178,7 +163,7 @@ test('cancel while text streams: interrupted, and the next turn works', T, async
 });
 
 test('busy: a second turn during a turn is refused with -32001', T, async () => {
-  await withMino([{ text: 'slow '.repeat(40), delay: 0.05 }], async (m) => {
+  await withMino({ replies: [{ text: 'slow '.repeat(40), delay: 0.05 }] }, async (m) => {
     const first = m.session.client.turn('One.');
     await until(() => m.events.some((e) => e.type === 'text_delta'), 15000, 'the first delta');
     const e = await m.session.client.turn('Two.').catch((x: unknown) => x);
@@ -190,7 +175,7 @@ test('busy: a second turn during a turn is refused with -32001', T, async () => 
 });
 
 test('sessions: new, list, resume, clear with a wrong then the right ID', T, async () => {
-  await withMino([{ text: 'pine' }], async (m) => {
+  await withMino({ replies: [{ text: 'pine' }] }, async (m) => {
     const c = m.session.client;
     const a = (await c.state()).sessionId!;
     await c.turn('Remember pine.');
@@ -233,7 +218,7 @@ test('sessions: new, list, resume, clear with a wrong then the right ID', T, asy
 });
 
 test('slash commands go to mino/command and return the CLI lines', T, async () => {
-  await withMino([], async (m) => {
+  await withMino({ replies: [] }, async (m) => {
     const c = m.session.client;
     const sessions = await c.command('/sessions');
     assert.ok(sessions.output.length >= 1, JSON.stringify(sessions));
@@ -251,7 +236,7 @@ test('slash commands go to mino/command and return the CLI lines', T, async () =
 });
 
 test('permission mode, compact, state notifications', T, async () => {
-  await withMino([], async (m) => {
+  await withMino({ replies: [] }, async (m) => {
     const c = m.session.client;
     const s = await c.setMode('bypass');
     assert.equal(s.mode, 'bypass');
@@ -265,7 +250,7 @@ test('permission mode, compact, state notifications', T, async () => {
 });
 
 test('a second Mino on the same store is not refused: it starts its own session (many windows on one home)', T, async () => {
-  await withMino([], async (first) => {
+  await withMino({ replies: [] }, async (first) => {
     const a = (await first.session.client.state()).sessionId;
     const second = await startMino({ mino: MINO!, replies: [], home: first.home });
     try {
@@ -289,7 +274,7 @@ test('restore problem: two sessions, none selected; turns refused until a resume
   for (const id of [a, b]) fs.writeFileSync(path.join(home, 'sessions', `${id}.jsonl`), '', { mode: 0o600 });
   try {
     await withMino(
-      [],
+      { replies: [], home },
       async (m) => {
         const c = m.session.client;
         const s = await c.state();
@@ -303,7 +288,6 @@ test('restore problem: two sessions, none selected; turns refused until a resume
         assert.equal(fixed.sessionId, b);
         assert.equal(fixed.restoreProblem, null);
       },
-      { home },
     );
   } finally {
     fs.rmSync(root, { recursive: true, force: true });
@@ -324,8 +308,12 @@ test('recovery: a call without a result asks mino/confirm at start-up; yes resto
     await first.close().catch(() => '');
     // 2) the next start asks before the session becomes active
     const asked: string[] = [];
+    const confirm = (message: string) => {
+      asked.push(message);
+      return true;
+    };
     await withMino(
-      [],
+      { replies: [], home, confirm },
       async (m) => {
         const s = await m.session.client.state();
         assert.equal(asked.length, 1, 'mino/confirm was asked once');
@@ -334,13 +322,6 @@ test('recovery: a call without a result asks mino/confirm at start-up; yes resto
         assert.ok(!fs.existsSync(path.join(home, 'memory', 'crashed.md')), 'never re-executed');
         const tool = (await m.session.client.history()).items.find((i) => i.role === 'tool');
         assert.equal(tool?.status, 'unknown');
-      },
-      {
-        home,
-        confirm: (message) => {
-          asked.push(message);
-          return true;
-        },
       },
     );
   } finally {
@@ -370,7 +351,7 @@ test('history in pages: the latest page first, earlier pages to the first messag
   fs.writeFileSync(path.join(home, 'sessions', 'active-session.json'), JSON.stringify({ session_id: sid }));
   try {
     await withMino(
-      [],
+      { replies: [], home },
       async (m) => {
         const c = m.session.client;
         assert.equal((await c.state()).sessionId, sid);
@@ -394,7 +375,6 @@ test('history in pages: the latest page first, earlier pages to the first messag
         assert.equal((await c.history({ limit: 5000 })).items.length, 1000);
         assert.deepEqual(await c.history({ before: 1 }), { items: [], more: false });
       },
-      { home },
     );
   } finally {
     fs.rmSync(home, { recursive: true, force: true });

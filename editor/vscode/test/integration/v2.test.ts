@@ -9,27 +9,12 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { findMino, startMino, until, type Mino, type MinoOptions, type Reply } from './harness';
+import { MINO, T, startMino, until, withMino, type Mino, type Reply } from './harness';
 import { isRpcError } from '../../src/client/minoClient';
 import { ContextChips, toContextItems } from '../../src/core/context';
 import { isFileDiff } from '../../src/core/diffs';
 import { sessionPickItems } from '../../src/core/format';
 import { ErrorCodes, type Event } from '../../src/protocol';
-
-const MINO = findMino();
-const skip = MINO ? false : 'no mino executable found (set MINO_COMMAND, or install the Python package into .venv)';
-const T = { timeout: 60_000, skip };
-
-async function withMino(opts: Omit<MinoOptions, 'mino'>, fn: (m: Mino) => Promise<void>): Promise<void> {
-  const m = await startMino({ mino: MINO!, ...opts });
-  let modelErrors: string;
-  try {
-    await fn(m);
-  } finally {
-    modelErrors = await m.close();
-  }
-  assert.ok(!/error:/.test(modelErrors), `the scripted model recorded errors:\n${modelErrors}`);
-}
 
 function rpcCode(e: unknown): number | undefined {
   return isRpcError(e) ? e.code : undefined;
