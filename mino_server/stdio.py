@@ -1,16 +1,21 @@
 """What the protocol front ends (`mino --stdio`, `mino --acp`) do alike as processes: speak their
-protocol on stdin/stdout, log to stderr, and leave on SIGTERM as on the end of their input.
+protocol on stdin/stdout, write whole messages from any thread, log to stderr, and leave on SIGTERM
+as on the end of their input. Standard library only: this runs before anything else has loaded.
 
 Not the core: the core never owns the process's streams or signals.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import signal
 import sys
+import threading
 from typing import Any, BinaryIO
+
+log = logging.getLogger("mino.stdio")
 
 
 class Terminated(Exception):
@@ -44,3 +49,38 @@ def raise_on_sigterm() -> None:
         raise Terminated()
 
     signal.signal(signal.SIGTERM, on_term)
+
+
+class MessageWriter:
+    """Writes whole messages under a lock (turn workers, the reader and pygls all send), each framed
+    by the subclass. A client that has gone away (EPIPE) is not an error: the rest is dropped and
+    `closed` is set, and the reader's EOF ends the process."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self._stream = stream
+        self._lock = threading.Lock()
+        self.closed = False
+
+    def frame(self, body: bytes) -> bytes:
+        raise NotImplementedError
+
+    def send(self, message: dict[str, Any]) -> None:
+        # ASCII-only JSON: lone surrogates from odd file names cannot make the stream invalid UTF-8.
+        data = self.frame(json.dumps(message, ensure_ascii=True, separators=(",", ":")).encode("ascii"))
+        with self._lock:
+            if self.closed:
+                return
+            try:
+                self._stream.write(data)
+                self._stream.flush()
+            except (OSError, ValueError) as exc:  # ValueError: the stream was closed here
+                self.closed = True
+                log.info("stdout closed (%s); no more messages are sent", exc)
+
+    def close(self) -> None:
+        with self._lock:
+            self.closed = True
+            try:
+                self._stream.close()
+            except OSError:
+                pass

@@ -8,13 +8,11 @@ is skipped unread to its end and answered with -32600; standard library only.
 from __future__ import annotations
 
 import json
-import logging
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
-log = logging.getLogger("mino.acp")
+from ..stdio import MessageWriter
 
 MAX_LINE_BYTES = 32 * 1024 * 1024  # a prompt with 256 KiB of context is far below; a runaway client is not
 _CHUNK = 1 << 16
@@ -55,22 +53,9 @@ def read_messages(stream: BinaryIO, max_bytes: int = MAX_LINE_BYTES) -> Iterator
         yield message
 
 
-class Writer:
-    """Writes whole messages, one per line, from any thread; after a write error it drops the rest."""
+class Writer(MessageWriter):
+    """Writes whole messages, one per line (see MessageWriter: from any thread, dropped once the
+    client is gone)."""
 
-    def __init__(self, stream: BinaryIO) -> None:
-        self._stream = stream
-        self._lock = threading.Lock()
-        self.broken = False
-
-    def send(self, message: dict[str, Any]) -> None:
-        data = json.dumps(message, ensure_ascii=True, separators=(",", ":")).encode("ascii") + b"\n"
-        with self._lock:
-            if self.broken:
-                return
-            try:
-                self._stream.write(data)
-                self._stream.flush()
-            except (OSError, ValueError) as exc:  # the client went away: nothing more can be said
-                self.broken = True
-                log.info("stdout closed (%s); no more messages are sent", exc)
+    def frame(self, body: bytes) -> bytes:
+        return body + b"\n"

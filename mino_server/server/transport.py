@@ -8,11 +8,11 @@ this runs before pygls has finished importing.
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
+from ..stdio import MessageWriter
 from . import protocol as P
 
 
@@ -111,34 +111,8 @@ def decode(body: bytes) -> dict[str, Any] | FrameError:
     return message
 
 
-class FrameWriter:
-    """Writes whole frames under a lock (turn workers, the reader and pygls all send).
+class FrameWriter(MessageWriter):
+    """Writes whole LSP frames (see MessageWriter: from any thread, dropped once the client is gone)."""
 
-    A client that has gone away (EPIPE) is not an error: writes are dropped and `closed` is set,
-    and the reader's EOF ends the server."""
-
-    def __init__(self, stream: BinaryIO) -> None:
-        self._stream = stream
-        self._lock = threading.Lock()
-        self.closed = False
-
-    def send(self, message: dict[str, Any]) -> None:
-        # ASCII-only JSON: lone surrogates from odd file names cannot make the stream invalid UTF-8.
-        body = json.dumps(message, ensure_ascii=True, separators=(",", ":")).encode("ascii")
-        frame = b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
-        with self._lock:
-            if self.closed:
-                return
-            try:
-                self._stream.write(frame)
-                self._stream.flush()
-            except (BrokenPipeError, ConnectionResetError, ValueError, OSError):
-                self.closed = True
-
-    def close(self) -> None:
-        with self._lock:
-            self.closed = True
-            try:
-                self._stream.close()
-            except OSError:
-                pass
+    def frame(self, body: bytes) -> bytes:
+        return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
