@@ -18,8 +18,9 @@ if TYPE_CHECKING:
     from .model_client import ModelResponse
 
 
-class SummaryClient(Protocol):
-    """What compaction needs of the model client: one streamed request."""
+class StreamingClient(Protocol):
+    """What a turn and compaction need of the model client (model_client.ModelClient): one streamed
+    request."""
 
     def stream(
         self, body: dict[str, Any], on_text: Callable[[str], None], cancel: CancelToken
@@ -65,7 +66,7 @@ def item_chars(item: dict[str, Any]) -> int:
 
 
 class Compactor:
-    def __init__(self, client: SummaryClient, log: SessionLog, budget: TokenBudget) -> None:
+    def __init__(self, client: StreamingClient, log: SessionLog, budget: TokenBudget) -> None:
         self.client = client
         self.log = log
         self.budget = budget

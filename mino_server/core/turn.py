@@ -12,10 +12,10 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from .cancel import Cancelled, CancelToken
-from .compaction import Compactor
+from .compaction import Compactor, StreamingClient
 from .contract import (
     COMPLETED,
     DENIED,
@@ -37,7 +37,7 @@ from .contract import (
     Usage,
 )
 from .decision import decide
-from .model_client import FunctionCall, ModelResponse
+from .model_client import FunctionCall
 from .sessions.log import (
     SessionLog,
     assistant_item,
@@ -63,14 +63,6 @@ SUMMARY_LABEL = (
 )
 
 
-class Client(Protocol):
-    """What a turn needs of the model client (model_client.ModelClient)."""
-
-    def stream(
-        self, body: dict[str, Any], on_text: Callable[[str], None], cancel: CancelToken
-    ) -> ModelResponse: ...
-
-
 @dataclass
 class Turn:
     turn_id: str
@@ -78,7 +70,7 @@ class Turn:
     ui: UI
     workdir: Path
     mode: Callable[[], Mode]  # read at every decision: /mode may change it while the turn runs
-    client: Client
+    client: StreamingClient
     tools: dict[str, Tool]
     schemas: list[dict[str, Any]]
     ctx: ToolContext
