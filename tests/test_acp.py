@@ -418,6 +418,7 @@ def test_two_sessions_with_their_own_directories(
     model.add({"calls": [read]}, {"text": "beta saw it", "require": "blueberry"})
     client.prompt(b, "beta-first")
     model.add({"text": "alpha again", "require": ["alpha-first", "apricot"]})
+    time.sleep(0.05)  # "newest" is by modification time, which file systems keep in coarse ticks (~4 ms)
     client.prompt(a, "alpha-second")
     assert model.errors == []
     last = request_texts(model, 4)
