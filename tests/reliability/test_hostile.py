@@ -137,6 +137,7 @@ def test_memory_folder_fuzz(tmp_path: Path) -> None:
             save = {"name": stem, "type": "user", "summary": "new fact", "mode": "overwrite"}
             call_tool(MemorySaveTool(), save, ctx, run=False)
         assert guard.changed() == []
+        shutil.rmtree(home.parent, ignore_errors=True)  # later guards walk only their own case
 
     case()
 
@@ -203,6 +204,7 @@ def test_skills_folder_fuzz(tmp_path: Path) -> None:
         for folder, *_ in entries:
             call_tool(SkillViewTool(), {"name": folder}, ctx)
         assert guard.changed() == []
+        shutil.rmtree(workdir.parent, ignore_errors=True)  # later guards walk only their own case
 
     case()
 
@@ -250,6 +252,7 @@ def test_hostile_memory_and_skills_through_a_turn(model: ScriptedModel, tmp_path
         finally:
             agent.close()
         assert guard.changed() == []
+        shutil.rmtree(root, ignore_errors=True)  # later guards walk only their own case
 
     case()
 
@@ -302,6 +305,7 @@ def test_session_file_fuzz(model: ScriptedModel, tmp_path: Path) -> None:
         finally:
             agent.close()
         assert guard.changed() == []
+        shutil.rmtree(root, ignore_errors=True)  # later guards walk only their own case
 
     case()
 
@@ -341,6 +345,7 @@ def test_hostile_session_store_entries(model: ScriptedModel, tmp_path: Path) -> 
         assert len(restore) == 1, (what, kind, lines)
         short_line(restore[0], f"{what} {kind}")
         assert guard.changed() == [], (what, kind)
+        shutil.rmtree(root, ignore_errors=True)  # later guards walk only their own case
 
 
 # ---- tool arguments -------------------------------------------------------------------------------------
