@@ -7,8 +7,10 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import make_agent, turn
 
 from mino_server.core import memory
+from mino_server.testing.scripted_model import ScriptedModel
 
 
 def _write(directory: Path, name: str, summary: str) -> Path:
@@ -120,3 +122,37 @@ def test_session_log_keeps_replay_and_call_ids_as_a_full_scan_would(tmp_path: Pa
     assert reopened.session_skills() == log.session_skills() == next(log.read_records())
     log.close()
     reopened.close()
+
+
+def test_editor_state_after_a_turn_keeps_the_memory_status_cached(
+    model: ScriptedModel, workdir: Path, mino_home: Path, settled: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # usage changes after every turn that reported one: the editor server's state() says the new one
+    # without reading and parsing the memory folder again, which has not changed.
+    import io
+
+    from mino_server.core.conversation import Conversation
+    from mino_server.server.app import MinoServer
+    from mino_server.server.transport import FrameWriter
+
+    _write(mino_home / "memory", "fact", "a summary")
+    model.add({"text": "hi", "usage": {"input_tokens": 1000, "output_tokens": 5}})
+    agent = make_agent(model.base_url, workdir)
+    agent.open()
+    try:
+        server = MinoServer(None, FrameWriter(io.BytesIO()))
+        server._agent = agent  # what the start-up thread sets
+        before = server.state()
+        assert before.usage is None and before.memory.count == 1
+        reads: list[object] = []
+        real = Conversation.state
+        monkeypatch.setattr(Conversation, "state", lambda self: reads.append(self) or real(self))
+        assert turn(agent, "hello").status == "completed"
+        after = server.state()
+        assert after.usage is not None and after.usage.inputTokens == 1000
+        assert after.memory.count == 1 and not after.busy
+        assert reads == []
+        _write(mino_home / "memory", "other", "another summary")  # a changed folder is read again
+        assert server.state().memory.count == 2 and len(reads) == 1
+    finally:
+        agent.close()
