@@ -3,6 +3,8 @@ the editor's chat box; each attached item is shown on one escaped line before th
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pexpect
@@ -67,3 +69,21 @@ def test_a_mention_that_cannot_be_attached_sends_nothing(
         in done.stderr
     )
     assert model.requests == []
+
+
+def test_a_line_without_at_leaves_the_context_module_unloaded(
+    model: ScriptedModel, mino_env: dict[str, str], workdir: Path
+) -> None:
+    # No @, no mention: core/context.py (~1.5 ms of imports) stays off the start path.
+    model.add({"text": "Hi."})
+    code = (
+        "import sys\nfrom mino_server.main import main\ncode = main([])\n"
+        "print('context loaded:', 'mino_server.core.context' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], input="hello, mail me at home\n", env=mino_env, cwd=workdir,
+        capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "Assistant> Hi." in done.stdout and done.stdout.rstrip().endswith("context loaded: False")
+    assert user_content(model, 0) == "hello, mail me at home"

@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING
 from .cancel import CancelToken
 from .compaction import TokenBudget
 from .config import Config
-from .context import ContextRequest, ResolvedItem
 from .contract import (
     MODES,
     ContextItem,
@@ -45,6 +44,7 @@ from .ui import UI
 from .words import CANNOT_RESTORE, NO_SESSION, TURN_RUNNING, session_in_use
 
 if TYPE_CHECKING:
+    from .context import ContextRequest, ResolvedItem
     from .memory import MemoryEntry, ProblemTracker
     from .model_client import ModelClient
     from .skills import Skill
@@ -527,7 +527,6 @@ class Conversation:
 
     def _turn(self, log: SessionLog, text: str, cancel: CancelToken, items: list[ResolvedItem]) -> TurnResult:
         from .compaction import Compactor
-        from .context import to_record
         from .tools.base import ToolContext
         from .tools.registry import tool_schemas
         from .turn import Turn
@@ -556,7 +555,7 @@ class Conversation:
         try:
             skill_list = self._session_skills(log)
             history = log.replay_records()  # before this turn's first record
-            context = [to_record(item) for item in items]  # kept so every replay sends the same parts
+            context = _records(items)  # kept so every replay sends the same parts
             log.append("user_message", turn.turn_id, text=text, **({"context": context} if context else {}))
         except OSError as exc:
             result = turn.storage_failed(exc)
@@ -641,6 +640,15 @@ def workdir_warnings(workdir: Path, home: Path) -> list[str]:
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _records(items: list[ResolvedItem]) -> list[dict[str, typing.Any]]:
+    """The items as the user_message record keeps them (context.py is imported only when there are any)."""
+    if not items:
+        return []
+    from .context import to_record
+
+    return [to_record(item) for item in items]
 
 
 def _short(text: str, limit: int = 200) -> str:
