@@ -35,6 +35,7 @@ from .core.contract import (
     Usage,
 )
 from .core.display import escape_value, terminal_text
+from .core.values import Mutable
 from .core.words import NO_SESSION, context_line
 
 if TYPE_CHECKING:
@@ -48,8 +49,8 @@ DIM = "\x1b[2m"
 RESET = "\x1b[0m"  # default colours and attributes, before an approval block
 
 
-@dataclass
-class _Question:
+@dataclass(eq=False, repr=False)
+class _Question(Mutable):
     request: ApprovalRequest
     done: threading.Event = field(default_factory=threading.Event)
     answer: bool = False

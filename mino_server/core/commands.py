@@ -16,6 +16,7 @@ from .cancel import CancelToken
 from .contract import MODES
 from .conversation import CommandError, Conversation
 from .sessions.store import StorageError
+from .values import Mutable
 from .words import mode_line, open_elsewhere_mark, session_line
 
 CLEAR_QUESTION = (
@@ -45,8 +46,8 @@ HELP = [
 ]
 
 
-@dataclass
-class CommandResult:
+@dataclass(eq=False, repr=False)
+class CommandResult(Mutable):
     stop: bool = False  # storage failed: the chat stops
 
 

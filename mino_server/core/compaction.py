@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .sessions.log import SessionLog, assistant_item, replay_items, user_item
+from .values import Mutable
 
 if TYPE_CHECKING:
     from .cancel import CancelToken
@@ -27,8 +28,8 @@ class StreamingClient(Protocol):
     ) -> ModelResponse: ...
 
 
-@dataclass
-class TokenBudget:
+@dataclass(eq=False, repr=False)
+class TokenBudget(Mutable):
     """The context budget and the estimate of tokens per character, calibrated by reported usage.
 
     One per conversation: the calibration carries from turn to turn."""

@@ -14,6 +14,7 @@ from typing import TypeVar
 
 from .contract import MODES, Mode
 from .durable import ensure_private_dir
+from .values import Mutable
 
 T = TypeVar("T")
 
@@ -38,8 +39,8 @@ class ConfigError(Exception):
     """A configuration problem, as one line a person can act on."""
 
 
-@dataclass
-class Config:
+@dataclass(eq=False, repr=False)
+class Config(Mutable):
     home: Path
     model: str = DEFAULT_MODEL
     base_url: str = DEFAULT_BASE_URL

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from .contract import ContextItem
+from .values import Frozen
 
 ITEM_MAX_BYTES = 64 * 1024  # a text the editor sends (a selection, an unsaved buffer)
 TOTAL_MAX_BYTES = 256 * 1024  # all items of one turn together
@@ -46,8 +47,8 @@ class ContextError(ValueError):
     """An item that cannot be attached; the message names it and says why (nothing was sent)."""
 
 
-@dataclass(frozen=True)
-class ContextRequest:
+@dataclass(frozen=True, eq=False, repr=False)
+class ContextRequest(Frozen):
     """An item as a front end asks for it, with how an error message names it."""
 
     path: str
@@ -57,8 +58,8 @@ class ContextRequest:
     where: str = "context item"  # e.g. "params.context[2]", "@src/app.py:10-20", "prompt[1] (file:///…)"
 
 
-@dataclass(frozen=True)
-class ResolvedItem:
+@dataclass(frozen=True, eq=False, repr=False)
+class ResolvedItem(Frozen):
     """A checked item: `path` relative to the working directory ("/"-separated), `text` what the
     model gets. What the user_message record keeps (to_record / from_record)."""
 

@@ -10,10 +10,11 @@ Standard library only: this module is on every start-up path.
 
 from __future__ import annotations
 
-import dataclasses
 import typing
 from dataclasses import dataclass, field
 from typing import Any, Literal, Union
+
+from .values import Frozen, Mutable
 
 # ---- field helpers (their metadata feeds the generated docs, schema and TypeScript) -------------
 
@@ -34,45 +35,6 @@ def doc(text: str, default: object = _NO_DEFAULT, **meta: object) -> Any:
     if default is _NO_DEFAULT:
         return field(metadata={"doc": text, **meta})
     return field(default=default, metadata={"doc": text, **meta})
-
-
-# ---- eq, hash and repr, written once -------------------------------------------------------------
-# dataclass() compiles every method it generates with exec (~40 µs each) and this module is on every
-# start-up path: so each class below says eq=False, repr=False and takes these three from one of two
-# bases, which behave as the generated ones (fields compared in order, as tuples, with an instance of
-# the very same class only; `Name(field=value, ...)`). Importing the module: ~7 → ~4.5 ms.
-class _Mutable:
-    """eq and repr of a dataclass; unhashable, as a dataclass with eq and without frozen is (a class
-    that defines __eq__ and not __hash__ gets __hash__ = None)."""
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return _values(self, "compare") == _values(other, "compare")
-
-    def __repr__(self) -> str:
-        shown = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in _fields(self) if f.repr)
-        return f"{type(self).__qualname__}({shown})"
-
-
-class _Frozen(_Mutable):
-    """eq, hash and repr of a frozen dataclass."""
-
-    def __hash__(self) -> int:
-        return hash(_values(self, "hash"))
-
-
-def _fields(value: object) -> tuple[dataclasses.Field[Any], ...]:
-    return dataclasses.fields(value)  # type: ignore[arg-type]  # only dataclasses derive from the bases
-
-
-def _values(value: object, use: str) -> tuple[object, ...]:
-    """The values dataclass() would compare (`compare`) or hash (`hash`: compared ones unless a field says)."""
-    return tuple(
-        getattr(value, f.name)
-        for f in _fields(value)
-        if (f.compare if use == "compare" or f.hash is None else f.hash)
-    )
 
 
 # ---- vocabularies: each Literal is the type, each tuple the run-time list ----------------------
@@ -113,7 +75,7 @@ DIFF_MAX_BYTES = 1024 * 1024  # a write carries its diff when the file before an
 
 
 @dataclass(kw_only=True, frozen=True, eq=False, repr=False)
-class FileDiff(_Frozen):
+class FileDiff(Frozen):
     """A write_file or edit_file call's whole file before and after, for an editor's diff view.
 
     Raw text, as the file holds it (not escaped for display): show it in an editor, never in a
@@ -125,7 +87,7 @@ class FileDiff(_Frozen):
 
 
 @dataclass(kw_only=True, frozen=True, eq=False, repr=False)
-class ApprovalField(_Frozen):
+class ApprovalField(Frozen):
     """One line of an approval display: `Label: "value"`."""
 
     label: str
@@ -135,7 +97,7 @@ class ApprovalField(_Frozen):
 
 
 @dataclass(kw_only=True, frozen=True, eq=False, repr=False)
-class ApprovalRequest(_Frozen):
+class ApprovalRequest(Frozen):
     """A question for the person about one tool call; the answer is yes or no."""
 
     turnId: str
@@ -153,7 +115,7 @@ class ApprovalRequest(_Frozen):
 
 # ---- editor context -----------------------------------------------------------------------------
 @dataclass(kw_only=True, frozen=True, eq=False, repr=False)
-class ContextItem(_Frozen):
+class ContextItem(Frozen):
     """A file, or lines of it, attached to a turn (docs/BEHAVIOUR.md, "Editor context")."""
 
     path: str = doc(
@@ -170,7 +132,7 @@ class ContextItem(_Frozen):
 
 # ---- turn events --------------------------------------------------------------------------------
 @dataclass(kw_only=True, frozen=True, eq=False, repr=False)
-class TextDelta(_Frozen):
+class TextDelta(Frozen):
     """Streamed text, as it arrives."""
 
     type: Literal["text_delta"] = "text_delta"
@@ -179,7 +141,7 @@ class TextDelta(_Frozen):
 
 
 @dataclass(kw_only=True, frozen=True, eq=False, repr=False)
-class AssistantMessage(_Frozen):
+class AssistantMessage(Frozen):
     """A whole assistant message (after its deltas)."""
 
     type: Literal["assistant_message"] = "assistant_message"
@@ -188,7 +150,7 @@ class AssistantMessage(_Frozen):
 
 
 @dataclass(kw_only=True, frozen=True, eq=False, repr=False)
-class ToolCall(_Frozen):
+class ToolCall(Frozen):
     """A tool call, displayed exactly as its approval would be."""
 
     type: Literal["tool_call"] = "tool_call"
@@ -206,7 +168,7 @@ class ToolCall(_Frozen):
 
 
 @dataclass(kw_only=True, frozen=True, eq=False, repr=False)
-class ToolResultEvent(_Frozen):
+class ToolResultEvent(Frozen):
     """A tool call's result."""
 
     type: Literal["tool_result"] = "tool_result"
@@ -218,7 +180,7 @@ class ToolResultEvent(_Frozen):
 
 
 @dataclass(kw_only=True, frozen=True, eq=False, repr=False)
-class ApprovalResolved(_Frozen):
+class ApprovalResolved(Frozen):
     """A pending approval ended (answer, cancel or turn end): dismiss it everywhere."""
 
     type: Literal["approval_resolved"] = "approval_resolved"
@@ -228,7 +190,7 @@ class ApprovalResolved(_Frozen):
 
 
 @dataclass(kw_only=True, frozen=True, eq=False, repr=False)
-class Notice(_Frozen):
+class Notice(Frozen):
     """A line to show in the chat (limits reached, compaction, skipped skills)."""
 
     type: Literal["notice"] = "notice"
@@ -237,7 +199,7 @@ class Notice(_Frozen):
 
 
 @dataclass(kw_only=True, frozen=True, eq=False, repr=False)
-class TurnEnd(_Frozen):
+class TurnEnd(Frozen):
     """The last event of a turn."""
 
     type: Literal["turn_end"] = "turn_end"
@@ -246,7 +208,7 @@ class TurnEnd(_Frozen):
 
 
 @dataclass(kw_only=True, frozen=True, eq=False, repr=False)
-class Usage(_Frozen):
+class Usage(Frozen):
     """What the service counted for the request just answered; sent only when it reported a count."""
 
     type: Literal["usage"] = "usage"
@@ -264,7 +226,7 @@ EVENT_TYPES: tuple[type, ...] = typing.get_args(Event)
 
 # ---- outcomes and views -------------------------------------------------------------------------
 @dataclass(kw_only=True, eq=False, repr=False)
-class TurnResult(_Mutable):
+class TurnResult(Mutable):
     """How a turn ended."""
 
     turnId: str = doc('"" when the turn never started (no session selected, or the chat stopped)')
@@ -274,7 +236,7 @@ class TurnResult(_Mutable):
 
 
 @dataclass(kw_only=True, frozen=True, eq=False, repr=False)
-class MemoryProblem(_Frozen):
+class MemoryProblem(Frozen):
     """A memory file that was not loaded, and why."""
 
     file: str
@@ -282,14 +244,14 @@ class MemoryProblem(_Frozen):
 
 
 @dataclass(kw_only=True, eq=False, repr=False)
-class MemoryStatus(_Mutable):
+class MemoryStatus(Mutable):
     dir: str = doc("MINO_HOME/memory")
     count: int = doc("memories in the index")
     problems: list[MemoryProblem]
 
 
 @dataclass(kw_only=True, frozen=True, eq=False, repr=False)
-class ContextUsage(_Frozen):
+class ContextUsage(Frozen):
     """How full the context was at the latest request that reported usage."""
 
     inputTokens: int
@@ -297,7 +259,7 @@ class ContextUsage(_Frozen):
 
 
 @dataclass(kw_only=True, eq=False, repr=False)
-class State(_Mutable):
+class State(Mutable):
     """What a conversation is working on; sent as `mino/stateChanged` after every change of session, mode or busy."""
 
     sessionId: str | None = doc("the active session; null in the command-only state")
@@ -319,7 +281,7 @@ class State(_Mutable):
 
 
 @dataclass(kw_only=True, eq=False, repr=False)
-class HistoryItem(_Mutable):
+class HistoryItem(Mutable):
     """One entry of what a chat panel shows for a session."""
 
     seq: int = doc("the log record this item shows; ask for the page before it with `before` = this seq")
@@ -331,7 +293,7 @@ class HistoryItem(_Mutable):
 
 
 @dataclass(frozen=True, eq=False, repr=False)
-class OpenElsewhere(_Frozen):
+class OpenElsewhere(Frozen):
     """A session another conversation has open (another window, terminal or ACP session): who, for
     the lines that name it (words.py); `pid` and `workdir` are None when its note could not be read."""
 
@@ -341,7 +303,7 @@ class OpenElsewhere(_Frozen):
 
 
 @dataclass(kw_only=True, eq=False, repr=False)
-class Startup(_Mutable):
+class Startup(Mutable):
     """What opening a conversation found; front ends word it (words.startup_lines)."""
 
     session_id: str | None  # None: the command-only state, `restore_problem` says why

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .values import Frozen
+
 if TYPE_CHECKING:
     from yaml import CSafeLoader, SafeLoader
 
@@ -52,8 +54,8 @@ class FileRejected(Exception):
         self.reason = reason
 
 
-@dataclass(frozen=True)
-class Document:
+@dataclass(frozen=True, eq=False, repr=False)
+class Document(Frozen):
     fields: dict[str, str]  # in file order
     body: str  # everything after the closing `---` line, verbatim
 

@@ -27,6 +27,7 @@ from . import frontmatter
 from .contract import MEMORY_TYPES as MEMORY_TYPES  # re-exported: the memory_save tool's enum
 from .contract import MemoryType
 from .durable import FILE_MODE, atomic_write, ensure_private_dir
+from .values import Frozen
 
 FIELDS: tuple[str, ...] = ("name", "type", "summary")
 MAX_SUMMARY_BYTES = 200
@@ -50,8 +51,8 @@ OVER_INDEX_LIMIT = f"over the index limit of {INDEX_LIMIT}"
 Problem = tuple[str, str]  # (file name, reason)
 
 
-@dataclass(frozen=True)
-class MemoryEntry:
+@dataclass(frozen=True, eq=False, repr=False)
+class MemoryEntry(Frozen):
     name: str
     type: MemoryType
     summary: str

@@ -29,6 +29,8 @@ from urllib.parse import urlsplit
 
 from mino_server.core.cancel import Cancelled, CancelToken
 
+from .values import Mutable
+
 if TYPE_CHECKING:
     import httpx
 
@@ -46,15 +48,15 @@ class ModelError(Exception):
         self.status = status
 
 
-@dataclass
-class FunctionCall:
+@dataclass(eq=False, repr=False)
+class FunctionCall(Mutable):
     call_id: str
     name: str
     arguments: str  # raw JSON string as sent by the model (may be invalid JSON)
 
 
-@dataclass
-class ModelResponse:
+@dataclass(eq=False, repr=False)
+class ModelResponse(Mutable):
     text: str
     calls: list[FunctionCall]
     # input_tokens, output_tokens, total_tokens: only the counts the service reported as positive
@@ -291,8 +293,8 @@ class _Job:
             self._sock = None
 
 
-@dataclass
-class _Accumulator:
+@dataclass(eq=False, repr=False)
+class _Accumulator(Mutable):
     """What the events said so far, for when `response.completed` carries no output."""
 
     text: list[str] = field(default_factory=list)

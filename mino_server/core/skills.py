@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import frontmatter
+from .values import Frozen
 
 SKILLS_DIR = Path(".mino") / "skills"
 SKILL_FILE = "SKILL.md"
@@ -32,8 +33,8 @@ CATALOGUE_HEADING = (
 Problem = tuple[str, str]  # (folder name, reason)
 
 
-@dataclass(frozen=True)
-class Skill:
+@dataclass(frozen=True, eq=False, repr=False)
+class Skill(Frozen):
     name: str
     description: str
     path: Path  # the SKILL.md file

@@ -50,6 +50,7 @@ from .sessions.log import (
 from .sessions.store import StorageError
 from .tools.base import ArgumentError, Tool, ToolContext, ToolFailure, ToolResult
 from .ui import UI
+from .values import Mutable
 
 MAX_REQUESTS = 8
 MAX_TOOL_CALLS = 16
@@ -63,8 +64,8 @@ SUMMARY_LABEL = (
 )
 
 
-@dataclass
-class Turn:
+@dataclass(eq=False, repr=False)
+class Turn(Mutable):
     turn_id: str
     log: SessionLog
     ui: UI

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from ..durable import append_line, atomic_write, fsync_dir
+from ..values import Mutable
 
 RECORD_TYPES = frozenset(
     {
@@ -107,8 +108,8 @@ def _pread(fd: int, size: int, offset: int) -> bytes:
     return b"".join(parts)
 
 
-@dataclass
-class Pending:
+@dataclass(eq=False, repr=False)
+class Pending(Mutable):
     """A tool call whose result was never recorded."""
 
     call_id: str

@@ -14,14 +14,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..durable import atomic_write
+from ..values import Frozen
 from .store import ID_RE
 
 SUFFIX = ".place.json"
 TITLE_MAX = 80
 
 
-@dataclass(frozen=True)
-class Place:
+@dataclass(frozen=True, eq=False, repr=False)
+class Place(Frozen):
     cwd: str
     title: str | None
 

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..durable import atomic_write, ensure_private_dir, fsync_dir
+from ..values import Frozen
 from .log import LogError, SessionLog
 
 ID_RE = re.compile(r"^[0-9a-f]{32}$")
@@ -62,14 +63,14 @@ class SelectionError(Exception):
     """active-session.json exists but cannot be used."""
 
 
-@dataclass(frozen=True)
-class SessionInfo:
+@dataclass(frozen=True, eq=False, repr=False)
+class SessionInfo(Frozen):
     id: str
     mtime: float
 
 
-@dataclass(frozen=True)
-class Holder:
+@dataclass(frozen=True, eq=False, repr=False)
+class Holder(Frozen):
     """Who has a session open, from its note (None where the note could not be read)."""
 
     pid: int | None

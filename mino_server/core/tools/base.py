@@ -23,6 +23,7 @@ from ..contract import FAILED as FAILED
 from ..contract import INVALID_ARGUMENTS as INVALID_ARGUMENTS
 from ..contract import UNKNOWN as UNKNOWN
 from ..contract import FileDiff, Kind, ToolStatus
+from ..values import Frozen, Mutable
 
 if TYPE_CHECKING:
     from .sandbox import Sandbox
@@ -43,14 +44,14 @@ class ToolFailure(Exception):
         self.status = status
 
 
-@dataclass(frozen=True)
-class ToolResult:
+@dataclass(frozen=True, eq=False, repr=False)
+class ToolResult(Frozen):
     status: ToolStatus
     output: str
 
 
-@dataclass
-class Prepared(Generic[S]):
+@dataclass(eq=False, repr=False)
+class Prepared(Generic[S], Mutable):
     """What the user sees (raw values; front ends escape them) and what the run is bound to."""
 
     fields: list[tuple[str, str]]
@@ -63,8 +64,8 @@ class Prepared(Generic[S]):
     diff: FileDiff | None = None
 
 
-@dataclass
-class ToolContext:
+@dataclass(eq=False, repr=False)
+class ToolContext(Mutable):
     workdir: Path  # resolved, fixed at start-up
     home: Path  # MINO_HOME
     memory_dir: Path

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..cancel import Cancelled, CancelToken
 from ..contract import Kind
+from ..values import Frozen
 from . import orphans
 from .base import (
     COMPLETED,
@@ -45,8 +46,8 @@ KILL_WAIT_S = 5.0  # for the shell to be reaped after SIGKILL
 DRAIN_S = 0.2  # for the pipe to close once the group is gone (a daemon that left the group may hold it)
 
 
-@dataclass(frozen=True)
-class BashArgs:
+@dataclass(frozen=True, eq=False, repr=False)
+class BashArgs(Frozen):
     command: str
     timeout_s: float = DEFAULT_TIMEOUT_S
     outside_sandbox: bool = False

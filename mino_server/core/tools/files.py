@@ -26,6 +26,7 @@ from typing import Any, BinaryIO, ClassVar
 from .. import durable
 from ..contract import DIFF_MAX_BYTES, FileDiff, Kind
 from ..display import preview, split_lines, utf8_boundary
+from ..values import Frozen
 from .base import (
     COMPLETED,
     ArgumentError,
@@ -47,30 +48,30 @@ BINARY_SNIFF_BYTES = 8192
 CHANGED_AFTER_APPROVAL = "File changed after approval; nothing was written."
 
 
-@dataclass(frozen=True)
-class FileState:
+@dataclass(frozen=True, eq=False, repr=False)
+class FileState(Frozen):
     """What a write is bound to: where it lands and the bytes there when the user was asked."""
 
     path: Path  # real path
     sha256: str | None  # None when the file is absent
 
 
-@dataclass(frozen=True)
-class ReadArgs:
+@dataclass(frozen=True, eq=False, repr=False)
+class ReadArgs(Frozen):
     path: str
     start_line: int | None = None
     end_line: int | None = None
 
 
-@dataclass(frozen=True)
-class WriteArgs:
+@dataclass(frozen=True, eq=False, repr=False)
+class WriteArgs(Frozen):
     path: str
     content: str
     mode: str  # "create" | "overwrite"
 
 
-@dataclass(frozen=True)
-class EditArgs:
+@dataclass(frozen=True, eq=False, repr=False)
+class EditArgs(Frozen):
     path: str
     old_text: str
     new_text: str

@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 from .. import memory
 from ..contract import Kind, MemoryType
 from ..display import preview
+from ..values import Frozen
 from .base import (
     COMPLETED,
     INVALID_ARGUMENTS,
@@ -86,8 +87,8 @@ class MemoryViewTool(ToolOf[str, None]):
         return ToolResult(COMPLETED, text)
 
 
-@dataclass(frozen=True)
-class SaveArgs:
+@dataclass(frozen=True, eq=False, repr=False)
+class SaveArgs(Frozen):
     name: str
     type: MemoryType
     summary: str

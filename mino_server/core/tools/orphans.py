@@ -26,6 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
+from ..values import Frozen
+
 MARKER = "MINO_COMMAND_ID"
 _MARKER_KEY = b"\0" + MARKER.encode() + b"="
 REAP_WAIT_S = 2.0  # for killed leftovers to be gone (a process in uninterruptible sleep may not)
@@ -40,8 +42,8 @@ class _Process(Protocol):
 P = TypeVar("P", bound=_Process)  # what spawn() returns: a subprocess.Popen
 
 
-@dataclass(frozen=True)
-class Run:
+@dataclass(frozen=True, eq=False, repr=False)
+class Run(Frozen):
     pid: int  # the command's shell (or the outer bwrap): leader of its own session
     marker: bytes  # b"\0MINO_COMMAND_ID=<token>\0", to find in "\0" + /proc/PID/environ
     start: int  # its start time, in clock ticks since boot

@@ -17,6 +17,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..values import Frozen
 from .base import ArgumentError, ToolFailure
 
 # Files here run commands or instruct Mino later: git hooks and config (also a `.git` file, which
@@ -75,8 +76,8 @@ def _resolve(root: Path, rel: str) -> Path:
     return resolved
 
 
-@dataclass(frozen=True)
-class Target:
+@dataclass(frozen=True, eq=False, repr=False)
+class Target(Frozen):
     """A tool's path, judged: `path` is real (no links, no `..`) and inside `root`."""
 
     rel: str  # as the model wrote it, for messages

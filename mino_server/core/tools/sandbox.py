@@ -23,6 +23,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..values import Frozen
+
 PROBE_TIMEOUT_S = 5.0
 # Folders of the working directory whose contents run later outside the sandbox.
 PROTECTED_DIRS = (".git", ".mino", ".vscode")
@@ -38,8 +40,8 @@ class SandboxError(Exception):
     """Why the sandbox cannot be made as strong as it must be; one line for the start-up message."""
 
 
-@dataclass(frozen=True)
-class Sandbox:
+@dataclass(frozen=True, eq=False, repr=False)
+class Sandbox(Frozen):
     name: str  # "bwrap" | "sandbox-exec"
     # bwrap: the seccomp BPF program (refuses unix sockets); None when config.yaml allows them.
     seccomp: bytes | None = field(default=None, repr=False)
