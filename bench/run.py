@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import importlib
+import inspect
 import json
 import os
 import platform
@@ -94,7 +96,11 @@ def _timed_model_class() -> type:
     Built lazily so `--help` needs no import of the package; it reaches into the mock's handler
     (private names) because the mock itself only stamps requests.
     """
-    from mino_server.testing import scripted_model as sm
+    try:
+        from mino_server.testing import scripted_model as sm
+    except ModuleNotFoundError:  # a tree from before the core/ layout
+        from mino_server import scripted_model as sm  # type: ignore[no-redef]
+    strict = "strict" in inspect.signature(sm.ScriptedModel.__init__).parameters
 
     class _StampedWriter:
         def __init__(self, inner: Any, model: Any) -> None:
@@ -120,7 +126,7 @@ def _timed_model_class() -> type:
 
         def __init__(self, replies: list[dict] | None = None) -> None:
             # Not strict: the floor agent sends its question and echoed output items as lists of parts.
-            super().__init__(replies, strict=False)
+            super().__init__(replies, **({"strict": False} if strict else {}))
             self.delta_sent: list[float] = []  # start of the write of each text-delta frame
             self.response_ends: list[float] = []  # end of the write holding a stream's last byte
 
@@ -332,7 +338,9 @@ def _text(rng: random.Random, low: int, high: int) -> str:
 
 def write_memories(directory: Path, count: int) -> int:
     """`count` memories whose index is just under 16 KiB; returns its size in bytes."""
-    from mino_server.core.memory import MAX_INDEX_BYTES, index_bytes, load_memories, render_memory
+    memory = _core("memory")
+    MAX_INDEX_BYTES, index_bytes = memory.MAX_INDEX_BYTES, memory.index_bytes
+    load_memories, render_memory = memory.load_memories, memory.render_memory
 
     directory.mkdir(parents=True, exist_ok=True, mode=0o700)
     rng = random.Random(13)
@@ -456,13 +464,26 @@ class StampUI:
         self.problems.append(problems)
 
 
-def open_agent(home: Path, work: Path, base_url: str) -> Any:
-    from mino_server.core.config import load_config
-    from mino_server.core.conversation import Conversation
-    from mino_server.core.store import Store
+def _core(name: str) -> Any:
+    """`mino_server.core.<name>`, or `mino_server.<name>` in a tree from before the core/ layout, so
+    that `PYTHONPATH=/path/to/older/tree` measures it the same way (the cli and turn rows)."""
+    try:
+        return importlib.import_module(f"mino_server.core.{name}")
+    except ModuleNotFoundError as exc:
+        if exc.name != "mino_server.core":
+            raise
+        return importlib.import_module(f"mino_server.{name}")
 
-    env = env_for(home, base_url)
-    agent = Conversation(Store(load_config(env=env)), work, StampUI())
+
+def open_agent(home: Path, work: Path, base_url: str) -> Any:
+    config = _core("config").load_config(env=env_for(home, base_url))
+    try:
+        from mino_server.core.conversation import Conversation
+        from mino_server.core.store import Store
+    except ModuleNotFoundError:  # before the core/ layout: one Agent per process
+        agent = importlib.import_module("mino_server.agent").Agent(config, work, StampUI())
+    else:
+        agent = Conversation(Store(config), work, StampUI())
     agent.open()
     return agent
 
@@ -793,7 +814,7 @@ def bench_turn(ctx: Context, model_cls: type) -> None:
         "≤ 2",
         digits=2,
     )
-    from mino_server.core.cancel import CancelToken
+    CancelToken = _core("cancel").CancelToken
 
     home, work, index = _load_home(ctx, "turn", size)
     with model_cls() as model:
