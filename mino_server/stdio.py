@@ -18,8 +18,11 @@ from typing import Any, BinaryIO
 log = logging.getLogger("mino.stdio")
 
 
-class Terminated(Exception):
-    """SIGTERM arrived: the read loop leaves as on the end of its input."""
+class Terminated(BaseException):
+    """SIGTERM arrived: the read loop leaves as on the end of its input.
+
+    A BaseException, like KeyboardInterrupt: the signal can land inside any `except Exception`
+    on the main thread (a request being answered there), which must not swallow it."""
 
 
 def claim_stdio() -> tuple[BinaryIO, BinaryIO]:
