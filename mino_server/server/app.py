@@ -389,7 +389,8 @@ class MinoServer:
             self.exit_requested = True
         elif method == "$/cancelRequest":
             msg_id = params.get("id") if isinstance(params, dict) else None
-            token = self._cancels.get(msg_id)
+            # Only an int or a string can be a request's id (an object or array is not even hashable).
+            token = self._cancels.get(msg_id) if isinstance(msg_id, int | str) else None
             if token is not None:
                 token.cancel()
         else:

@@ -188,3 +188,19 @@ def test_deeply_nested_json_is_an_error_for_that_message_only(
     assert code == 0 and "Traceback" not in stderr, stderr[-3000:]
     assert contract_problems(client) == []
     assert sum("too deeply" in e["message"] for e in errors) == 2, errors
+
+
+def test_cancel_with_an_id_that_is_no_id_is_ignored(server_env: tuple[dict[str, str], Path, Path]) -> None:
+    """Found by `make soak` (the message fuzz at MINO_FUZZ_SCALE=30): `$/cancelRequest` whose `id`
+    was an object or an array logged a TypeError traceback (an unhashable lookup)."""
+    env, home, ws = server_env
+    client = Client(env, ws)
+    client.initialize(ws)
+    for bad in ({"a": 1}, [1, 2], None, 1.5, True, "x" * 50):
+        client.notify("$/cancelRequest", {"id": bad})
+    assert client.request("mino/state")["sessionId"]
+    TALLY.fuzz_cases += 6
+    code = client.stop()
+    stderr = bytes(client.stderr).decode(errors="replace")
+    assert code == 0 and "Traceback" not in stderr, stderr[-3000:]
+    assert contract_problems(client) == []
