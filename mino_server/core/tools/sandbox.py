@@ -3,14 +3,17 @@
 Inside bubblewrap: the whole file system read-only except the working directory; in it `.git`,
 `.mino` and `.vscode` read-only (what they hold runs later, outside the sandbox: git hooks and
 core.fsmonitor, project skills, editor tasks); MINO_HOME read-only like the rest, or hidden (an
-empty read-only folder) when it is inside the working directory (Mino started in ~); a private /tmp; no network; a fresh /proc of its own pid namespace; no capabilities, even when Mino
-runs as root; no new privileges; and a seccomp filter (built with libseccomp) that refuses unix
-sockets, which read-only mounts do not stop (connect() on a socket file needs no write access).
-Nothing outlives the command.
+empty read-only folder) when it is inside the working directory (Mino started in ~); a private /tmp; no network; a fresh /proc of its own pid namespace, in which the files that
+change the kernel (/proc/sys, /proc/sysrq-trigger, ...) are read-only, since a root without
+capabilities may still write them; no capabilities, even when Mino runs as root; no new
+privileges; and a seccomp filter (built with libseccomp) that refuses unix sockets, which
+read-only mounts do not stop (connect() on a socket file needs no write access), and the system
+calls that reach kernel state beyond the sandbox (keyrings, BPF, ...). Nothing outlives the command.
 
-detect() runs one probe that reads /proc/self/status inside the sandbox, so a machine where the
-sandbox cannot start, or starts weaker than that (capabilities kept, no seccomp), says why at
-start-up and bash runs unsandboxed — asking first — instead of trusting a weak sandbox.
+detect() runs one probe that reads /proc/self/status inside the sandbox and opens a few kernel
+settings for writing, so a machine where the sandbox cannot start, or starts weaker than that
+(capabilities kept, no seccomp, a writable kernel setting), says why at start-up and bash runs
+unsandboxed — asking first — instead of trusting a weak sandbox.
 """
 
 from __future__ import annotations
@@ -28,10 +31,19 @@ from ..values import Frozen
 PROBE_TIMEOUT_S = 5.0
 # Folders of the working directory whose contents run later outside the sandbox.
 PROTECTED_DIRS = (".git", ".mino", ".vscode")
-# A bash builtin loop (no extra process): what the sandbox really gave a command.
+# Kernel settings a sandboxed command must not be able to write (a sample of each kind the mounts
+# below cover): the probe opens each for appending and writes nothing.
+PROBE_WRITABLE = (
+    "/proc/sys/kernel/core_pattern", "/proc/sys/kernel/hostname",
+    "/proc/sys/kernel/randomize_va_space", "/proc/sys/vm/drop_caches", "/proc/sysrq-trigger",
+    "/proc/mtrr",
+)  # fmt: skip
+# Bash builtins only (no extra process): what the sandbox really gave a command.
 PROBE_SCRIPT = (
     "while IFS= read -r line; do case $line in CapEff:*|NoNewPrivs:*|Seccomp:*) "
-    'echo "$line";; esac; done </proc/self/status'
+    'echo "$line";; esac; done </proc/self/status; '
+    f"for f in {' '.join(PROBE_WRITABLE)}; do "
+    '[ -e "$f" ] && { : >>"$f"; } 2>/dev/null && echo "Writable:$f"; done; :'
 )
 NO_CAPABILITIES = "0000000000000000"
 
@@ -72,6 +84,7 @@ def bwrap_argv(
         "--ro-bind", "/", "/",
         "--dev", "/dev",
         "--proc", "/proc",  # a fresh one for the new pid namespace: no other process is visible
+        *proc_protections(),
         "--tmpfs", "/tmp",
         "--bind", wd, wd,  # after the /tmp tmpfs, so a working directory under /tmp stays visible
     ]  # fmt: skip
@@ -90,6 +103,39 @@ def bwrap_argv(
     if seccomp_fd is not None:
         out += ["--seccomp", str(seccomp_fd)]
     return [*out, "--chdir", wd, "--", *argv]
+
+
+# /proc entries that change the kernel when written, made read-only: root without capabilities
+# may still write files uid 0 owns (core_pattern runs a program as full root, sysrq-trigger reboots,
+# hostname, vm.*), and bwrap covers /proc/sys itself only where access(W_OK) lets it, not as a
+# capless root. The list is the container runtimes' (runc's read-only paths, and the masked
+# folders), plus /proc/mtrr (root-writable here too). The bind's source is the host's /proc: the
+# same kernel objects (sysctls resolve per namespace from the reader), and the mount is locked
+# read-only for any namespace a command could make below it.
+READ_ONLY_PROC = (
+    "/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs", "/proc/mtrr",
+    "/proc/acpi", "/proc/scsi", "/proc/asound",
+)  # fmt: skip
+# Files that show kernel memory, keys or timers of the host: replaced by /dev/null (runc's masked
+# paths). Kernel keys are refused by seccomp too; this hides their descriptions.
+MASKED_PROC = (
+    "/proc/kcore", "/proc/keys", "/proc/key-users", "/proc/latency_stats", "/proc/timer_list",
+    "/proc/timer_stats", "/proc/sched_debug",
+)  # fmt: skip
+
+
+@functools.cache
+def proc_protections() -> tuple[str, ...]:
+    """bwrap arguments that make READ_ONLY_PROC read-only and hide MASKED_PROC, for those this
+    kernel has (a bind onto a missing /proc entry would stop bwrap); checked once per process."""
+    out: list[str] = []
+    for path in READ_ONLY_PROC:
+        if os.path.lexists(path):
+            out += ["--ro-bind", path, path]
+    for path in MASKED_PROC:
+        if os.path.lexists(path):
+            out += ["--ro-bind", "/dev/null", path]
+    return tuple(out)
 
 
 def protected_paths(workdir: Path) -> list[str]:
@@ -355,9 +401,13 @@ def _probe(sandbox: Sandbox) -> str | None:
 def _too_weak(status: str, want_seccomp: bool) -> str | None:
     """Why the probe's /proc/self/status lines show a sandbox too weak to trust, or None."""
     seen = {}
+    writable = []
     for line in status.splitlines():
         key, _, value = line.partition(":")
-        seen[key.strip()] = value.strip()
+        if key == "Writable":
+            writable.append(value.strip())
+        else:
+            seen[key.strip()] = value.strip()
     caps = seen.get("CapEff")
     if caps != NO_CAPABILITIES:
         return f"bwrap leaves sandboxed commands with capabilities here (CapEff {caps or 'unknown'})"
@@ -365,4 +415,6 @@ def _too_weak(status: str, want_seccomp: bool) -> str | None:
         return "bwrap does not set no_new_privs here"
     if want_seccomp and seen.get("Seccomp") != "2":
         return f"bwrap did not apply the seccomp filter (Seccomp {seen.get('Seccomp') or 'unknown'})"
+    if writable:
+        return f"sandboxed commands could change kernel settings here ({', '.join(writable)} writable)"
     return None
