@@ -215,24 +215,78 @@ def _sbpl_string(s: str) -> str:
 
 # Linux values (the same on every architecture), written out so start-up need not import socket.
 _AF_UNIX = 1
-_AF_VSOCK = 40  # reaches the VM host's services; not confined by --unshare-net on every kernel
-_SOCK_DGRAM = 2
-_SOCK_TYPE_MASK = 0xF  # the type without SOCK_CLOEXEC / SOCK_NONBLOCK
+_AF_INET = 2
+_AF_INET6 = 10
+_AF_NETLINK = 16
+_SOCK_STREAM = 1
+_SOCK_TYPE_MASK = 0xF  # the type without SOCK_CLOEXEC / SOCK_NONBLOCK (the kernel's own mask)
+_EPERM = 1
+_EAFNOSUPPORT = 97
 _SCMP_ACT_ALLOW = 0x7FFF0000
-_SCMP_ACT_EPERM = 0x00050000 | 1  # SCMP_ACT_ERRNO(EPERM)
+_SCMP_ACT_ERRNO = 0x00050000  # | errno
+_SCMP_CMP_GE = 5
 _SCMP_CMP_MASKED_EQ = 7
+_NR_SCMP_ERROR = -1
 _LOW_32 = 0xFFFFFFFF  # the kernel reads int arguments as 32 bits: compare only those
 
-# (system call, [(argument index, mask, value), ...] all of which must match) → EPERM.
-# socketpair(AF_UNIX, SOCK_STREAM) stays allowed (many programs use it; it cannot reach anything),
-# but a datagram pair could sendto() any socket path. io_uring can open sockets without socket(2).
+Rule = tuple[str, int, tuple[tuple[int, int, int, int], ...]]  # (call, errno, [(arg, op, a, b)])
+
+
+def _eq(arg: int, value: int, mask: int = _LOW_32) -> tuple[int, int, int, int]:
+    return (arg, _SCMP_CMP_MASKED_EQ, mask, value)
+
+
+def _family_rules() -> list[Rule]:
+    """socket() and socketpair() of any family but IPv4, IPv6 and netlink → EAFNOSUPPORT, as a
+    kernel without that family answers (as Flatpak does). The network ones reach only the
+    sandbox's empty network namespace (netlink included: it is per namespace, and what it could
+    change on the host needs capabilities). AF_UNIX has its own rules below; AF_VSOCK reached the
+    VM host's services; the rest (AF_ALG, AF_BLUETOOTH, AF_PACKET, ...) no build needs. Families
+    from 17 up in one comparison (the whole 64 bits: a value with high bits set is refused too)."""
+    rules: list[Rule] = []
+    for call in ("socket", "socketpair"):
+        for family in range(17):
+            if family not in (_AF_UNIX, _AF_INET, _AF_INET6, _AF_NETLINK):
+                rules.append((call, _EAFNOSUPPORT, (_eq(0, family),)))
+        rules.append((call, _EAFNOSUPPORT, ((0, _SCMP_CMP_GE, _AF_NETLINK + 1, 0),)))
+    return rules
+
+
+# (system call, errno, [(argument index, comparison, a, b), ...] all of which must match).
+# - socket(AF_UNIX) of every type: read-only mounts do not stop connect() on a socket file.
+# - socketpair(AF_UNIX) of every type but SOCK_STREAM (the type masked, so SOCK_NONBLOCK or
+#   SOCK_CLOEXEC cannot dodge it): a datagram pair can sendto() any socket path, and the kernel
+#   makes SOCK_RAW a datagram one. Stream pairs stay: many programs talk to their children so, and
+#   an unnamed stream pair reaches nothing else.
+# - io_uring: it can open sockets (and more) without the system calls above.
+# - kernel keyrings (keyctl, add_key, request_key): not namespaced; root's keys were readable.
+# - the rest of what container profiles refuse that a build or test does not need and that reaches
+#   the kernel or host state beyond the process: BPF programs, perf events, userfaultfd, modules,
+#   kexec, the kernel log, clocks, swap, accounting, quotas, reboot, handle-based opens, old
+#   interfaces. Most need capabilities the sandbox has not, so this is a second lock.
+# Not refused: ptrace, process_vm_*, pidfd_getfd, personality (they reach only the sandbox's own
+# pid namespace), user namespaces (the kernel does not let a capless root map uid 0 in one).
 # seccomp_init takes the native architecture only: other ABIs (32-bit, x32) are killed.
-SECCOMP_RULES: tuple[tuple[str, tuple[tuple[int, int, int], ...]], ...] = (
-    ("socket", ((0, _LOW_32, _AF_UNIX),)),
-    ("socket", ((0, _LOW_32, _AF_VSOCK),)),
-    ("socketpair", ((0, _LOW_32, _AF_UNIX), (1, _SOCK_TYPE_MASK, _SOCK_DGRAM))),
-    ("io_uring_setup", ()),
-)
+_REQUIRED = ("socket", "socketpair", "io_uring_setup", "keyctl", "add_key", "request_key")
+SECCOMP_RULES: tuple[Rule, ...] = (
+    ("socket", _EPERM, (_eq(0, _AF_UNIX),)),
+    *(
+        ("socketpair", _EPERM, (_eq(0, _AF_UNIX), _eq(1, kind, _SOCK_TYPE_MASK)))
+        for kind in range(_SOCK_TYPE_MASK + 1)
+        if kind != _SOCK_STREAM
+    ),
+    *_family_rules(),
+    *((name, _EPERM, ()) for name in (
+        "io_uring_setup", "io_uring_enter", "io_uring_register",
+        "keyctl", "add_key", "request_key",
+        "bpf", "perf_event_open", "userfaultfd", "fanotify_init", "lookup_dcookie",
+        "init_module", "finit_module", "delete_module", "create_module", "query_module",
+        "get_kernel_syms", "kexec_load", "kexec_file_load", "reboot", "syslog", "acct",
+        "swapon", "swapoff", "quotactl", "quotactl_fd", "settimeofday", "stime", "clock_settime",
+        "clock_adjtime", "open_by_handle_at", "iopl", "ioperm", "vm86", "vm86old", "uselib",
+        "ustat", "sysfs", "_sysctl", "nfsservctl", "vhangup",
+    )),
+)  # fmt: skip
 
 
 @functools.cache
@@ -278,14 +332,14 @@ def seccomp_filter() -> bytes:
     if not ctx:
         raise SandboxError("libseccomp could not start a filter")
     try:
-        for name, conditions in SECCOMP_RULES:
+        for name, errno, conditions in SECCOMP_RULES:
             nr = lib.seccomp_syscall_resolve_name(name.encode())
-            if nr < 0:
-                raise SandboxError(f"libseccomp does not know the system call {name} (too old)")
-            cmps = (ArgCmp * max(1, len(conditions)))(
-                *(ArgCmp(arg, _SCMP_CMP_MASKED_EQ, mask, value) for arg, mask, value in conditions)
-            )
-            rc = lib.seccomp_rule_add_array(ctx, _SCMP_ACT_EPERM, nr, len(conditions), cmps)
+            if nr == _NR_SCMP_ERROR:  # (another negative number: not on this architecture)
+                if name in _REQUIRED:
+                    raise SandboxError(f"libseccomp does not know the system call {name} (too old)")
+                continue
+            cmps = (ArgCmp * max(1, len(conditions)))(*(ArgCmp(*c) for c in conditions))
+            rc = lib.seccomp_rule_add_array(ctx, _SCMP_ACT_ERRNO | errno, nr, len(conditions), cmps)
             if rc < 0:
                 raise SandboxError(f"libseccomp refused the rule for {name}: {os.strerror(-rc)}")
         fd = os.memfd_create("mino-seccomp", os.MFD_CLOEXEC)
