@@ -196,3 +196,40 @@ def test_a_writable_kernel_setting_is_reported_at_start_up_and_bash_asks(
         assert ("Sandbox", "none") in ui.asked[0].fields
     finally:
         agent.close()
+
+
+FRESH_MOUNTS = """
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+# A user namespace (no uid map: a root without capabilities may not map uid 0) with its own
+# mount, network and pid namespaces: capabilities there, over a /proc and /sys of its own.
+if libc.unshare(0x10000000 | 0x20000 | 0x40000000 | 0x20000000) != 0:
+    print("unshare refused", ctypes.get_errno())
+    raise SystemExit
+pid = os.fork()
+if pid == 0:
+    for fs in ("proc", "sysfs"):
+        os.makedirs("/tmp/" + fs, exist_ok=True)
+        r = libc.mount(fs.encode(), ("/tmp/" + fs).encode(), fs.encode(), 0, None)
+        print(fs, "mounted" if r == 0 else "refused")
+    for p in ("/tmp/proc/sys/kernel/core_pattern", "/tmp/sysfs/kernel/mm/transparent_hugepage/enabled"):
+        if os.path.exists(p):
+            try:
+                os.close(os.open(p, os.O_WRONLY))
+                print(p, "WRITABLE")
+            except OSError:
+                pass
+    os._exit(0)
+os.waitpid(pid, 0)
+"""
+
+
+def test_no_fresh_proc_or_sys_in_a_namespace_made_inside(tmp_path: Path) -> None:
+    """The read-only mounts hold below a user namespace a command makes: it cannot mount a /proc
+    or /sys of its own (the kernel refuses one that would reveal what is covered)."""
+    (tmp_path / "proj").mkdir(exist_ok=True)
+    (tmp_path / "proj" / "fresh.py").write_text(FRESH_MOUNTS)
+    result = run_bash({"command": "python3 fresh.py"}, project_ctx(tmp_path, SANDBOX))
+    if result.output.startswith("unshare refused"):
+        pytest.skip(f"no user namespaces in the sandbox here ({result.output.splitlines()[0]})")
+    assert result.output == "proc refused\nsysfs refused\n[exit code: 0]"
