@@ -109,9 +109,9 @@ def bwrap_argv(
 # may still write files uid 0 owns (core_pattern runs a program as full root, sysrq-trigger reboots,
 # hostname, vm.*), and bwrap covers /proc/sys itself only where access(W_OK) lets it, not as a
 # capless root. The list is the container runtimes' (runc's read-only paths, and the masked
-# folders), plus /proc/mtrr (root-writable here too). The bind's source is the host's /proc: the
-# same kernel objects (sysctls resolve per namespace from the reader), and the mount is locked
-# read-only for any namespace a command could make below it.
+# folders), plus /proc/mtrr (mode 0644, owner root; today its open checks a capability). The bind's
+# source is the host's /proc: the same kernel objects (sysctls resolve per namespace from the
+# reader), and the mount is locked read-only for any namespace a command could make below it.
 READ_ONLY_PROC = (
     "/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs", "/proc/mtrr",
     "/proc/acpi", "/proc/scsi", "/proc/asound",
