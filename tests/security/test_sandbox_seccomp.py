@@ -185,3 +185,25 @@ def test_a_build_still_runs(tmp_path: Path) -> None:
     (tmp_path / "proj" / "build.py").write_text(code)
     output = run_bash({"command": "python3 build.py"}, project_ctx(tmp_path, SANDBOX)).output
     assert output == "6\npiped\ntcp\n80\n[exit code: 0]"
+
+
+def test_unix_sockets_are_refused_whatever_the_type(tmp_path: Path) -> None:
+    """socket(AF_UNIX) compares the family only: every type, with any flags, and a family with
+    junk in the upper 32 bits of the register (the kernel reads an int) is refused too."""
+    code = (
+        "import ctypes, socket\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "for kind in (1, 2, 3, 5, 1 | socket.SOCK_NONBLOCK, 2 | socket.SOCK_CLOEXEC, 5 | 0x80800):\n"
+        "    r = libc.socket(1, kind, 0)\n"
+        "    print(kind, r, ctypes.get_errno())\n"
+        "r = libc.syscall(41, ctypes.c_long(0x100000001), 1, 0)\n"
+        "print('high', r, ctypes.get_errno())\n"
+    )
+    if os.uname().machine != "x86_64":
+        code = code.rsplit("r = libc.syscall", 1)[0]
+    (tmp_path / "proj").mkdir(exist_ok=True)
+    (tmp_path / "proj" / "unix.py").write_text(code)
+    output = run_bash({"command": "python3 unix.py"}, project_ctx(tmp_path, SANDBOX)).output
+    lines = output.splitlines()[:-1]
+    assert len(lines) >= 7
+    assert all(line.split()[1:] == ["-1", "1"] for line in lines), output
