@@ -476,7 +476,7 @@ def test_load_replays_before_answering_with_isolation(
 
 def test_load_errors(spawn: Spawn, ws: Path) -> None:
     client = spawn()
-    for bad in ("abc", "0" * 31 + "G", 42):
+    for bad in ("abc", "0" * 31 + "G", 42, "0" * 32 + "\n"):  # a trailing newline: issue 22, finding 8
         err = client.error("session/load", {"sessionId": bad, "cwd": str(ws), "mcpServers": []})
         assert err.code == -32002 and "Not a complete session ID" in err.message
     err = client.error("session/load", {"sessionId": "0" * 32, "cwd": str(ws), "mcpServers": []})

@@ -107,7 +107,9 @@ def test_protected_folders_are_mounted_read_only_after_the_workdir(tmp_path: Pat
     (wd / "real-mino").mkdir()
     (wd / ".mino").symlink_to(wd / "real-mino")  # followed: the target is what runs later
     argv = bwrap_argv(["true"], wd)
-    binds = [argv[i + 1] for i, a in enumerate(argv) if a == "--ro-bind"]
+    binds = [
+        argv[i + 1] for i, a in enumerate(argv) if a == "--ro-bind" and not argv[i + 2].startswith("/proc/")
+    ]
     assert binds == ["/", str(wd / ".git"), str(wd / "real-mino"), str(wd / ".vscode")]
     for source in binds[1:]:
         assert argv.index(source) > argv.index("--bind")
@@ -274,3 +276,17 @@ def test_background_processes_end_with_the_sandbox(ctx: ToolContext) -> None:
     marker = sleep_marker()
     assert run_bash({"command": f"sleep {marker} & echo ok"}, ctx).output == "ok\n[exit code: 0]"
     assert live_with(marker) == []
+
+
+def test_kernel_settings_are_read_only_in_the_fresh_proc() -> None:
+    """Right after the fresh /proc (a bind before it would be covered by it); only what exists."""
+    argv = bwrap_argv(["true"], Path("/home/u/proj"))
+    after_proc = argv[argv.index("--proc") + 2 :]
+    assert after_proc[:3] == ["--ro-bind", "/proc/sys", "/proc/sys"]
+    masked = [
+        after_proc[i + 2]
+        for i, a in enumerate(after_proc[:-2])
+        if a == "--ro-bind" and after_proc[i + 1] == "/dev/null"
+    ]
+    assert "/proc/keys" in masked
+    assert all(os.path.exists(p) for p in masked)

@@ -519,7 +519,7 @@ class AcpAgent:
         from ..core.sessions.store import ID_RE
 
         sid = params.get("sessionId")
-        if not isinstance(sid, str) or not ID_RE.match(sid):
+        if not isinstance(sid, str) or not ID_RE.fullmatch(sid):
             raise RpcError(
                 NOT_FOUND,
                 f"Not a complete session ID: {M._short(sid)!r}. Session IDs are 32 lowercase hexadecimal "

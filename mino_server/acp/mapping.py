@@ -178,7 +178,7 @@ def file_uri(uri: Any, field: str) -> tuple[str, int | None, int | None]:
         )
     start = end = None
     if parts.fragment:
-        m = _LINES.match(parts.fragment)
+        m = _LINES.fullmatch(parts.fragment)
         if m is None:
             raise ParamsError(
                 f"Invalid params: {field} has the fragment #{_short(parts.fragment)}; "
@@ -218,7 +218,7 @@ def tool_locations(fields: list[ApprovalField], workdir: str) -> list[dict[str, 
     location: dict[str, Any] = {"path": os.path.normpath(os.path.join(workdir, path))}
     lines = values.get("Lines", "")
     first = lines.split("-", 1)[0]
-    if first.isdigit():
+    if first.isascii() and first.isdigit():  # str.isdigit() takes '²', which int() refuses
         location["line"] = int(first)
     return [location]
 

@@ -219,7 +219,7 @@ def _mention(word: str, root: Path, home: Path) -> ContextRequest | None:
     for token in candidates:
         if _is_file(root, home, token):
             return ContextRequest(token, where=f"@{token}")
-        lines = _LINES.match(token)
+        lines = _LINES.fullmatch(token)
         if lines and _is_file(root, home, lines.group(1)):
             start = int(lines.group(2))
             end = int(lines.group(3)) if lines.group(3) else start

@@ -142,7 +142,7 @@ class Conversation:
         from .sessions.store import SelectionError
 
         store = self.sessions
-        if wanted is not None and ID_RE.match(wanted) and store.exists(wanted):
+        if wanted is not None and ID_RE.fullmatch(wanted) and store.exists(wanted):
             claim = self._claim_waiting(wanted, wait_s)
             if claim is not None:  # counts as a resume: it becomes the selection
                 return self._restore(wanted, claim, f"session {wanted}", save=True), None
@@ -331,7 +331,7 @@ class Conversation:
         """Switch to a complete, existing session ID. Raises CommandError (SessionOpenElsewhere when
         another conversation has it open); the selection stays on failure."""
         self.check_idle()
-        if not ID_RE.match(session_id):
+        if not ID_RE.fullmatch(session_id):
             raise CommandError(
                 f"Not a complete session ID: {session_id!r}. Session IDs are 32 lowercase hexadecimal "
                 "characters; use /sessions to list them."

@@ -672,7 +672,7 @@ def _section(title: str) -> str:
 
 
 def _key(name: str) -> str:
-    return name if _IDENTIFIER.match(name) else _ts_string(name)
+    return name if _IDENTIFIER.fullmatch(name) else _ts_string(name)
 
 
 def _union_lines(head: str, members: list[str]) -> list[str]:

@@ -626,7 +626,7 @@ def _value(tp: Any, value: Any, where: str, meta: Any, strict: bool) -> Any:
         if not isinstance(value, str):
             raise ValidationError(f"{where} must be a string; got {_describe(value)}")
         pattern = meta.get("pattern")
-        if pattern and not re.match(pattern, value):
+        if pattern and not re.fullmatch(pattern, value):  # `$` alone lets a trailing newline by
             raise ValidationError(f"{where} {meta.get('hint', 'has the wrong form')}; got {_describe(value)}")
         if meta.get("nonblank") and not value.strip():
             raise ValidationError(f"{where} must not be empty")

@@ -32,6 +32,12 @@ ESCAPES = {
     "cleared-environment": "env -i setsid sleep {m} >/dev/null 2>&1 & sleep 0.2",
     "tree": "setsid bash -c 'sleep {m} & env -i setsid sleep {m} & sleep {m}' >/dev/null & sleep 0.2",
     "ignores-sigterm": "setsid bash -c 'trap \"\" TERM; sleep {m}; :' >/dev/null & sleep 0.2",
+    # Issue 22, finding 7: a marker no running command has counted as "another command's".
+    "forged-marker": "setsid env MINO_COMMAND_ID=0123456789abcdef sleep {m} >/dev/null 2>&1 & sleep 0.2",
+    "forged-marker-only": "env -i MINO_COMMAND_ID=forged setsid sleep {m} >/dev/null 2>&1 & sleep 0.2",
+    "forged-marker-twice": (
+        "setsid env MINO_COMMAND_ID=x MINO_COMMAND_ID=y sleep {m} >/dev/null 2>&1 & sleep 0.2"
+    ),
 }
 
 

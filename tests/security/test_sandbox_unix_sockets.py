@@ -14,7 +14,8 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -112,12 +113,69 @@ def test_a_datagram_socketpair_cannot_send_to_a_host_socket(tmp_path: Path) -> N
         server.close()
 
 
+# Issue 22, finding 2: the filter compared the type with SOCK_DGRAM only, but the kernel makes an
+# AF_UNIX SOCK_RAW pair a datagram one. Every type but SOCK_STREAM, with any flags, is refused.
+PAIR_TYPES = {
+    "SOCK_RAW": socket.SOCK_RAW,
+    "SOCK_DGRAM|SOCK_NONBLOCK": socket.SOCK_DGRAM | socket.SOCK_NONBLOCK,
+    "SOCK_DGRAM|SOCK_CLOEXEC": socket.SOCK_DGRAM | socket.SOCK_CLOEXEC,
+    "SOCK_RAW|SOCK_NONBLOCK|SOCK_CLOEXEC": socket.SOCK_RAW | socket.SOCK_NONBLOCK | socket.SOCK_CLOEXEC,
+    "SOCK_SEQPACKET": socket.SOCK_SEQPACKET,
+    "SOCK_RDM": socket.SOCK_RDM,
+    "type 0": 0,
+}
+
+
+@needs_bwrap
+@pytest.mark.parametrize("kind", list(PAIR_TYPES))
+def test_no_other_socketpair_type_reaches_a_host_datagram_socket(tmp_path: Path, kind: str) -> None:
+    server = UnixServer(socket.SOCK_DGRAM)
+    try:
+        code = (
+            "import socket, sys\n"
+            "try:\n"
+            f"    a, b = socket.socketpair(socket.AF_UNIX, {PAIR_TYPES[kind]})\n"
+            "except OSError as e:\n"
+            "    sys.exit(f'socketpair: {e.strerror}')\n"
+            f"a.sendto(b'by sendto', {str(server.path)!r})\n"
+            f"b.connect({str(server.path)!r}); b.send(b'by connect')\n"
+            "print('sent')\n"
+        )
+        (tmp_path / "proj").mkdir(exist_ok=True)
+        (tmp_path / "proj" / "pair.py").write_text(code)
+        if kind == "SOCK_RAW":  # without the sandbox it does reach the socket: the test can tell
+            assert run_bash({"command": "python3 pair.py"}, project_ctx(tmp_path, None)).output.startswith(
+                "sent"
+            )
+            assert _wait_for(lambda: len(server.received) == 2), server.received
+            server.received.clear()
+        result = run_bash({"command": "python3 pair.py"}, project_ctx(tmp_path, SANDBOX))
+        assert "sent" not in result.output
+        assert result.output.startswith("socketpair: ")  # EPERM, or the kernel's own refusal of the type
+        assert server.received == []
+    finally:
+        server.close()
+
+
+def _wait_for(condition: Callable[[], bool], seconds: float = 10.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
 @needs_bwrap
 def test_stream_socketpairs_still_work(tmp_path: Path) -> None:
     """Plenty of programs talk to their own children over one; it reaches nothing else."""
-    code = "import socket; a, b = socket.socketpair(); a.sendall(b'ping'); print(b.recv(4).decode())"
+    code = (
+        "import socket; a, b = socket.socketpair(); a.sendall(b'ping'); print(b.recv(4).decode()); "
+        "c, d = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_NONBLOCK | socket.SOCK_CLOEXEC); "
+        "c.sendall(b'pong'); print(d.recv(4).decode())"
+    )
     result = run_bash({"command": f"python3 -c {_shell_quote(code)}"}, project_ctx(tmp_path, SANDBOX))
-    assert result.output == "ping\n[exit code: 0]"
+    assert result.output == "ping\npong\n[exit code: 0]"
 
 
 @needs_bwrap

@@ -28,7 +28,7 @@ class Place(Frozen):
 
 
 def path_for(directory: Path, session_id: str) -> Path:
-    if not ID_RE.match(session_id):
+    if not ID_RE.fullmatch(session_id):
         raise ValueError(f"{session_id!r} is not a session ID")
     return directory / f"{session_id}{SUFFIX}"
 

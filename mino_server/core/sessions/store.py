@@ -35,9 +35,11 @@ from ..durable import atomic_write, ensure_private_dir, fsync_dir
 from ..values import Frozen
 from .log import LogError, SessionLog
 
-ID_RE = re.compile(r"^[0-9a-f]{32}$")
-FILE_RE = re.compile(r"^([0-9a-f]{32})\.jsonl$")
-CLAIM_RE = re.compile(r"^([0-9a-f]{32})\.lock$")
+# Checked with fullmatch (and anchored with \A…\Z, which a trailing newline does not pass either:
+# `$` does): an ID becomes a file name.
+ID_RE = re.compile(r"\A[0-9a-f]{32}\Z")
+FILE_RE = re.compile(r"\A([0-9a-f]{32})\.jsonl\Z")
+CLAIM_RE = re.compile(r"\A([0-9a-f]{32})\.lock\Z")
 SELECTION = "active-session.json"
 LOCK = "sessions.lock"
 CHANGES = "sessions.changes"
@@ -182,7 +184,7 @@ class SessionStore:
         """Take `session_id`'s lock for as long as this process has it open (call under exclusive()).
 
         Raises SessionInUse (someone has it open) and StorageError."""
-        if not ID_RE.match(session_id):  # the name becomes a path
+        if not ID_RE.fullmatch(session_id):  # the name becomes a path
             raise LogError(f"{session_id!r} is not a session ID")
         fd = self._open_lock_file(f"{session_id}.lock", os.O_RDWR)
         try:
@@ -201,7 +203,7 @@ class SessionStore:
     def holder(self, session_id: str) -> Holder | None:
         """Who has `session_id` open (call under exclusive(), where no claim can race the probe);
         None when nobody does. This process's own claims look held: Store tells them apart."""
-        if not ID_RE.match(session_id):
+        if not ID_RE.fullmatch(session_id):
             return None
         try:
             fd = os.open(self.dir / f"{session_id}.lock", os.O_RDONLY | os.O_NOFOLLOW)
@@ -223,7 +225,7 @@ class SessionStore:
         out: dict[str, Holder] = {}
         try:
             with os.scandir(self.dir) as it:
-                names = [m.group(1) for e in it if (m := CLAIM_RE.match(e.name))]
+                names = [m.group(1) for e in it if (m := CLAIM_RE.fullmatch(e.name))]
         except OSError:
             return out
         for sid in names:
@@ -238,7 +240,7 @@ class SessionStore:
         out: dict[str, Holder] = {}
         try:
             with os.scandir(self.dir) as it:
-                entries = [(m.group(1), e) for e in it if (m := CLAIM_RE.match(e.name))]
+                entries = [(m.group(1), e) for e in it if (m := CLAIM_RE.fullmatch(e.name))]
         except OSError:
             return out
         for sid, entry in entries:
@@ -295,7 +297,7 @@ class SessionStore:
         try:
             with os.scandir(self.dir) as it:
                 for entry in it:
-                    m = FILE_RE.match(entry.name)
+                    m = FILE_RE.fullmatch(entry.name)
                     if not m:
                         continue
                     try:
@@ -333,7 +335,7 @@ class SessionStore:
         except (OSError, ValueError) as exc:
             raise SelectionError(f"{SELECTION} is damaged ({exc.__class__.__name__})") from None
         sid = data.get("session_id") if isinstance(data, dict) else None
-        if not isinstance(sid, str) or not ID_RE.match(sid):
+        if not isinstance(sid, str) or not ID_RE.fullmatch(sid):
             raise SelectionError(f"{SELECTION} does not hold a valid session ID")
         return sid
 
@@ -368,7 +370,7 @@ class SessionStore:
             ) from None
 
     def open_log(self, session_id: str) -> SessionLog:
-        if not ID_RE.match(session_id):
+        if not ID_RE.fullmatch(session_id):
             raise LogError(f"{session_id!r} is not a session ID")
         path = self.path(session_id)
         if not self.exists(session_id):

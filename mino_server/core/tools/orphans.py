@@ -8,9 +8,11 @@ reaps them. Each step reads a few /proc files; nothing polls while commands run.
 
 Which command an adopted child came from (several may run at once, one per conversation):
 1. its session is the command's (the shell leads its own session; only setsid leaves it), or
-2. its environment carries the command's marker (MINO_COMMAND_ID; inherited unless cleared), or
-3. neither (setsid with a cleared environment): it started while this command ran and no other
-   running command had started before it; otherwise it is left for the last of those to end.
+2. its environment carries the command's marker (MINO_COMMAND_ID; inherited unless cleared); the
+   marker of another command that runs now leaves it to that one, or
+3. neither (setsid with a cleared environment, or a marker no running command has: anyone can
+   write one): it started while this command ran and no other running command had started
+   before it; otherwise it is left for the last of those to end.
 Every child process Mino starts goes through start() (commands, the sandbox probe), so an adopted
 child that is none of them is some command's. Elsewhere (macOS), only the process group is killed.
 """
@@ -138,8 +140,10 @@ def _belongs(pid: int, sid: int, start: int, run: Run, others: list[Run]) -> boo
     env = _environ(pid)
     if run.marker in env:
         return True
-    if _MARKER_KEY in env:
-        return False  # another command's
+    if any(other.marker in env for other in others):
+        return False  # a command's that runs now: it ends with that one
+    # No marker, or one no running command has (forged, or copied from an ended command): only
+    # the order of starts can tell.
     return start >= run.start and not any(other.start <= start for other in others)
 
 

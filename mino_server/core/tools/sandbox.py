@@ -3,14 +3,17 @@
 Inside bubblewrap: the whole file system read-only except the working directory; in it `.git`,
 `.mino` and `.vscode` read-only (what they hold runs later, outside the sandbox: git hooks and
 core.fsmonitor, project skills, editor tasks); MINO_HOME read-only like the rest, or hidden (an
-empty read-only folder) when it is inside the working directory (Mino started in ~); a private /tmp; no network; a fresh /proc of its own pid namespace; no capabilities, even when Mino
-runs as root; no new privileges; and a seccomp filter (built with libseccomp) that refuses unix
-sockets, which read-only mounts do not stop (connect() on a socket file needs no write access).
-Nothing outlives the command.
+empty read-only folder) when it is inside the working directory (Mino started in ~); a private /tmp; no network; a fresh /proc of its own pid namespace, in which the files that
+change the kernel (/proc/sys, /proc/sysrq-trigger, ...) are read-only, since a root without
+capabilities may still write them; no capabilities, even when Mino runs as root; no new
+privileges; and a seccomp filter (built with libseccomp) that refuses unix sockets, which
+read-only mounts do not stop (connect() on a socket file needs no write access), and the system
+calls that reach kernel state beyond the sandbox (keyrings, BPF, ...). Nothing outlives the command.
 
-detect() runs one probe that reads /proc/self/status inside the sandbox, so a machine where the
-sandbox cannot start, or starts weaker than that (capabilities kept, no seccomp), says why at
-start-up and bash runs unsandboxed — asking first — instead of trusting a weak sandbox.
+detect() runs one probe that reads /proc/self/status inside the sandbox and opens a few kernel
+settings for writing, so a machine where the sandbox cannot start, or starts weaker than that
+(capabilities kept, no seccomp, a writable kernel setting), says why at start-up and bash runs
+unsandboxed — asking first — instead of trusting a weak sandbox.
 """
 
 from __future__ import annotations
@@ -28,10 +31,19 @@ from ..values import Frozen
 PROBE_TIMEOUT_S = 5.0
 # Folders of the working directory whose contents run later outside the sandbox.
 PROTECTED_DIRS = (".git", ".mino", ".vscode")
-# A bash builtin loop (no extra process): what the sandbox really gave a command.
+# Kernel settings a sandboxed command must not be able to write (a sample of each kind the mounts
+# below cover): the probe opens each for appending and writes nothing.
+PROBE_WRITABLE = (
+    "/proc/sys/kernel/core_pattern", "/proc/sys/kernel/hostname",
+    "/proc/sys/kernel/randomize_va_space", "/proc/sys/vm/drop_caches", "/proc/sysrq-trigger",
+    "/proc/mtrr",
+)  # fmt: skip
+# Bash builtins only (no extra process): what the sandbox really gave a command.
 PROBE_SCRIPT = (
     "while IFS= read -r line; do case $line in CapEff:*|NoNewPrivs:*|Seccomp:*) "
-    'echo "$line";; esac; done </proc/self/status'
+    'echo "$line";; esac; done </proc/self/status; '
+    f"for f in {' '.join(PROBE_WRITABLE)}; do "
+    '[ -e "$f" ] && { : >>"$f"; } 2>/dev/null && echo "Writable:$f"; done; :'
 )
 NO_CAPABILITIES = "0000000000000000"
 
@@ -72,6 +84,7 @@ def bwrap_argv(
         "--ro-bind", "/", "/",
         "--dev", "/dev",
         "--proc", "/proc",  # a fresh one for the new pid namespace: no other process is visible
+        *proc_protections(),
         "--tmpfs", "/tmp",
         "--bind", wd, wd,  # after the /tmp tmpfs, so a working directory under /tmp stays visible
     ]  # fmt: skip
@@ -90,6 +103,39 @@ def bwrap_argv(
     if seccomp_fd is not None:
         out += ["--seccomp", str(seccomp_fd)]
     return [*out, "--chdir", wd, "--", *argv]
+
+
+# /proc entries that change the kernel when written, made read-only: root without capabilities
+# may still write files uid 0 owns (core_pattern runs a program as full root, sysrq-trigger reboots,
+# hostname, vm.*), and bwrap covers /proc/sys itself only where access(W_OK) lets it, not as a
+# capless root. The list is the container runtimes' (runc's read-only paths, and the masked
+# folders), plus /proc/mtrr (mode 0644, owner root; today its open checks a capability). The bind's
+# source is the host's /proc: the same kernel objects (sysctls resolve per namespace from the
+# reader), and the mount is locked read-only for any namespace a command could make below it.
+READ_ONLY_PROC = (
+    "/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs", "/proc/mtrr",
+    "/proc/acpi", "/proc/scsi", "/proc/asound",
+)  # fmt: skip
+# Files that show kernel memory, keys or timers of the host: replaced by /dev/null (runc's masked
+# paths). Kernel keys are refused by seccomp too; this hides their descriptions.
+MASKED_PROC = (
+    "/proc/kcore", "/proc/keys", "/proc/key-users", "/proc/latency_stats", "/proc/timer_list",
+    "/proc/timer_stats", "/proc/sched_debug",
+)  # fmt: skip
+
+
+@functools.cache
+def proc_protections() -> tuple[str, ...]:
+    """bwrap arguments that make READ_ONLY_PROC read-only and hide MASKED_PROC, for those this
+    kernel has (a bind onto a missing /proc entry would stop bwrap); checked once per process."""
+    out: list[str] = []
+    for path in READ_ONLY_PROC:
+        if os.path.lexists(path):
+            out += ["--ro-bind", path, path]
+    for path in MASKED_PROC:
+        if os.path.lexists(path):
+            out += ["--ro-bind", "/dev/null", path]
+    return tuple(out)
 
 
 def protected_paths(workdir: Path) -> list[str]:
@@ -169,24 +215,78 @@ def _sbpl_string(s: str) -> str:
 
 # Linux values (the same on every architecture), written out so start-up need not import socket.
 _AF_UNIX = 1
-_AF_VSOCK = 40  # reaches the VM host's services; not confined by --unshare-net on every kernel
-_SOCK_DGRAM = 2
-_SOCK_TYPE_MASK = 0xF  # the type without SOCK_CLOEXEC / SOCK_NONBLOCK
+_AF_INET = 2
+_AF_INET6 = 10
+_AF_NETLINK = 16
+_SOCK_STREAM = 1
+_SOCK_TYPE_MASK = 0xF  # the type without SOCK_CLOEXEC / SOCK_NONBLOCK (the kernel's own mask)
+_EPERM = 1
+_EAFNOSUPPORT = 97
 _SCMP_ACT_ALLOW = 0x7FFF0000
-_SCMP_ACT_EPERM = 0x00050000 | 1  # SCMP_ACT_ERRNO(EPERM)
+_SCMP_ACT_ERRNO = 0x00050000  # | errno
+_SCMP_CMP_GE = 5
 _SCMP_CMP_MASKED_EQ = 7
+_NR_SCMP_ERROR = -1
 _LOW_32 = 0xFFFFFFFF  # the kernel reads int arguments as 32 bits: compare only those
 
-# (system call, [(argument index, mask, value), ...] all of which must match) → EPERM.
-# socketpair(AF_UNIX, SOCK_STREAM) stays allowed (many programs use it; it cannot reach anything),
-# but a datagram pair could sendto() any socket path. io_uring can open sockets without socket(2).
+Rule = tuple[str, int, tuple[tuple[int, int, int, int], ...]]  # (call, errno, [(arg, op, a, b)])
+
+
+def _eq(arg: int, value: int, mask: int = _LOW_32) -> tuple[int, int, int, int]:
+    return (arg, _SCMP_CMP_MASKED_EQ, mask, value)
+
+
+def _family_rules() -> list[Rule]:
+    """socket() and socketpair() of any family but IPv4, IPv6 and netlink → EAFNOSUPPORT, as a
+    kernel without that family answers (as Flatpak does). The network ones reach only the
+    sandbox's empty network namespace (netlink included: it is per namespace, and what it could
+    change on the host needs capabilities). AF_UNIX has its own rules below; AF_VSOCK reached the
+    VM host's services; the rest (AF_ALG, AF_BLUETOOTH, AF_PACKET, ...) no build needs. Families
+    from 17 up in one comparison (the whole 64 bits: a value with high bits set is refused too)."""
+    rules: list[Rule] = []
+    for call in ("socket", "socketpair"):
+        for family in range(17):
+            if family not in (_AF_UNIX, _AF_INET, _AF_INET6, _AF_NETLINK):
+                rules.append((call, _EAFNOSUPPORT, (_eq(0, family),)))
+        rules.append((call, _EAFNOSUPPORT, ((0, _SCMP_CMP_GE, _AF_NETLINK + 1, 0),)))
+    return rules
+
+
+# (system call, errno, [(argument index, comparison, a, b), ...] all of which must match).
+# - socket(AF_UNIX) of every type: read-only mounts do not stop connect() on a socket file.
+# - socketpair(AF_UNIX) of every type but SOCK_STREAM (the type masked, so SOCK_NONBLOCK or
+#   SOCK_CLOEXEC cannot dodge it): a datagram pair can sendto() any socket path, and the kernel
+#   makes SOCK_RAW a datagram one. Stream pairs stay: many programs talk to their children so, and
+#   an unnamed stream pair reaches nothing else.
+# - io_uring: it can open sockets (and more) without the system calls above.
+# - kernel keyrings (keyctl, add_key, request_key): not namespaced; root's keys were readable.
+# - the rest of what container profiles refuse that a build or test does not need and that reaches
+#   the kernel or host state beyond the process: BPF programs, perf events, userfaultfd, modules,
+#   kexec, the kernel log, clocks, swap, accounting, quotas, reboot, handle-based opens, old
+#   interfaces. Most need capabilities the sandbox has not, so this is a second lock.
+# Not refused: ptrace, process_vm_*, pidfd_getfd, personality (they reach only the sandbox's own
+# pid namespace), user namespaces (the kernel does not let a capless root map uid 0 in one).
 # seccomp_init takes the native architecture only: other ABIs (32-bit, x32) are killed.
-SECCOMP_RULES: tuple[tuple[str, tuple[tuple[int, int, int], ...]], ...] = (
-    ("socket", ((0, _LOW_32, _AF_UNIX),)),
-    ("socket", ((0, _LOW_32, _AF_VSOCK),)),
-    ("socketpair", ((0, _LOW_32, _AF_UNIX), (1, _SOCK_TYPE_MASK, _SOCK_DGRAM))),
-    ("io_uring_setup", ()),
-)
+_REQUIRED = ("socket", "socketpair", "io_uring_setup", "keyctl", "add_key", "request_key")
+SECCOMP_RULES: tuple[Rule, ...] = (
+    ("socket", _EPERM, (_eq(0, _AF_UNIX),)),
+    *(
+        ("socketpair", _EPERM, (_eq(0, _AF_UNIX), _eq(1, kind, _SOCK_TYPE_MASK)))
+        for kind in range(_SOCK_TYPE_MASK + 1)
+        if kind != _SOCK_STREAM
+    ),
+    *_family_rules(),
+    *((name, _EPERM, ()) for name in (
+        "io_uring_setup", "io_uring_enter", "io_uring_register",
+        "keyctl", "add_key", "request_key",
+        "bpf", "perf_event_open", "userfaultfd", "fanotify_init", "lookup_dcookie",
+        "init_module", "finit_module", "delete_module", "create_module", "query_module",
+        "get_kernel_syms", "kexec_load", "kexec_file_load", "reboot", "syslog", "acct",
+        "swapon", "swapoff", "quotactl", "quotactl_fd", "settimeofday", "stime", "clock_settime",
+        "clock_adjtime", "open_by_handle_at", "iopl", "ioperm", "vm86", "vm86old", "uselib",
+        "ustat", "sysfs", "_sysctl", "nfsservctl", "vhangup",
+    )),
+)  # fmt: skip
 
 
 @functools.cache
@@ -232,14 +332,14 @@ def seccomp_filter() -> bytes:
     if not ctx:
         raise SandboxError("libseccomp could not start a filter")
     try:
-        for name, conditions in SECCOMP_RULES:
+        for name, errno, conditions in SECCOMP_RULES:
             nr = lib.seccomp_syscall_resolve_name(name.encode())
-            if nr < 0:
-                raise SandboxError(f"libseccomp does not know the system call {name} (too old)")
-            cmps = (ArgCmp * max(1, len(conditions)))(
-                *(ArgCmp(arg, _SCMP_CMP_MASKED_EQ, mask, value) for arg, mask, value in conditions)
-            )
-            rc = lib.seccomp_rule_add_array(ctx, _SCMP_ACT_EPERM, nr, len(conditions), cmps)
+            if nr == _NR_SCMP_ERROR:  # (another negative number: not on this architecture)
+                if name in _REQUIRED:
+                    raise SandboxError(f"libseccomp does not know the system call {name} (too old)")
+                continue
+            cmps = (ArgCmp * max(1, len(conditions)))(*(ArgCmp(*c) for c in conditions))
+            rc = lib.seccomp_rule_add_array(ctx, _SCMP_ACT_ERRNO | errno, nr, len(conditions), cmps)
             if rc < 0:
                 raise SandboxError(f"libseccomp refused the rule for {name}: {os.strerror(-rc)}")
         fd = os.memfd_create("mino-seccomp", os.MFD_CLOEXEC)
@@ -355,9 +455,13 @@ def _probe(sandbox: Sandbox) -> str | None:
 def _too_weak(status: str, want_seccomp: bool) -> str | None:
     """Why the probe's /proc/self/status lines show a sandbox too weak to trust, or None."""
     seen = {}
+    writable = []
     for line in status.splitlines():
         key, _, value = line.partition(":")
-        seen[key.strip()] = value.strip()
+        if key == "Writable":
+            writable.append(value.strip())
+        else:
+            seen[key.strip()] = value.strip()
     caps = seen.get("CapEff")
     if caps != NO_CAPABILITIES:
         return f"bwrap leaves sandboxed commands with capabilities here (CapEff {caps or 'unknown'})"
@@ -365,4 +469,6 @@ def _too_weak(status: str, want_seccomp: bool) -> str | None:
         return "bwrap does not set no_new_privs here"
     if want_seccomp and seen.get("Seccomp") != "2":
         return f"bwrap did not apply the seccomp filter (Seccomp {seen.get('Seccomp') or 'unknown'})"
+    if writable:
+        return f"sandboxed commands could change kernel settings here ({', '.join(writable)} writable)"
     return None
