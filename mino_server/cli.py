@@ -68,6 +68,7 @@ class TerminalUI:
         self._waiting = False
         self._fresh = True  # the last character written ended a line (or nothing was written yet)
         self._held_cr = False  # a text delta ended in CR: a CR LF split across deltas is a line end
+        self._before = ""  # the end of the previous text delta, for terminal_text
         self._usage: tuple[int, int] | None = None  # this turn's latest (input tokens, context window)
 
     # ---- output --------------------------------------------------------------------------
@@ -81,7 +82,9 @@ class TerminalUI:
                     self._put(self.out, terminal_text("\r"))  # a lone CR: shown, never obeyed
             if delta and text.endswith("\r"):
                 text, self._held_cr = text[:-1], True
-            self._put(self.err if err else self.out, terminal_text(text))
+            before = self._before if delta else ""
+            self._before = (before + text)[-8:] if delta else ""  # a mark run split across deltas
+            self._put(self.err if err else self.out, terminal_text(text, before))
 
     def line(self, text: str = "") -> None:
         self.write(text + "\n")

@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
+MAX_MARKS = 4  # combining marks in a row shown as themselves (Vietnamese needs 2, Hebrew points 3)
 _NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "\\": "\\\\", '"': '\\"'}
 
 # Characters str.isprintable() accepts but that render as nothing or as blank space:
@@ -51,8 +52,11 @@ _INVISIBLE_RANGES: tuple[tuple[int, int], ...] = (
 )
 
 
-def _invisible(cp: int) -> bool:
-    return any(lo <= cp <= hi for lo, hi in _INVISIBLE_RANGES)
+_INVISIBLE = re.compile("[" + "".join(f"\\U{lo:08x}-\\U{hi:08x}" for lo, hi in _INVISIBLE_RANGES) + "]")
+
+
+def _invisible(ch: str) -> bool:
+    return _INVISIBLE.match(ch) is not None
 
 
 def _escape_char(ch: str) -> str:
@@ -71,17 +75,23 @@ def escape_value(s: str) -> str:
     """The inside of the quotes for one display value."""
     out: list[str] = []
     base = False  # was the previous character shown as itself, and something a mark can sit on?
+    marks = 0  # combining marks in a row just before
     for ch in s:
         if " " < ch < "\x7f" and ch not in '\\"':  # the common case: printable ASCII
             out.append(ch)
-            base = True
+            base, marks = True, 0
             continue
-        cp = ord(ch)
-        literal = ch.isprintable() and not _invisible(cp) and ch not in '\\"'
+        literal = ch.isprintable() and not _invisible(ch) and ch not in '\\"'
         # A combining mark with nothing visible to sit on (start of the value, after a space or an
-        # escape) would attach to the quote or the escape text and hide itself: escape it.
-        if literal and not base and unicodedata.category(ch) in ("Mn", "Me"):
-            literal = False
+        # escape) would attach to the quote or the escape text and hide itself, and a stack of them
+        # grows over the lines above: escape it, and every mark past MAX_MARKS in a row.
+        if literal and unicodedata.category(ch) in ("Mn", "Me"):
+            marks += 1
+            if not base or marks > MAX_MARKS:
+                out.append(_escape_char(ch))
+                continue
+        else:
+            marks = 0
         if literal:
             out.append(ch)
             base = ch != " "
@@ -273,14 +283,105 @@ def _size(n: int) -> str:
 # C1 controls (U+009B is a one-character CSI for some terminals), lone surrogates (cannot be
 # written as UTF-8) and the bidi embeddings, overrides and isolates (they reorder what is shown).
 # A carriage return could overwrite the line: only CR LF passes, as a line end.
-_TERMINAL_UNSAFE = re.compile("\r\n?|[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+_ASCII_UNSAFE = re.compile("\r\n?|[\x00-\x08\x0b-\x1f\x7f]")
+# Everything beyond ASCII: looked at one character at a time (_State.run).
+_NOT_PLAIN = re.compile("[^\x00-\x7f]+")
+# What shows as nothing, decided by Unicode's categories rather than a list: controls (Cc), format
+# characters (Cf: zero-width space and joiners, LRM/RLM/ALM, bidi controls, word joiner, BOM, tags
+# U+E0000-E007F, soft hyphen), line and paragraph separators (Zl, Zp), surrogates (Cs), private use
+# (Co) and unassigned code points (Cn); plus the default-ignorable letters and symbols of
+# _INVISIBLE_RANGES (Hangul fillers, the braille blank, variation selectors).
+_HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"})
+# Text made only of ASCII and common visible letters and punctuation (Latin, Greek, Cyrillic, CJK,
+# kana, Hangul, fullwidth forms): no mark, format character, emoji or gap among them (checked by
+# tests/test_display.py), so such a delta needs no per-character look (the streaming path).
+_VISIBLE_TEXT = re.compile(
+    "[\t\n\x20-\x7e\u00a1-\u00ac\u00ae-\u02ff\u0391-\u03a1\u03a3-\u03c9\u0400-\u0482"
+    "\u048a-\u04ff\u1e00-\u1eff\u2010-\u2027\u2030-\u205e\u3001-\u3029\u3030-\u303f"
+    "\u3041-\u3096\u30a0-\u30ff\u4e00-\u9fff\uac00-\ud7a3\uff01-\uff60]*"
+)
+_RUNS = re.compile("[^\x00-\x7f]+|[\x00-\x7f]+")
+_ZWJ = "\u200d"
+_EMOJI_PRESENTATION = ("\ufe0e", "\ufe0f")  # text and emoji variation selectors (VS15, VS16)
 
 
-def terminal_text(text: str) -> str:
-    """`text` made safe to write to a terminal: every character above is shown as its escape
-    (`\\x1b`, `\\r`, `\\u009b`, as escape_value writes them), so nothing is silently dropped.
-    Everything else, backslashes included, is left as it is: this is for reading, not decoding."""
-    return _TERMINAL_UNSAFE.sub(_terminal_escape, text)
+def terminal_text(text: str, before: str = "") -> str:
+    """`text` made safe to write to a terminal: everything above is shown as its escape (`\\x1b`,
+    `\\r`, `\\u009b`, `\\u200b`, as escape_value writes them), so nothing is silently dropped and
+    nothing is invisible. Everything else, backslashes included, is left as it is: this is for
+    reading, not decoding. `before` is the text written just before (a streamed delta's
+    predecessor), so a run of combining marks split across deltas is still counted as one run.
+
+    Emoji keep working: a zero-width joiner right after a pictograph (👨‍👩‍👧) and one VS15/VS16
+    right after a visible character (❤️) are shown as themselves."""
+    if text.isascii():  # the common case: one regex, no per-character work
+        return _ASCII_UNSAFE.sub(_terminal_escape, text) if _ASCII_UNSAFE.search(text) else text
+    if _VISIBLE_TEXT.fullmatch(text):
+        return text
+    state = _State()
+    if before:
+        state.after(before[-(MAX_MARKS + 2) :])
+    out: list[str] = []
+    pos = 0
+    for m in _NOT_PLAIN.finditer(text):
+        if m.start() > pos:
+            plain = text[pos : m.start()]
+            out.append(_ASCII_UNSAFE.sub(_terminal_escape, plain) if _ASCII_UNSAFE.search(plain) else plain)
+            state.plain(plain[-1])
+        out.append(state.run(m.group()))
+        pos = m.end()
+    if pos < len(text):
+        rest = text[pos:]
+        out.append(_ASCII_UNSAFE.sub(_terminal_escape, rest) if _ASCII_UNSAFE.search(rest) else rest)
+    return "".join(out)
+
+
+class _State:
+    """What the characters just shown were, for the next character's decision."""
+
+    __slots__ = ("base", "marks", "pictograph", "selector")
+
+    def __init__(self) -> None:
+        self.base = False  # the last character shown as itself is visible (a mark may sit on it)
+        self.marks = 0  # combining marks in a row just before
+        self.pictograph = False  # the last character shown is an emoji (a ZWJ may follow)
+        self.selector = False  # the last character was a variation selector shown as itself
+
+    def plain(self, last: str) -> None:
+        """After a stretch of ASCII ending in `last`."""
+        self.base, self.marks, self.pictograph, self.selector = " " < last < "\x7f", 0, False, False
+
+    def after(self, text: str) -> None:
+        """After `text`, written earlier (only the state matters)."""
+        for m in _RUNS.finditer(text):
+            run = m.group()
+            if _NOT_PLAIN.fullmatch(run):
+                self.run(run)
+            else:
+                self.plain(run[-1])
+
+    def run(self, run: str) -> str:
+        return "".join(self._one(ch) for ch in run)
+
+    def _one(self, ch: str) -> str:
+        cat = unicodedata.category(ch)
+        if cat in _HIDDEN_CATEGORIES or _INVISIBLE.match(ch):
+            if ch == _ZWJ and self.pictograph:
+                self.pictograph = self.base = self.selector = False
+                return ch
+            if ch in _EMOJI_PRESENTATION and self.base and not self.selector:
+                self.selector, self.marks = True, 0
+                return ch  # keeps `pictograph`: ❤️ + ZWJ + 🔥
+            self.base = self.pictograph = self.selector = False
+            self.marks = 0
+            return _escape_char(ch)
+        if cat == "Mn" or cat == "Me":
+            self.marks += 1
+            return ch if self.marks <= MAX_MARKS and self.base else _escape_char(ch)
+        self.marks, self.selector = 0, False
+        self.base = cat[0] != "Z"  # a no-break or ideographic space carries no mark
+        self.pictograph = cat == "So" or "\U0001f3fb" <= ch <= "\U0001f3ff"  # skin tones are Sk
+        return ch
 
 
 def _terminal_escape(m: re.Match[str]) -> str:
