@@ -118,13 +118,16 @@ _UNIT = re.compile(r"\\(?:x[0-9a-f]{2}|u[0-9a-f]{4}|U[0-9a-f]{8}|.)|.", re.S)
 class _Segment:
     """A stretch of the value and how it is shown (a plain class: the CLI imports this at start-up)."""
 
-    __slots__ = ("run", "shown", "start", "stop")
+    __slots__ = ("run", "shown", "size", "start", "stop")
 
-    def __init__(self, start: int, stop: int, shown: str, run: bool) -> None:
+    def __init__(self, start: int, stop: int, shown: str, run: bool, size: int | None = None) -> None:
         self.start = start  # where it is in the value
         self.stop = stop
         self.shown = shown
         self.run = run  # a collapsed run: shown whole or not at all
+        # len(shown); for a stretch too long to show whole, a lower bound, and `shown` is left empty
+        # (only what fits a budget of it is ever escaped: a 3 MB value costs no 3 MB loop)
+        self.size = len(shown) if size is None else size
 
 
 def field_value(value: str) -> tuple[str, int]:
@@ -135,7 +138,7 @@ def field_value(value: str) -> tuple[str, int]:
     than FIELD_MAX_CHARS keeps its first and last characters around `\\{N characters not shown}`.
     """
     segments = _segments(value)
-    if sum(len(seg.shown) for seg in segments) <= FIELD_MAX_CHARS:
+    if sum(seg.size for seg in segments) <= FIELD_MAX_CHARS:
         return "".join(seg.shown for seg in segments), 0
     head, head_end = _head(value, segments, FIELD_HEAD_CHARS)
     tail, tail_start = _tail(value, segments, FIELD_TAIL_CHARS, head_end)
@@ -155,13 +158,19 @@ def _segments(value: str) -> list[_Segment]:
         if ch != " " and (ch in '\\"' or escape_value(ch) == ch):
             continue  # a run of something visible ("=====") is shown as it is
         if m.start() > pos:
-            out.append(_Segment(pos, m.start(), escape_value(value[pos : m.start()]), False))
+            out.append(_stretch(value, pos, m.start()))
         what = "spaces" if ch == " " else f"× {escape_value(ch)}"
         out.append(_Segment(m.start(), m.end(), f"\\{{{m.end() - m.start()} {what}}}", True))
         pos = m.end()
     if pos < len(value):
-        out.append(_Segment(pos, len(value), escape_value(value[pos:]), False))
+        out.append(_stretch(value, pos, len(value)))
     return out
+
+
+def _stretch(value: str, start: int, stop: int) -> _Segment:
+    if stop - start > FIELD_MAX_CHARS:  # each character shows as one or more: it cannot fit whole
+        return _Segment(start, stop, "", False, stop - start)
+    return _Segment(start, stop, escape_value(value[start:stop]), False)
 
 
 def _head(value: str, segments: list[_Segment], budget: int) -> tuple[str, int]:
@@ -169,7 +178,7 @@ def _head(value: str, segments: list[_Segment], budget: int) -> tuple[str, int]:
     parts: list[str] = []
     end = 0
     for seg in segments:
-        if len(seg.shown) <= budget:
+        if seg.size <= budget:
             parts.append(seg.shown)
             budget -= len(seg.shown)
             end = seg.stop
@@ -190,7 +199,7 @@ def _tail(value: str, segments: list[_Segment], budget: int, floor: int) -> tupl
     for seg in reversed(segments):
         if seg.stop <= floor:
             break
-        if seg.start >= floor and len(seg.shown) <= budget:
+        if seg.start >= floor and seg.size <= budget:
             parts.append(seg.shown)
             budget -= len(seg.shown)
             begin = seg.start
@@ -216,12 +225,13 @@ def _fitting(units: list[str], budget: int) -> list[str]:
 def approval_fields(
     fields: list[tuple[str, str]], warning: str | None
 ) -> tuple[list[tuple[str, str]], str | None]:
-    """The shown fields (field_value) and the warning, with a line for each field that was cut.
+    """The shown fields (field_value) in display order (deciding fields last), and the warning, with
+    a line for each field that was cut.
 
-    Done once, in the core: the terminal, the editor and the eval runner show the same."""
+    Done once, in the core: the terminal, the editor, ACP and the eval runner show the same."""
     shown: list[tuple[str, str]] = []
     lines = [warning] if warning else []
-    for label, value in fields:
+    for label, value in sorted(fields, key=lambda f: f[0] in DECIDING):  # stable: each part keeps its order
         text, cut = field_value(value)
         shown.append((label, text))
         if cut:
@@ -232,6 +242,13 @@ def approval_fields(
     return shown, "\n".join(lines) or None
 
 
+# The fields that decide, short and written by Mino (where, how, which sandbox), come last, right
+# above the warning and the question; what the model wrote at length (a command, its reason, a
+# file's content, a diff, a memory's text) comes before them, so its tail can never be the last
+# thing read before answering (issue 22, finding 5: a reason faking `Sandbox: "bwrap"`).
+DECIDING = frozenset({"Path", "Target", "Directory", "Memory", "Mode", "Type", "Lines", "Skill", "Sandbox"})
+
+
 def approval_lines(tool: str, fields: list[tuple[str, str]], warning: str | None) -> list[str]:
     """`[Tool: NAME]`, one `Label: "value"` line per field, then the warning; the front end adds the
     question. The values arrive escaped already: the core escapes them once for every front end."""
@@ -240,6 +257,85 @@ def approval_lines(tool: str, fields: list[tuple[str, str]], warning: str | None
     if warning:
         lines.append(warning)
     return lines
+
+
+# One unit of a shown value when it is cut again: a marker (its count is what it stands for), an
+# escape or one character.
+_SHOWN_UNIT = re.compile(r"\\\{(\d+)[^}]*\}|\\(?:x[0-9a-f]{2}|u[0-9a-f]{4}|U[0-9a-f]{8}|.)|.", re.S)
+
+
+def columns(text: str) -> int:
+    """How many terminal columns `text` takes (wide East Asian characters two, marks none)."""
+    if text.isascii():
+        return len(text)
+    width = 0
+    for ch in text:
+        if unicodedata.combining(ch) or unicodedata.category(ch) in ("Mn", "Me", "Cf"):
+            continue
+        width += 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
+    return width
+
+
+def rows(line: str, cols: int) -> int:
+    """The screen rows one line takes on a terminal `cols` wide (it wraps)."""
+    return max(1, -(-columns(line) // max(cols, 1)))
+
+
+def fit_approval(
+    tool: str, fields: list[tuple[str, str]], warning: str | None, height: int, cols: int
+) -> list[str]:
+    """approval_lines, with the longest fields cut in the middle (`\\{N characters not shown}`) until
+    the block takes at most `height` rows of a terminal `cols` wide, so that nothing of it, above all
+    the deciding fields at its end, scrolls away before the question (which is not counted).
+
+    Fields are cut to a common number of rows, longest first; when anything is cut a line says so.
+    A block that cannot fit (a tiny terminal) keeps one row per field."""
+    lines = approval_lines(tool, fields, warning)
+    if sum(rows(line, cols) for line in lines) <= height:
+        return lines
+    note = "Cut to fit this terminal: "
+    fixed = rows(lines[0], cols) + sum(rows(line, cols) for line in lines[1 + len(fields) :])
+    fixed += rows(note + "x" * 120, cols)  # the line that says what was cut
+    sizes = [rows(f'{label}: "{value}"', cols) for label, value in fields]
+    cap = max(sizes)
+    while cap > 1 and sum(min(size, cap) for size in sizes) > height - fixed:
+        cap -= 1
+    shown: list[tuple[str, str]] = []
+    cuts: list[str] = []
+    for (label, value), size in zip(fields, sizes, strict=True):
+        if size <= cap:
+            shown.append((label, value))
+            continue
+        text, cut = _cut_shown(value, cap * cols - columns(f'{label}: ""') - 1)
+        shown.append((label, text))
+        cuts.append(f"{label} ({cut} more characters)")
+    lines = approval_lines(tool, shown, warning)
+    lines.append(f"{note}{', '.join(cuts)} not shown. Deny unless you trust what you cannot see.")
+    return lines
+
+
+def _cut_shown(value: str, width: int) -> tuple[str, int]:
+    """An already shown value cut in the middle to at most `width` columns (markers and escapes
+    kept whole), and how many characters of the original value the new marker stands for."""
+    units = [(m.group(), int(m.group(1)) if m.group(1) else 1) for m in _SHOWN_UNIT.finditer(value)]
+    budget = max(width - len("\\{99999 characters not shown}"), 0)
+    head_budget = budget * 2 // 3
+    head = 0
+    while head < len(units) and columns(units[head][0]) <= head_budget:
+        head_budget -= columns(units[head][0])
+        head += 1
+    tail_budget = budget - (budget * 2 // 3 - head_budget)
+    tail = len(units)
+    while tail > head and columns(units[tail - 1][0]) <= tail_budget:
+        tail_budget -= columns(units[tail - 1][0])
+        tail -= 1
+    cut = sum(count for _, count in units[head:tail])
+    text = (
+        "".join(u for u, _ in units[:head])
+        + f"\\{{{cut} characters not shown}}"
+        + "".join(u for u, _ in units[tail:])
+    )
+    return text, cut
 
 
 def preview(text: str, max_lines: int = 20, max_bytes: int = 2048) -> tuple[str, str | None]:
