@@ -11,6 +11,7 @@ what follows. Mino's own few control sequences go through TerminalUI._control on
 
 from __future__ import annotations
 
+import os
 import queue
 import sys
 import threading
@@ -20,7 +21,6 @@ from typing import TYPE_CHECKING, TextIO
 
 from .core.cancel import CancelToken
 from .core.contract import (
-    APPROVAL_QUESTION,
     ApprovalRequest,
     ApprovalResolved,
     AssistantMessage,
@@ -148,14 +148,12 @@ class TerminalUI:
                     if self._in_text:
                         self.write("\n\n")
                     self._in_text = False
-                case ToolCall(tool=tool, fields=fields, warning=warning):
+                case ToolCall(tool=tool, fields=fields, warning=warning, decision=decision):
                     self._begin_block()
                     if not self._header:
                         self.line("Assistant>")
                         self._header = True
-                    from .core.display import approval_lines
-
-                    for text in approval_lines(tool, [(f.label, f.value) for f in fields], warning):
+                    for text in self._block(tool, [(f.label, f.value) for f in fields], warning, decision):
                         self.line(text)
                 case ToolResultEvent(status=status, text=output):
                     self.line()
@@ -187,10 +185,32 @@ class TerminalUI:
                 case ApprovalResolved():
                     pass  # the terminal asked and got the answer itself
 
+    def _block(
+        self, tool: str, fields: list[tuple[str, str]], warning: str | None, decision: str
+    ) -> list[str]:
+        """The approval block; before a question at a terminal, cut to fit its height with the
+        question below it, so what decides is on screen when the person answers."""
+        from .core.display import approval_lines, fit_approval
+
+        size = self._size() if decision == "ask" and self.interactive else None
+        if size is None:
+            return approval_lines(tool, fields, warning)
+        columns, lines = size
+        return fit_approval(tool, fields, warning, lines - 1, columns)  # the question's line
+
+    def _size(self) -> tuple[int, int] | None:
+        try:
+            if not self.out.isatty():
+                return None
+            size = os.get_terminal_size(self.out.fileno())
+        except (OSError, ValueError, AttributeError):
+            return None
+        return (size.columns, size.lines) if size.columns > 0 and size.lines > 1 else None
+
     # ---- questions -----------------------------------------------------------------------
     def approve(self, request: ApprovalRequest, cancel: CancelToken) -> bool:
         if not self.interactive:
-            self.line(f"{APPROVAL_QUESTION} [y/N] no — input is piped, so nobody can approve; denied.")
+            self.line(f"{request.question} [y/N] no — input is piped, so nobody can approve; denied.")
             return False
         question = _Question(request)
         self.questions.put(question)
@@ -385,7 +405,7 @@ def _run_turn(agent: Conversation, ui: TerminalUI, text: str, context: list[Reso
             if cancel.cancelled:
                 question.done.set()
                 continue
-            question.answer = ui.ask_yes_no(f"{APPROVAL_QUESTION} [y/N] ")
+            question.answer = ui.ask_yes_no(f"{question.request.question} [y/N] ")
             question.done.set()
         except KeyboardInterrupt:
             ui.write("^C\n")
