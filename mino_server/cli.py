@@ -405,7 +405,7 @@ def _run_turn(agent: Conversation, ui: TerminalUI, text: str, context: list[Reso
             if cancel.cancelled:
                 question.done.set()
                 continue
-            question.answer = ui.ask_yes_no(f"{question.request.question} [y/N] ")
+            question.answer = ui.ask_yes_no(terminal_text(f"{question.request.question} [y/N] "))
             question.done.set()
         except KeyboardInterrupt:
             ui.write("^C\n")

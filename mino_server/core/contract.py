@@ -76,7 +76,7 @@ MEMORY_QUESTION = "Save this memory for every later session?"
 
 
 def protected_question(folder: str) -> str:
-    """A write into .git, .mino or .vscode (`folder`: the protected folder's path in the project)."""
+    """A write into .git, .mino or .vscode (`folder`: that folder's name, escaped, e.g. `.git`)."""
     return f"Write into {folder}/, where files run or instruct later?"
 
 

@@ -25,7 +25,7 @@ from typing import Any, BinaryIO, ClassVar
 
 from .. import durable
 from ..contract import DIFF_MAX_BYTES, FileDiff, Kind, protected_question
-from ..display import preview, split_lines, utf8_boundary
+from ..display import escape_value, field_value, preview, split_lines, utf8_boundary
 from ..values import Frozen
 from .base import (
     COMPLETED,
@@ -234,7 +234,9 @@ def _protected_warning(target: Target) -> str | None:
     """The approval's reason why this write asks in every mode but bypass; None for other paths."""
     if target.protected is None:
         return None
-    where = _protected_folder(target)
+    # The folders on the way are the model's names: escaped (and cut) as a field value, so a newline
+    # or an escape in them cannot start a line of their own in the block.
+    where = field_value(_protected_folder(target))[0]
     return (
         f"{where}: files here can run commands or instruct Mino later (git hooks and config, Mino "
         "skills and settings, editor tasks and settings), so writes here ask in every mode except bypass."
@@ -252,7 +254,7 @@ def _write_prepared(
     warning = " ".join(w for w in (protected, preview_note) if w) or None
     if not protected:
         return Prepared(fields, warning=warning, state=state, diff=diff)
-    question = protected_question(_protected_folder(target))
+    question = protected_question(escape_value(target.protected or ""))  # `.git` in the case written
     return Prepared(fields, warning=warning, state=state, kind="other", diff=diff, question=question)
 
 
