@@ -11,6 +11,7 @@ what follows. Mino's own few control sequences go through TerminalUI._control on
 
 from __future__ import annotations
 
+import os
 import queue
 import sys
 import threading
@@ -20,7 +21,6 @@ from typing import TYPE_CHECKING, TextIO
 
 from .core.cancel import CancelToken
 from .core.contract import (
-    APPROVAL_QUESTION,
     ApprovalRequest,
     ApprovalResolved,
     AssistantMessage,
@@ -68,6 +68,7 @@ class TerminalUI:
         self._waiting = False
         self._fresh = True  # the last character written ended a line (or nothing was written yet)
         self._held_cr = False  # a text delta ended in CR: a CR LF split across deltas is a line end
+        self._before = ""  # the end of the previous text delta, for terminal_text
         self._usage: tuple[int, int] | None = None  # this turn's latest (input tokens, context window)
 
     # ---- output --------------------------------------------------------------------------
@@ -81,7 +82,9 @@ class TerminalUI:
                     self._put(self.out, terminal_text("\r"))  # a lone CR: shown, never obeyed
             if delta and text.endswith("\r"):
                 text, self._held_cr = text[:-1], True
-            self._put(self.err if err else self.out, terminal_text(text))
+            before = self._before if delta else ""
+            self._before = (before + text)[-8:] if delta else ""  # a mark run split across deltas
+            self._put(self.err if err else self.out, terminal_text(text, before))
 
     def line(self, text: str = "") -> None:
         self.write(text + "\n")
@@ -145,14 +148,12 @@ class TerminalUI:
                     if self._in_text:
                         self.write("\n\n")
                     self._in_text = False
-                case ToolCall(tool=tool, fields=fields, warning=warning):
+                case ToolCall(tool=tool, fields=fields, warning=warning, decision=decision):
                     self._begin_block()
                     if not self._header:
                         self.line("Assistant>")
                         self._header = True
-                    from .core.display import approval_lines
-
-                    for text in approval_lines(tool, [(f.label, f.value) for f in fields], warning):
+                    for text in self._block(tool, [(f.label, f.value) for f in fields], warning, decision):
                         self.line(text)
                 case ToolResultEvent(status=status, text=output):
                     self.line()
@@ -184,10 +185,32 @@ class TerminalUI:
                 case ApprovalResolved():
                     pass  # the terminal asked and got the answer itself
 
+    def _block(
+        self, tool: str, fields: list[tuple[str, str]], warning: str | None, decision: str
+    ) -> list[str]:
+        """The approval block; before a question at a terminal, cut to fit its height with the
+        question below it, so what decides is on screen when the person answers."""
+        from .core.display import approval_lines, fit_approval
+
+        size = self._size() if decision == "ask" and self.interactive else None
+        if size is None:
+            return approval_lines(tool, fields, warning)
+        columns, lines = size
+        return fit_approval(tool, fields, warning, lines - 1, columns)  # the question's line
+
+    def _size(self) -> tuple[int, int] | None:
+        try:
+            if not self.out.isatty():
+                return None
+            size = os.get_terminal_size(self.out.fileno())
+        except (OSError, ValueError, AttributeError):
+            return None
+        return (size.columns, size.lines) if size.columns > 0 and size.lines > 1 else None
+
     # ---- questions -----------------------------------------------------------------------
     def approve(self, request: ApprovalRequest, cancel: CancelToken) -> bool:
         if not self.interactive:
-            self.line(f"{APPROVAL_QUESTION} [y/N] no — input is piped, so nobody can approve; denied.")
+            self.line(f"{request.question} [y/N] no — input is piped, so nobody can approve; denied.")
             return False
         question = _Question(request)
         self.questions.put(question)
@@ -382,7 +405,7 @@ def _run_turn(agent: Conversation, ui: TerminalUI, text: str, context: list[Reso
             if cancel.cancelled:
                 question.done.set()
                 continue
-            question.answer = ui.ask_yes_no(f"{APPROVAL_QUESTION} [y/N] ")
+            question.answer = ui.ask_yes_no(terminal_text(f"{question.request.question} [y/N] "))
             question.done.set()
         except KeyboardInterrupt:
             ui.write("^C\n")

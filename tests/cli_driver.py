@@ -11,7 +11,9 @@ import pexpect
 MINO = [sys.executable, "-m", "mino_server"]
 
 
-def spawn(env: dict[str, str], cwd: Path, *args: str, timeout: float = 15) -> pexpect.spawn:
+def spawn(
+    env: dict[str, str], cwd: Path, *args: str, timeout: float = 15, dimensions: tuple[int, int] = (50, 200)
+) -> pexpect.spawn:
     child = pexpect.spawn(
         MINO[0],
         [*MINO[1:], *args],
@@ -19,7 +21,7 @@ def spawn(env: dict[str, str], cwd: Path, *args: str, timeout: float = 15) -> pe
         cwd=str(cwd),
         encoding="utf-8",
         timeout=timeout,
-        dimensions=(50, 200),
+        dimensions=dimensions,  # (rows, columns)
     )
     return child
 

@@ -195,6 +195,35 @@ def test_mcp_servers_are_accepted_and_said_once(spawn: Spawn, model: ScriptedMod
 # ---- tool calls and permissions -------------------------------------------------------------------
 
 
+def test_an_outside_sandbox_permission_names_the_risk_and_ends_with_the_deciding_fields(
+    spawn: Spawn, model: ScriptedModel, ws: Path
+) -> None:
+    # Issue 22, finding 5: the model's long reason must not be the last thing read before answering.
+    args = {
+        "command": "make deploy",
+        "outside_sandbox": True,
+        "reason": "it pushes \u201cSandbox: bwrap\u201d",
+    }
+    model.add({"calls": [{"name": "bash", "arguments": args}]}, {"text": "done"})
+    client = spawn(handlers={"session/request_permission": lambda p: DENY})
+    sid = client.new_session(ws)
+    client.prompt(sid, "deploy")
+    (asked,) = [r for r in client.incoming_requests if r["method"] == "session/request_permission"]
+    call = asked["params"]["toolCall"]
+    assert call["title"] == "Run OUTSIDE the sandbox? bash: make deploy"
+    shown = call["content"][0]["content"]["text"].split("\n")
+    assert shown == [
+        "```",
+        "[Tool: bash]",
+        'Command: "make deploy"',
+        'Reason: "it pushes \u201cSandbox: bwrap\u201d"',
+        f'Directory: "{ws.resolve()}"',
+        'Sandbox: "none (requested)"',
+        "Run OUTSIDE the sandbox?",
+        "```",
+    ]
+
+
 def test_approval_through_request_permission(spawn: Spawn, model: ScriptedModel, ws: Path) -> None:
     model.add({"calls": [write_call("out.txt", "written\n")]}, {"text": "done"})
     client = spawn(handlers={"session/request_permission": lambda p: APPROVE})

@@ -351,15 +351,32 @@ def test_terminal_text_leaves_nothing_that_drives_a_terminal(text: str) -> None:
     shown = terminal_text(text)
     assert not TERMINAL_UNSAFE.search(shown)
     shown.encode("utf-8")  # no lone surrogate left
-    # Nothing silently dropped: every other character is still there, in order, and each of these
-    # is shown as its escape (a CR before LF is the line end itself).
-    rest = iter(shown)
-    assert all(c in rest for c in TERMINAL_UNSAFE.sub("", text.replace("\r\n", "\n")))
-    for c in set(TERMINAL_UNSAFE.findall(text.replace("\r\n", "\n"))):
-        assert escape_value(c) in shown
+    # Nothing silently dropped: every character is still there, in order, as itself or as its
+    # escape, and each of these as its escape (a CR before LF is the line end itself).
+    pos = 0
+    for c in text.replace("\r\n", "\n"):
+        at = shown.find(c, pos, pos + 1) if not TERMINAL_UNSAFE.match(c) else -1
+        if at < 0:
+            escaped = "\\r" if c == "\r" else escape_value(c)
+            assert shown.startswith(escaped, pos), (c, shown[pos:])
+            pos += len(escaped)
+        else:
+            pos = at + 1
+    assert pos == len(shown)
 
 
 @given(st.text(alphabet=st.characters(codec=None, exclude_categories=())))
 def test_escaped_approval_text_passes_the_terminal_unchanged(value: str) -> None:
     shown = field_value(value)[0]
     assert terminal_text(shown) == shown
+
+
+def test_the_fast_path_holds_only_visible_characters() -> None:
+    # terminal_text returns text of these characters unchanged without looking at each one.
+    from mino_server.core.display import _INVISIBLE, _VISIBLE_TEXT
+
+    for cp in range(0x80, 0x10000):
+        ch = chr(cp)
+        if _VISIBLE_TEXT.fullmatch(ch):
+            assert unicodedata.category(ch) not in ("Cc", "Cf", "Cn", "Co", "Cs", "Zl", "Zp", "Mn", "Me")
+            assert not _INVISIBLE.match(ch)

@@ -184,7 +184,7 @@ class SessionUI:
         params = {
             "sessionId": self.session_id,
             "toolCall": M.permission_tool_call(
-                request.callId, request.tool, request.fields, request.warning, request.diff
+                request.callId, request.tool, request.fields, request.warning, request.diff, request.question
             ),
             "options": M.PERMISSION_OPTIONS,
         }

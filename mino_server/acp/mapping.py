@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
+from ..core.contract import APPROVAL_QUESTION
+
 if TYPE_CHECKING:
     from ..core.context import ContextRequest
     from ..core.contract import ApprovalField, FileDiff, HistoryItem
@@ -201,11 +203,19 @@ def tool_kind(tool: str) -> str:
     return TOOL_KINDS.get(tool, "other")
 
 
-def tool_title(tool: str, fields: list[ApprovalField]) -> str:
-    """`tool: first field`, e.g. `bash: ls -la` (escaped values: one line, nothing invisible)."""
-    if not fields:
-        return tool
-    title = f"{tool}: {fields[0].value}"
+# The field a title names: what the call acts on (fields arrive in display order, deciding ones last).
+TITLE_FIELDS = ("Path", "Command", "Memory", "Skill")
+
+
+def tool_title(tool: str, fields: list[ApprovalField], question: str | None = None) -> str:
+    """`tool: what it acts on`, e.g. `bash: ls -la` (escaped values: one line, nothing invisible);
+    a question that names a risk comes first, so a client's permission prompt leads with it."""
+    named = next(
+        (f for name in TITLE_FIELDS for f in fields if f.label == name), fields[0] if fields else None
+    )
+    title = tool if named is None else f"{tool}: {named.value}"
+    if question and question != APPROVAL_QUESTION:
+        title = f"{question} {title}"
     return title if len(title) <= TITLE_MAX else title[: TITLE_MAX - 1] + "…"
 
 
@@ -224,13 +234,20 @@ def tool_locations(fields: list[ApprovalField], workdir: str) -> list[dict[str, 
 
 
 def fields_content(
-    tool: str, fields: list[ApprovalField], warning: str | None, diff: FileDiff | None = None
+    tool: str,
+    fields: list[ApprovalField],
+    warning: str | None,
+    diff: FileDiff | None = None,
+    question: str | None = None,
 ) -> list[dict[str, Any]]:
-    """The tool call as every front end shows it (`[Tool: NAME]`, `Label: "value"` lines, the
-    warning), then for a file change the whole file before and after as ACP's diff content."""
+    """The tool call as every front end shows it (`[Tool: NAME]`, `Label: "value"` lines in the
+    core's order, the warning, and for a permission a question naming a risk last), then for a file change the
+    whole file before and after as ACP's diff content."""
     from ..core.display import approval_lines
 
     lines = approval_lines(tool, [(f.label, f.value) for f in fields], warning)
+    if question and question != APPROVAL_QUESTION:  # the client's own prompt asks the plain question
+        lines.append(question)
     content = [text_content(fence("\n".join(lines)))]
     if diff is not None:
         content.append({"type": "diff", "path": diff.path, "oldText": diff.before, "newText": diff.after})
@@ -273,14 +290,19 @@ def tool_call_start(
 
 
 def permission_tool_call(
-    call_id: str, tool: str, fields: list[ApprovalField], warning: str | None, diff: FileDiff | None = None
+    call_id: str,
+    tool: str,
+    fields: list[ApprovalField],
+    warning: str | None,
+    diff: FileDiff | None = None,
+    question: str = APPROVAL_QUESTION,
 ) -> dict[str, Any]:
     return {
         "toolCallId": call_id,
-        "title": tool_title(tool, fields),
+        "title": tool_title(tool, fields, question),
         "kind": tool_kind(tool),
         "status": "pending",
-        "content": fields_content(tool, fields, warning, diff),
+        "content": fields_content(tool, fields, warning, diff, question),
     }
 
 

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
-from ..stdio import MessageWriter
+from ..stdio import MessageWriter, too_many_containers
 
 MAX_LINE_BYTES = 32 * 1024 * 1024  # a prompt with 256 KiB of context is far below; a runaway client is not
 _CHUNK = 1 << 16
@@ -41,10 +41,17 @@ def read_messages(stream: BinaryIO, max_bytes: int = MAX_LINE_BYTES) -> Iterator
             continue
         if not line.strip():
             continue
+        crowded = too_many_containers(line)
+        if crowded:
+            yield LineError(-32600, f"Invalid request: {crowded}; it was skipped.")
+            continue
         try:
             message = json.loads(line)
         except ValueError:
             yield LineError(-32700, "Parse error: a line is not valid JSON (one JSON-RPC message per line).")
+            continue
+        except RecursionError:  # "[[[[…" thousands deep: an error for this line, not the agent's end
+            yield LineError(-32700, "Parse error: the message nests JSON arrays or objects too deeply.")
             continue
         if not isinstance(message, dict):
             kind = "a batch (JSON array)" if isinstance(message, list) else "not a JSON object"

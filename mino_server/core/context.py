@@ -36,6 +36,7 @@ ITEM_MAX_BYTES = 64 * 1024  # a text the editor sends (a selection, an unsaved b
 TOTAL_MAX_BYTES = 256 * 1024  # all items of one turn together
 MAX_MENTIONS = 50  # `@` words looked up on disk per message; later ones stay plain text
 MAX_ITEMS = 100  # items per turn: each is checked (and maybe read) on disk
+PATH_MAX_BYTES = 4096  # Linux's PATH_MAX: a longer path names no file (an item with text need not exist)
 _BACKTICKS = re.compile(r"`+")
 _MENTION = re.compile(r"(?:^|(?<=\s))@(\S+)")
 _LINES = re.compile(r"^(.+):(\d{1,9})(?:-(\d{1,9}))?$")
@@ -118,7 +119,15 @@ def _resolve_one(req: ContextRequest, root: Path, home: Path) -> ResolvedItem:
 
     path = req.path
     if not path or "\0" in path or _SURROGATE.search(path):
-        raise ContextError(f"{req.where}: the path must be a file name, without NUL bytes; got {path!r}")
+        raise ContextError(
+            f"{req.where}: the path must be a file name, without NUL bytes; got {path[:200]!r}"
+        )
+    if len(path.encode("utf-8")) > PATH_MAX_BYTES:
+        # It would reach the model, the log and the screen whole: no file has such a name.
+        raise ContextError(
+            f"{req.where}: the path is {len(path.encode('utf-8')):,} bytes; a path may be at most "
+            f"{PATH_MAX_BYTES} bytes."
+        )
     start, end = req.start_line, req.end_line
     if (start is not None and start < 1) or (end is not None and end < 1):
         raise ContextError(f"{req.where}: lines are numbered from 1")

@@ -68,6 +68,16 @@ ToolName = Literal["read_file", "bash", "write_file", "edit_file", "skill_view",
 TOOL_NAMES: tuple[ToolName, ...] = typing.get_args(ToolName)
 
 APPROVAL_QUESTION = "Approve this operation?"
+# Questions that name the risk, for the calls that ask in every mode but bypass (the last line a
+# person reads before answering; docs/BEHAVIOUR.md, "Approval display").
+OUTSIDE_SANDBOX_QUESTION = "Run OUTSIDE the sandbox?"
+NO_SANDBOX_QUESTION = "Run without a sandbox, with your rights?"
+MEMORY_QUESTION = "Save this memory for every later session?"
+
+
+def protected_question(folder: str) -> str:
+    """A write into .git, .mino or .vscode (`folder`: that folder's name, escaped, e.g. `.git`)."""
+    return f"Write into {folder}/, where files run or instruct later?"
 
 
 # ---- approvals ----------------------------------------------------------------------------------
@@ -105,7 +115,12 @@ class ApprovalRequest(Frozen):
     tool: str
     fields: list[ApprovalField]
     warning: str | None
-    question: str = doc('"Approve this operation?"', default=APPROVAL_QUESTION)
+    question: str = doc(
+        'what to answer, naming the risk: "Run OUTSIDE the sandbox?", "Run without a sandbox, with '
+        'your rights?", "Save this memory for every later session?", "Write into .git/, where files '
+        'run or instruct later?" (any protected folder), else "Approve this operation?"',
+        default=APPROVAL_QUESTION,
+    )
     workdir: str
     diff: FileDiff | None = optional(
         "write_file and edit_file: the whole file before and after, when both are UTF-8 text of at "

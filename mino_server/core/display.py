@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
+MAX_MARKS = 4  # combining marks in a row shown as themselves (Vietnamese needs 2, Hebrew points 3)
 _NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "\\": "\\\\", '"': '\\"'}
 
 # Characters str.isprintable() accepts but that render as nothing or as blank space:
@@ -51,8 +52,11 @@ _INVISIBLE_RANGES: tuple[tuple[int, int], ...] = (
 )
 
 
-def _invisible(cp: int) -> bool:
-    return any(lo <= cp <= hi for lo, hi in _INVISIBLE_RANGES)
+_INVISIBLE = re.compile("[" + "".join(f"\\U{lo:08x}-\\U{hi:08x}" for lo, hi in _INVISIBLE_RANGES) + "]")
+
+
+def _invisible(ch: str) -> bool:
+    return _INVISIBLE.match(ch) is not None
 
 
 def _escape_char(ch: str) -> str:
@@ -71,17 +75,23 @@ def escape_value(s: str) -> str:
     """The inside of the quotes for one display value."""
     out: list[str] = []
     base = False  # was the previous character shown as itself, and something a mark can sit on?
+    marks = 0  # combining marks in a row just before
     for ch in s:
         if " " < ch < "\x7f" and ch not in '\\"':  # the common case: printable ASCII
             out.append(ch)
-            base = True
+            base, marks = True, 0
             continue
-        cp = ord(ch)
-        literal = ch.isprintable() and not _invisible(cp) and ch not in '\\"'
+        literal = ch.isprintable() and not _invisible(ch) and ch not in '\\"'
         # A combining mark with nothing visible to sit on (start of the value, after a space or an
-        # escape) would attach to the quote or the escape text and hide itself: escape it.
-        if literal and not base and unicodedata.category(ch) in ("Mn", "Me"):
-            literal = False
+        # escape) would attach to the quote or the escape text and hide itself, and a stack of them
+        # grows over the lines above: escape it, and every mark past MAX_MARKS in a row.
+        if literal and unicodedata.category(ch) in ("Mn", "Me"):
+            marks += 1
+            if not base or marks > MAX_MARKS:
+                out.append(_escape_char(ch))
+                continue
+        else:
+            marks = 0
         if literal:
             out.append(ch)
             base = ch != " "
@@ -108,13 +118,16 @@ _UNIT = re.compile(r"\\(?:x[0-9a-f]{2}|u[0-9a-f]{4}|U[0-9a-f]{8}|.)|.", re.S)
 class _Segment:
     """A stretch of the value and how it is shown (a plain class: the CLI imports this at start-up)."""
 
-    __slots__ = ("run", "shown", "start", "stop")
+    __slots__ = ("run", "shown", "size", "start", "stop")
 
-    def __init__(self, start: int, stop: int, shown: str, run: bool) -> None:
+    def __init__(self, start: int, stop: int, shown: str, run: bool, size: int | None = None) -> None:
         self.start = start  # where it is in the value
         self.stop = stop
         self.shown = shown
         self.run = run  # a collapsed run: shown whole or not at all
+        # len(shown); for a stretch too long to show whole, a lower bound, and `shown` is left empty
+        # (only what fits a budget of it is ever escaped: a 3 MB value costs no 3 MB loop)
+        self.size = len(shown) if size is None else size
 
 
 def field_value(value: str) -> tuple[str, int]:
@@ -125,7 +138,7 @@ def field_value(value: str) -> tuple[str, int]:
     than FIELD_MAX_CHARS keeps its first and last characters around `\\{N characters not shown}`.
     """
     segments = _segments(value)
-    if sum(len(seg.shown) for seg in segments) <= FIELD_MAX_CHARS:
+    if sum(seg.size for seg in segments) <= FIELD_MAX_CHARS:
         return "".join(seg.shown for seg in segments), 0
     head, head_end = _head(value, segments, FIELD_HEAD_CHARS)
     tail, tail_start = _tail(value, segments, FIELD_TAIL_CHARS, head_end)
@@ -145,13 +158,19 @@ def _segments(value: str) -> list[_Segment]:
         if ch != " " and (ch in '\\"' or escape_value(ch) == ch):
             continue  # a run of something visible ("=====") is shown as it is
         if m.start() > pos:
-            out.append(_Segment(pos, m.start(), escape_value(value[pos : m.start()]), False))
+            out.append(_stretch(value, pos, m.start()))
         what = "spaces" if ch == " " else f"× {escape_value(ch)}"
         out.append(_Segment(m.start(), m.end(), f"\\{{{m.end() - m.start()} {what}}}", True))
         pos = m.end()
     if pos < len(value):
-        out.append(_Segment(pos, len(value), escape_value(value[pos:]), False))
+        out.append(_stretch(value, pos, len(value)))
     return out
+
+
+def _stretch(value: str, start: int, stop: int) -> _Segment:
+    if stop - start > FIELD_MAX_CHARS:  # each character shows as one or more: it cannot fit whole
+        return _Segment(start, stop, "", False, stop - start)
+    return _Segment(start, stop, escape_value(value[start:stop]), False)
 
 
 def _head(value: str, segments: list[_Segment], budget: int) -> tuple[str, int]:
@@ -159,7 +178,7 @@ def _head(value: str, segments: list[_Segment], budget: int) -> tuple[str, int]:
     parts: list[str] = []
     end = 0
     for seg in segments:
-        if len(seg.shown) <= budget:
+        if seg.size <= budget:
             parts.append(seg.shown)
             budget -= len(seg.shown)
             end = seg.stop
@@ -180,7 +199,7 @@ def _tail(value: str, segments: list[_Segment], budget: int, floor: int) -> tupl
     for seg in reversed(segments):
         if seg.stop <= floor:
             break
-        if seg.start >= floor and len(seg.shown) <= budget:
+        if seg.start >= floor and seg.size <= budget:
             parts.append(seg.shown)
             budget -= len(seg.shown)
             begin = seg.start
@@ -206,12 +225,13 @@ def _fitting(units: list[str], budget: int) -> list[str]:
 def approval_fields(
     fields: list[tuple[str, str]], warning: str | None
 ) -> tuple[list[tuple[str, str]], str | None]:
-    """The shown fields (field_value) and the warning, with a line for each field that was cut.
+    """The shown fields (field_value) in display order (deciding fields last), and the warning, with
+    a line for each field that was cut.
 
-    Done once, in the core: the terminal, the editor and the eval runner show the same."""
+    Done once, in the core: the terminal, the editor, ACP and the eval runner show the same."""
     shown: list[tuple[str, str]] = []
     lines = [warning] if warning else []
-    for label, value in fields:
+    for label, value in sorted(fields, key=lambda f: f[0] in DECIDING):  # stable: each part keeps its order
         text, cut = field_value(value)
         shown.append((label, text))
         if cut:
@@ -222,6 +242,13 @@ def approval_fields(
     return shown, "\n".join(lines) or None
 
 
+# The fields that decide, short and written by Mino (where, how, which sandbox), come last, right
+# above the warning and the question; what the model wrote at length (a command, its reason, a
+# file's content, a diff, a memory's text) comes before them, so its tail can never be the last
+# thing read before answering (issue 22, finding 5: a reason faking `Sandbox: "bwrap"`).
+DECIDING = frozenset({"Path", "Target", "Directory", "Memory", "Mode", "Type", "Lines", "Skill", "Sandbox"})
+
+
 def approval_lines(tool: str, fields: list[tuple[str, str]], warning: str | None) -> list[str]:
     """`[Tool: NAME]`, one `Label: "value"` line per field, then the warning; the front end adds the
     question. The values arrive escaped already: the core escapes them once for every front end."""
@@ -230,6 +257,85 @@ def approval_lines(tool: str, fields: list[tuple[str, str]], warning: str | None
     if warning:
         lines.append(warning)
     return lines
+
+
+# One unit of a shown value when it is cut again: a marker (its count is what it stands for), an
+# escape or one character.
+_SHOWN_UNIT = re.compile(r"\\\{(\d+)[^}]*\}|\\(?:x[0-9a-f]{2}|u[0-9a-f]{4}|U[0-9a-f]{8}|.)|.", re.S)
+
+
+def columns(text: str) -> int:
+    """How many terminal columns `text` takes (wide East Asian characters two, marks none)."""
+    if text.isascii():
+        return len(text)
+    width = 0
+    for ch in text:
+        if unicodedata.combining(ch) or unicodedata.category(ch) in ("Mn", "Me", "Cf"):
+            continue
+        width += 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
+    return width
+
+
+def rows(line: str, cols: int) -> int:
+    """The screen rows one line takes on a terminal `cols` wide (it wraps)."""
+    return max(1, -(-columns(line) // max(cols, 1)))
+
+
+def fit_approval(
+    tool: str, fields: list[tuple[str, str]], warning: str | None, height: int, cols: int
+) -> list[str]:
+    """approval_lines, with the longest fields cut in the middle (`\\{N characters not shown}`) until
+    the block takes at most `height` rows of a terminal `cols` wide, so that nothing of it, above all
+    the deciding fields at its end, scrolls away before the question (which is not counted).
+
+    Fields are cut to a common number of rows, longest first; when anything is cut a line says so.
+    A block that cannot fit (a tiny terminal) keeps one row per field."""
+    lines = approval_lines(tool, fields, warning)
+    if sum(rows(line, cols) for line in lines) <= height:
+        return lines
+    note = "Cut to fit this terminal: "
+    fixed = rows(lines[0], cols) + sum(rows(line, cols) for line in lines[1 + len(fields) :])
+    fixed += rows(note + "x" * 120, cols)  # the line that says what was cut
+    sizes = [rows(f'{label}: "{value}"', cols) for label, value in fields]
+    cap = max(sizes)
+    while cap > 1 and sum(min(size, cap) for size in sizes) > height - fixed:
+        cap -= 1
+    shown: list[tuple[str, str]] = []
+    cuts: list[str] = []
+    for (label, value), size in zip(fields, sizes, strict=True):
+        if size <= cap:
+            shown.append((label, value))
+            continue
+        text, cut = _cut_shown(value, cap * cols - columns(f'{label}: ""') - 1)
+        shown.append((label, text))
+        cuts.append(f"{label} ({cut} more characters)")
+    lines = approval_lines(tool, shown, warning)
+    lines.append(f"{note}{', '.join(cuts)} not shown. Deny unless you trust what you cannot see.")
+    return lines
+
+
+def _cut_shown(value: str, width: int) -> tuple[str, int]:
+    """An already shown value cut in the middle to at most `width` columns (markers and escapes
+    kept whole), and how many characters of the original value the new marker stands for."""
+    units = [(m.group(), int(m.group(1)) if m.group(1) else 1) for m in _SHOWN_UNIT.finditer(value)]
+    budget = max(width - len("\\{99999 characters not shown}"), 0)
+    head_budget = budget * 2 // 3
+    head = 0
+    while head < len(units) and columns(units[head][0]) <= head_budget:
+        head_budget -= columns(units[head][0])
+        head += 1
+    tail_budget = budget - (budget * 2 // 3 - head_budget)
+    tail = len(units)
+    while tail > head and columns(units[tail - 1][0]) <= tail_budget:
+        tail_budget -= columns(units[tail - 1][0])
+        tail -= 1
+    cut = sum(count for _, count in units[head:tail])
+    text = (
+        "".join(u for u, _ in units[:head])
+        + f"\\{{{cut} characters not shown}}"
+        + "".join(u for u, _ in units[tail:])
+    )
+    return text, cut
 
 
 def preview(text: str, max_lines: int = 20, max_bytes: int = 2048) -> tuple[str, str | None]:
@@ -273,14 +379,105 @@ def _size(n: int) -> str:
 # C1 controls (U+009B is a one-character CSI for some terminals), lone surrogates (cannot be
 # written as UTF-8) and the bidi embeddings, overrides and isolates (they reorder what is shown).
 # A carriage return could overwrite the line: only CR LF passes, as a line end.
-_TERMINAL_UNSAFE = re.compile("\r\n?|[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+_ASCII_UNSAFE = re.compile("\r\n?|[\x00-\x08\x0b-\x1f\x7f]")
+# Everything beyond ASCII: looked at one character at a time (_State.run).
+_NOT_PLAIN = re.compile("[^\x00-\x7f]+")
+# What shows as nothing, decided by Unicode's categories rather than a list: controls (Cc), format
+# characters (Cf: zero-width space and joiners, LRM/RLM/ALM, bidi controls, word joiner, BOM, tags
+# U+E0000-E007F, soft hyphen), line and paragraph separators (Zl, Zp), surrogates (Cs), private use
+# (Co) and unassigned code points (Cn); plus the default-ignorable letters and symbols of
+# _INVISIBLE_RANGES (Hangul fillers, the braille blank, variation selectors).
+_HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"})
+# Text made only of ASCII and common visible letters and punctuation (Latin, Greek, Cyrillic, CJK,
+# kana, Hangul, fullwidth forms): no mark, format character, emoji or gap among them (checked by
+# tests/test_display.py), so such a delta needs no per-character look (the streaming path).
+_VISIBLE_TEXT = re.compile(
+    "[\t\n\x20-\x7e\u00a1-\u00ac\u00ae-\u02ff\u0391-\u03a1\u03a3-\u03c9\u0400-\u0482"
+    "\u048a-\u04ff\u1e00-\u1eff\u2010-\u2027\u2030-\u205e\u3001-\u3029\u3030-\u303f"
+    "\u3041-\u3096\u30a0-\u30ff\u4e00-\u9fff\uac00-\ud7a3\uff01-\uff60]*"
+)
+_RUNS = re.compile("[^\x00-\x7f]+|[\x00-\x7f]+")
+_ZWJ = "\u200d"
+_EMOJI_PRESENTATION = ("\ufe0e", "\ufe0f")  # text and emoji variation selectors (VS15, VS16)
 
 
-def terminal_text(text: str) -> str:
-    """`text` made safe to write to a terminal: every character above is shown as its escape
-    (`\\x1b`, `\\r`, `\\u009b`, as escape_value writes them), so nothing is silently dropped.
-    Everything else, backslashes included, is left as it is: this is for reading, not decoding."""
-    return _TERMINAL_UNSAFE.sub(_terminal_escape, text)
+def terminal_text(text: str, before: str = "") -> str:
+    """`text` made safe to write to a terminal: everything above is shown as its escape (`\\x1b`,
+    `\\r`, `\\u009b`, `\\u200b`, as escape_value writes them), so nothing is silently dropped and
+    nothing is invisible. Everything else, backslashes included, is left as it is: this is for
+    reading, not decoding. `before` is the text written just before (a streamed delta's
+    predecessor), so a run of combining marks split across deltas is still counted as one run.
+
+    Emoji keep working: a zero-width joiner right after a pictograph (👨‍👩‍👧) and one VS15/VS16
+    right after a visible character (❤️) are shown as themselves."""
+    if text.isascii():  # the common case: one regex, no per-character work
+        return _ASCII_UNSAFE.sub(_terminal_escape, text) if _ASCII_UNSAFE.search(text) else text
+    if _VISIBLE_TEXT.fullmatch(text):
+        return text
+    state = _State()
+    if before:
+        state.after(before[-(MAX_MARKS + 2) :])
+    out: list[str] = []
+    pos = 0
+    for m in _NOT_PLAIN.finditer(text):
+        if m.start() > pos:
+            plain = text[pos : m.start()]
+            out.append(_ASCII_UNSAFE.sub(_terminal_escape, plain) if _ASCII_UNSAFE.search(plain) else plain)
+            state.plain(plain[-1])
+        out.append(state.run(m.group()))
+        pos = m.end()
+    if pos < len(text):
+        rest = text[pos:]
+        out.append(_ASCII_UNSAFE.sub(_terminal_escape, rest) if _ASCII_UNSAFE.search(rest) else rest)
+    return "".join(out)
+
+
+class _State:
+    """What the characters just shown were, for the next character's decision."""
+
+    __slots__ = ("base", "marks", "pictograph", "selector")
+
+    def __init__(self) -> None:
+        self.base = False  # the last character shown as itself is visible (a mark may sit on it)
+        self.marks = 0  # combining marks in a row just before
+        self.pictograph = False  # the last character shown is an emoji (a ZWJ may follow)
+        self.selector = False  # the last character was a variation selector shown as itself
+
+    def plain(self, last: str) -> None:
+        """After a stretch of ASCII ending in `last`."""
+        self.base, self.marks, self.pictograph, self.selector = " " < last < "\x7f", 0, False, False
+
+    def after(self, text: str) -> None:
+        """After `text`, written earlier (only the state matters)."""
+        for m in _RUNS.finditer(text):
+            run = m.group()
+            if _NOT_PLAIN.fullmatch(run):
+                self.run(run)
+            else:
+                self.plain(run[-1])
+
+    def run(self, run: str) -> str:
+        return "".join(self._one(ch) for ch in run)
+
+    def _one(self, ch: str) -> str:
+        cat = unicodedata.category(ch)
+        if cat in _HIDDEN_CATEGORIES or _INVISIBLE.match(ch):
+            if ch == _ZWJ and self.pictograph:
+                self.pictograph = self.base = self.selector = False
+                return ch
+            if ch in _EMOJI_PRESENTATION and self.base and not self.selector:
+                self.selector, self.marks = True, 0
+                return ch  # keeps `pictograph`: ❤️ + ZWJ + 🔥
+            self.base = self.pictograph = self.selector = False
+            self.marks = 0
+            return _escape_char(ch)
+        if cat == "Mn" or cat == "Me":
+            self.marks += 1
+            return ch if self.marks <= MAX_MARKS and self.base else _escape_char(ch)
+        self.marks, self.selector = 0, False
+        self.base = cat[0] != "Z"  # a no-break or ideographic space carries no mark
+        self.pictograph = cat == "So" or "\U0001f3fb" <= ch <= "\U0001f3ff"  # skin tones are Sk
+        return ch
 
 
 def _terminal_escape(m: re.Match[str]) -> str:

@@ -17,6 +17,7 @@ from typing import Any
 from .cancel import Cancelled, CancelToken
 from .compaction import Compactor, StreamingClient
 from .contract import (
+    APPROVAL_QUESTION,
     COMPLETED,
     DENIED,
     FAILED,
@@ -294,6 +295,7 @@ class Turn(Mutable):
                 tool=tool.name,
                 fields=fields,
                 warning=warning,
+                question=prepared.question or APPROVAL_QUESTION,
                 workdir=str(self.workdir),
                 diff=prepared.diff,
             )

@@ -34,8 +34,13 @@ def restore_problem_line(problem: str) -> str:
 
 
 def _where(other: OpenElsewhere) -> str:
+    from .display import field_value
+
     pid = other.pid if other.pid is not None else "unknown"
-    return f"pid {pid}, in {other.workdir or 'an unknown folder'}"
+    # The folder comes from a lock file's note, which anyone who can write MINO_HOME can forge (and a
+    # folder's name may hold a newline): escaped like an approval value, so it stays one plain line.
+    where = field_value(other.workdir)[0] if other.workdir else "an unknown folder"
+    return f"pid {pid}, in {where}"
 
 
 def session_in_use(other: OpenElsewhere) -> str:

@@ -197,3 +197,75 @@ def test_usage_errors_quote_the_argument_sanitised(mino_env: dict[str, str], wor
     proc = piped(mino_env, workdir, "", "--bogus\x1b[8m")
     assert proc.returncode == 2 and "unknown argument: --bogus\\x1b[8m" in proc.stderr
     assert "\x1b" not in proc.stderr
+
+
+# ---- issue 22, finding 6: invisible text ------------------------------------------------------
+# What a terminal shows as nothing (or as a blank, or stacked over the lines above); each must reach
+# the screen as its escape, from every path: model text, tool output, file names, errors.
+INVISIBLE = {
+    "\u200b": "\\u200b",  # zero-width space
+    "\u200c": "\\u200c",  # zero-width non-joiner
+    "\u200d": "\\u200d",  # zero-width joiner (not after an emoji)
+    "\u200e": "\\u200e",  # LRM
+    "\u200f": "\\u200f",  # RLM
+    "\u061c": "\\u061c",  # ALM
+    "\u2060": "\\u2060",  # word joiner
+    "\ufeff": "\\ufeff",  # BOM
+    "\u00ad": "\\u00ad",  # soft hyphen
+    "\u2028": "\\u2028",  # line separator
+    "\u2029": "\\u2029",  # paragraph separator
+    "\U000e0041": "\\U000e0041",  # tag LATIN CAPITAL A ("ASCII smuggling")
+    "\U000e007f": "\\U000e007f",  # cancel tag
+    "\u115f": "\\u115f",  # Hangul choseong filler
+    "\u1160": "\\u1160",  # Hangul jungseong filler
+    "\u3164": "\\u3164",  # Hangul filler
+    "\uffa0": "\\uffa0",  # halfwidth Hangul filler
+    "\u2800": "\\u2800",  # braille blank
+    "\ue000": "\\ue000",  # private use
+    "\U000e01ef": "\\U000e01ef",  # variation selector 256 ("emoji smuggling")
+    "\u0378": "\\u0378",  # unassigned
+}
+SMUGGLED = "ok" + "".join(INVISIBLE) + "e" + "\u0301" * 300 + " done"
+SMUGGLED_SHOWN = "ok" + "".join(INVISIBLE.values()) + "e" + "\u0301" * 4 + "\\u0301" * 296 + " done"
+
+
+def test_terminal_text_shows_every_invisible_character_as_its_escape() -> None:
+    from mino_server.core.display import terminal_text
+
+    assert terminal_text(SMUGGLED) == SMUGGLED_SHOWN
+    for ch, shown in INVISIBLE.items():
+        assert terminal_text(f"a{ch}b") == f"a{shown}b"
+    # Emoji keep their joiners and presentation selectors; a second selector does not pass.
+    assert terminal_text("❤️ 👨\u200d👩\u200d👧 👍🏽") == "❤️ 👨\u200d👩\u200d👧 👍🏽"
+    assert terminal_text("x\ufe0f\ufe0f") == "x\ufe0f\\ufe0f"
+    assert terminal_text("Việt Nam, café, 中文, Привет") == "Việt Nam, café, 中文, Привет"
+
+
+def test_a_stack_of_marks_split_across_deltas_is_one_stack() -> None:
+    ui, out, _ = terminal()
+    delta(ui, "e")
+    for _ in range(10):
+        delta(ui, "\u0301")
+    assert out.getvalue() == "Assistant> e" + "\u0301" * 4 + "\\u0301" * 6
+
+
+def test_invisible_text_is_shown_from_every_path(
+    model: ScriptedModel, mino_env: dict[str, str], workdir: Path
+) -> None:
+    # Model text, a streamed reply, a tool's output, a memory file's name and a service error.
+    memory = Path(mino_env["MINO_HOME"]) / "memory"
+    memory.mkdir(parents=True)
+    (memory / "bad\u200b\U000e0041.md").write_text("no front matter\n")
+    model.add(
+        {"text": SMUGGLED, **bash_call("printf 'out\\342\\200\\213put\\n'")},
+        {"status": 401, "error": "bad key\u200e\ufeff hidden"},
+    )
+    proc = piped(mino_env, workdir, "check it\n", "--mode", "bypass")
+    out = proc.stdout + proc.stderr
+    assert SMUGGLED_SHOWN in proc.stdout
+    assert "out\\u200bput" in proc.stdout
+    assert "bad\\u200b\\U000e0041.md" in proc.stderr
+    assert "bad key\\u200e\\ufeff hidden" in proc.stderr
+    for ch in INVISIBLE:
+        assert ch not in out, repr(ch)
+    assert "\u0301" * 5 not in out

@@ -35,6 +35,9 @@ const CLEAR_PROMPT =
   "Clear this session's saved history? This does not undo executed commands or delete recovery copies or manual backups.";
 
 /** Tool names in the notification text: plain characters only, so nothing can form a link. */
+/** The question of an ordinary approval; any other question names a risk. */
+const PLAIN_QUESTION = 'Approve this operation?';
+
 export function notificationToolName(tool: string): string {
   const t = tool.replace(/[^A-Za-z0-9_.-]/g, '');
   return t || 'a tool';
@@ -304,13 +307,15 @@ export class Controller implements vscode.Disposable {
   private showApprovalNotification(a: PendingApproval): void {
     const done = new Promise<void>((resolve) => this.notificationEnds.set(a.key, resolve));
     const tool = notificationToolName(a.params.tool);
+    // A question that names a risk ("Run OUTSIDE the sandbox?") is said in the toast too.
+    const risk = a.params.question && a.params.question !== PLAIN_QUESTION ? `: ${a.params.question}` : '';
     const links = [
       commandLink('Approve', 'mino.answerApproval', [a.key, 'approve']),
       commandLink('Deny', 'mino.answerApproval', [a.key, 'deny']),
       commandLink('Show details', 'mino.showApproval', [a.key]),
     ].join('\u2002'); // an en space: does not collapse, keeps the toast on one line
     void vscode.window.withProgress(
-      { location: vscode.ProgressLocation.Notification, title: `Mino wants to run ${tool}`, cancellable: false },
+      { location: vscode.ProgressLocation.Notification, title: `Mino wants to run ${tool}${risk}`, cancellable: false },
       async (progress) => {
         progress.report({ message: links });
         await done;

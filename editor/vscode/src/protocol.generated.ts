@@ -316,7 +316,11 @@ export interface ApprovalRequest {
   tool: string;
   fields: ApprovalField[];
   warning: string | null;
-  /** "Approve this operation?" */
+  /**
+   * what to answer, naming the risk: "Run OUTSIDE the sandbox?", "Run without a sandbox, with your rights?",
+   * "Save this memory for every later session?", "Write into .git/, where files run or instruct later?" (any
+   * protected folder), else "Approve this operation?"
+   */
   question: string;
   workdir: string;
   /**

@@ -62,6 +62,8 @@ class Prepared(Generic[S], Mutable):
     kind: Kind | None = None
     # write_file and edit_file: the whole file before and after, for an editor's diff view.
     diff: FileDiff | None = None
+    # The question when this call asks, naming its risk (contract.py); None: APPROVAL_QUESTION.
+    question: str | None = None
 
 
 @dataclass(eq=False, repr=False)

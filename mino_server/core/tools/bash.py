@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..cancel import Cancelled, CancelToken
-from ..contract import Kind
+from ..contract import NO_SANDBOX_QUESTION, OUTSIDE_SANDBOX_QUESTION, Kind
 from ..values import Frozen
 from . import orphans
 from .base import (
@@ -126,9 +126,13 @@ class BashTool(ToolOf[BashArgs, None]):
         if args.outside_sandbox:
             # "bash without sandbox" in the decision table, whether or not there is a sandbox.
             return Prepared(
-                [*fields, ("Sandbox", "none (requested)"), ("Reason", args.reason or "")], kind="other"
+                [*fields, ("Sandbox", "none (requested)"), ("Reason", args.reason or "")],
+                kind="other",
+                question=OUTSIDE_SANDBOX_QUESTION,
             )
-        return Prepared([*fields, ("Sandbox", ctx.sandbox.name if ctx.sandbox is not None else "none")])
+        if ctx.sandbox is None:
+            return Prepared([*fields, ("Sandbox", "none")], question=NO_SANDBOX_QUESTION)
+        return Prepared([*fields, ("Sandbox", ctx.sandbox.name)])
 
     def run(self, args: BashArgs, ctx: ToolContext, prepared: Prepared[None]) -> ToolResult:
         import subprocess  # here, not at import: the tool set is loaded on start-up paths that run nothing

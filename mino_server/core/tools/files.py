@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any, BinaryIO, ClassVar
 
 from .. import durable
-from ..contract import DIFF_MAX_BYTES, FileDiff, Kind
-from ..display import preview, split_lines, utf8_boundary
+from ..contract import DIFF_MAX_BYTES, FileDiff, Kind, protected_question
+from ..display import escape_value, field_value, preview, split_lines, utf8_boundary
 from ..values import Frozen
 from .base import (
     COMPLETED,
@@ -223,12 +223,20 @@ def _write(parent: int, target: Target, data: bytes, mode: int) -> None:
         raise ToolFailure(f"Cannot write {rel}: {e.strerror or e}; nothing was written.") from None
 
 
+def _protected_folder(target: Target) -> str:
+    """The protected folder the write lands in, as a path in the project (`sub/.git`)."""
+    name = target.protected
+    assert name is not None
+    return "/".join(target.parts[: target.parts.index(name) + 1])
+
+
 def _protected_warning(target: Target) -> str | None:
     """The approval's reason why this write asks in every mode but bypass; None for other paths."""
-    name = target.protected
-    if name is None:
+    if target.protected is None:
         return None
-    where = "/".join(target.parts[: target.parts.index(name) + 1])
+    # The folders on the way are the model's names: escaped (and cut) as a field value, so a newline
+    # or an escape in them cannot start a line of their own in the block.
+    where = field_value(_protected_folder(target))[0]
     return (
         f"{where}: files here can run commands or instruct Mino later (git hooks and config, Mino "
         "skills and settings, editor tasks and settings), so writes here ask in every mode except bypass."
@@ -244,7 +252,10 @@ def _write_prepared(
 ) -> Prepared[FileState]:
     protected = _protected_warning(target)
     warning = " ".join(w for w in (protected, preview_note) if w) or None
-    return Prepared(fields, warning=warning, state=state, kind="other" if protected else None, diff=diff)
+    if not protected:
+        return Prepared(fields, warning=warning, state=state, diff=diff)
+    question = protected_question(escape_value(target.protected or ""))  # `.git` in the case written
+    return Prepared(fields, warning=warning, state=state, kind="other", diff=diff, question=question)
 
 
 def _file_diff(path: Path, before: bytes | str | None, after: str) -> FileDiff | None:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from .. import memory
-from ..contract import Kind, MemoryType
+from ..contract import MEMORY_QUESTION, Kind, MemoryType
 from ..display import preview
 from ..values import Frozen
 from .base import (
@@ -182,7 +182,7 @@ class MemorySaveTool(ToolOf[SaveArgs, str | None]):
         ]
         if args.details:
             fields.append(("Details", details_preview(args.details)))
-        return Prepared(fields=fields, warning=SAVE_WARNING, state=state)
+        return Prepared(fields=fields, warning=SAVE_WARNING, state=state, question=MEMORY_QUESTION)
 
     def run(self, args: SaveArgs, ctx: ToolContext, prepared: Prepared[str | None]) -> ToolResult:
         try:

@@ -74,10 +74,13 @@ const OUTCOME_TEXT: Record<ApprovalView['state'], string> = {
 
 export function renderApproval(toolName: string, a: ApprovalView, id: string, extraHtml = '', diffButton = ''): string {
   const pending = a.state === 'pending';
+  // The server's order (the deciding fields last), then Mino's own lines: the working directory, the
+  // warning, and the question naming the tool and the risk, so the model's long text is never the
+  // last thing read before answering (long fields scroll inside the card: chat.css).
   const body = [
     renderFields(a.fields),
-    a.warning ? `<div class="warning" role="note">${escapeHtml(a.warning)}</div>` : '',
     `<div class="workdir"><span class="field-label">Working directory:</span> <span class="field-value">${escapeHtml(a.workdir)}</span></div>`,
+    a.warning ? `<div class="warning" role="note">${escapeHtml(a.warning)}</div>` : '',
   ].join('');
   const parts = [
     `<div class="card approval state-${escapeHtml(a.state)}" data-id="${escapeHtml(id)}" data-key="${escapeHtml(a.key)}">`,
@@ -88,7 +91,7 @@ export function renderApproval(toolName: string, a: ApprovalView, id: string, ex
   if (pending) {
     parts.push(
       body,
-      `<div class="question">${escapeHtml(a.question)}</div>`,
+      `<div class="question"><span class="question-tool">[Tool: ${escapeHtml(toolName)}]</span> ${escapeHtml(a.question)}</div>`,
       `<div class="actions">`,
       `<button type="button" class="btn approve" data-action="approve" data-key="${escapeHtml(a.key)}">Approve</button>`,
       `<button type="button" class="btn secondary deny" data-action="deny" data-key="${escapeHtml(a.key)}">Deny</button>`,

@@ -53,8 +53,33 @@ test('the card shows tool, warning, question and workdir', () => {
   const html = renderApproval('memory_save', approval, 't-1');
   assert.ok(html.includes('[Tool: memory_save]'));
   assert.ok(html.includes(`<div class="warning" role="note">${approval.warning}</div>`));
-  assert.ok(html.includes('<div class="question">Approve this operation?</div>'));
+  assert.ok(html.includes('<div class="question"><span class="question-tool">[Tool: memory_save]</span> Approve this operation?</div>'));
   assert.ok(html.includes('/work/ws &lt;b&gt;x&lt;/b&gt;'));
+});
+
+test('the fields in the server\'s order, then the working directory, the warning and the question naming tool and risk', () => {
+  // Issue 22, finding 5: the model's long text is never the last thing read before answering.
+  const bash: ApprovalView = {
+    ...approval,
+    fields: [
+      { label: 'Command', value: 'make deploy' },
+      { label: 'Reason', value: 'it pushes \u201cSandbox: bwrap\u201d' },
+      { label: 'Directory', value: '/w' },
+      { label: 'Sandbox', value: 'none (requested)' },
+    ],
+    warning: 'Command is too long to show in full.',
+    question: 'Run OUTSIDE the sandbox?',
+  };
+  const html = renderApproval('bash', bash, 't-1');
+  const at = (s: string) => {
+    const i = html.indexOf(s);
+    assert.ok(i >= 0, `${s} in ${html}`);
+    return i;
+  };
+  assert.ok(at('"make deploy"') < at('Reason:') && at('Reason:') < at('"/w"') && at('"/w"') < at('"none (requested)"'));
+  assert.ok(at('"none (requested)"') < at('Working directory:') && at('Working directory:') < at('class="warning"'));
+  assert.ok(at('class="warning"') < at('<div class="question"><span class="question-tool">[Tool: bash]</span> Run OUTSIDE the sandbox?</div>'));
+  assert.ok(at('class="question"') < at('data-action="approve"'));
 });
 
 test('pending cards have Approve and Deny buttons carrying the key; answered cards have none', () => {

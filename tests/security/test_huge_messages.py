@@ -1,0 +1,96 @@
+"""Issue 22, "also attack": huge, deeply nested or crowded messages and cancel storms against
+`mino --acp` and `mino --stdio`. Each must get a clear error for that message only (or be ignored,
+for notifications), with no traceback and no memory blow-up, and the process must keep answering.
+
+Found: `mino --acp` ended with a RecursionError traceback on a line of "[[[[…" 100,000 deep, and
+16 MiB of `[{},{},…]` would have become millions of dicts before any check (about 400 MB); both
+front ends now refuse a message with more than stdio.MAX_CONTAINERS objects and arrays unparsed.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import time
+from pathlib import Path
+
+import pytest
+from acp_client import AcpClient
+from helpers import mino_env, quiet_home
+from server_client import Client
+
+from mino_server.stdio import MAX_CONTAINERS
+from mino_server.testing.scripted_model import ScriptedModel
+
+
+@pytest.fixture
+def env(tmp_path: Path, model: ScriptedModel) -> dict[str, str]:
+    return mino_env(quiet_home(tmp_path), model.base_url)
+
+
+def child_peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+
+
+def errors_after(client: AcpClient | Client, seen: int) -> list[str]:
+    return [m["error"]["message"] for m in client.messages[seen:] if "error" in m]
+
+
+def test_acp_survives_deep_crowded_and_huge_lines(env: dict[str, str], workdir: Path) -> None:
+    client = AcpClient(env, workdir)
+    client.initialize()
+    seen = len(client.messages)
+    client.write_raw(b"[" * 100_000 + b"]" * 100_000 + b"\n")
+    client.write_raw(b'{"a":' * 100_000 + b"1" + b"}" * 100_000 + b"\n")
+    client.write_raw(b"[" + b"{}," * (MAX_CONTAINERS + 10) + b"{}]\n")
+    client.write_raw(b'{"x":"' + b"a" * (40 * 1024 * 1024) + b'"}\n')  # past the 32 MiB line limit
+    deep: object = {"x": None}
+    for _ in range(900):  # just under Python's recursion limit: parses, then meets the handlers
+        deep = {"x": deep}
+    for method in ("session/new", "session/prompt", "session/load", "session/set_mode", "session/list"):
+        client.start(method, {"cwd": deep, "sessionId": deep, "prompt": deep, "modeId": deep})
+    sid = client.new_session(workdir)  # still answering
+    errors = errors_after(client, seen)
+    assert sum("too deeply" in e for e in errors) == 2, errors
+    assert sum(f"the limit is {MAX_CONTAINERS}" in e for e in errors) == 1, errors
+    assert sum("longer than" in e for e in errors) == 1, errors
+    assert sid and client.close() == 0
+    assert b"Traceback" not in client.stderr, client.stderr[-3000:]
+    assert client.violations == []
+
+
+def test_the_editor_server_refuses_a_crowded_message_unparsed(env: dict[str, str], workdir: Path) -> None:
+    client = Client(env, workdir)
+    client.initialize(workdir)
+    seen = len(client.messages)
+    body = b"[" + b"{}," * 5_000_000 + b"{}]"  # 15 MB: under the 16 MiB frame limit
+    client.write_raw(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+    assert client.request("mino/state")["sessionId"]
+    assert any(f"the limit is {MAX_CONTAINERS}" in e for e in errors_after(client, seen))
+    assert client.stop() == 0
+    assert b"Traceback" not in bytes(client.stderr)
+    # Parsed, 5 million dicts would have taken about 400 MB; refused unparsed, far less.
+    assert child_peak_rss_mb() < 300
+
+
+def test_a_cancel_storm_changes_nothing(env: dict[str, str], workdir: Path, model: ScriptedModel) -> None:
+    model.add({"text": "first"}, {"text": "second"})
+    acp = AcpClient(env, workdir)
+    acp.initialize()
+    sid = acp.new_session(workdir)
+    started = time.monotonic()
+    storm = b"".join(
+        json.dumps({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": s}}).encode()
+        + b"\n"
+        for s in [sid, "nope", "x" * 1000] * 3000
+    )
+    acp.write_raw(storm)
+    assert acp.prompt(sid, "hello")["stopReason"] == "end_turn"  # no cancel is kept for later
+    assert acp.close() == 0 and b"Traceback" not in acp.stderr
+    server = Client(env, workdir)
+    server.initialize(workdir)
+    for n in range(5000):
+        server.notify("$/cancelRequest", {"id": n})
+    assert server.request("mino/turn", {"text": "hi"})["status"] == "completed"
+    assert server.stop() == 0 and b"Traceback" not in bytes(server.stderr)
+    assert time.monotonic() - started < 120  # a hang, not speed
