@@ -44,10 +44,16 @@ class ToolFailure(Exception):
         self.status = status
 
 
+INTERRUPTED = "Interrupted by the user while running."
+
+
 @dataclass(frozen=True, eq=False, repr=False)
 class ToolResult(Frozen):
     status: ToolStatus
     output: str
+    # A line the person must see even when the output is folded away (the turn sends it as a Notice
+    # after the result); the output already holds it for the model.
+    notice: str | None = None
 
 
 @dataclass(eq=False, repr=False)
