@@ -297,3 +297,19 @@ def test_acp_asks_with_request_permission(model: ScriptedModel, tmp_path: Path, 
     assert client.violations == [] and b"Traceback" not in client.stderr
     assert CATALOGUE_LINE in model.requests[0]["instructions"]
     assert list((home / "consent" / "skills").iterdir())
+
+
+@needs_bwrap
+def test_the_git_folder_a_git_file_names_is_read_only_too(workdir: Path) -> None:
+    """A worktree's or submodule's `.git` is a file naming the real git folder, which may be any
+    folder of the project: it holds the config and hooks, so it is read-only as well."""
+    (workdir / "store" / "hooks").mkdir(parents=True)
+    (workdir / "store" / "config").write_text("[core]\n")
+    (workdir / "sub").mkdir()
+    (workdir / "sub" / ".git").write_text("gitdir: ../store\n")
+    result = run_bash(
+        {"command": "echo '[core] fsmonitor = touch /tmp/pwned' >> store/config || echo refused"},
+        _ctx(workdir),
+    )
+    assert "refused" in result.output
+    assert (workdir / "store" / "config").read_text() == "[core]\n"

@@ -96,7 +96,9 @@ def changes(before: Found, after: Found) -> list[tuple[str, str]]:
 def mount_sources(workdir: Path, found: Found) -> list[str]:
     """What to mount read-only: each protected path; a link is followed to a target inside the
     working directory (outside it, the target is read-only already). The link itself stays
-    replaceable, like a folder that does not exist yet: the walk after the command reports it."""
+    replaceable, like a folder that does not exist yet: the walk after the command reports it.
+    A `.git` file (a worktree or submodule) names the real git folder: inside the working
+    directory that folder is mounted read-only too, whatever its name."""
     out = []
     for path in found.absolute(workdir):
         if os.path.islink(path):
@@ -105,4 +107,22 @@ def mount_sources(workdir: Path, found: Found) -> list[str]:
                 continue
             path = target
         out.append(path)
-    return out
+        if os.path.isfile(path):
+            gitdir = _gitdir(path)
+            if gitdir is not None and Path(gitdir).is_relative_to(workdir) and gitdir != str(workdir):
+                out.append(gitdir)
+    return list(dict.fromkeys(out))
+
+
+def _gitdir(gitfile: str) -> str | None:
+    """The folder a `.git` file's `gitdir: PATH` line names (relative to the file), if it exists."""
+    try:
+        with open(gitfile, "rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return None
+    text = head.decode("utf-8", "replace").strip()
+    if not text.startswith("gitdir:"):
+        return None
+    target = os.path.realpath(os.path.join(os.path.dirname(gitfile), text[len("gitdir:") :].strip()))
+    return target if os.path.isdir(target) else None
