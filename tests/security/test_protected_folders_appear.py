@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -313,3 +314,43 @@ def test_the_git_folder_a_git_file_names_is_read_only_too(workdir: Path) -> None
     )
     assert "refused" in result.output
     assert (workdir / "store" / "config").read_text() == "[core]\n"
+
+
+def test_a_later_walk_lists_only_changed_folders_and_still_finds_a_deep_new_git(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The walk is kept between commands and checked folder by folder (inode and ctime): what a
+    command adds anywhere changes its folder's ctime, so it is listed again and found."""
+    root = tmp_path / "proj"
+    for i in range(20):
+        (root / f"d{i}" / "x" / "y").mkdir(parents=True)
+    time.sleep(0.05)  # later than the coarse clock's tick: the folders' ctime is in the past
+    monkeypatch.setattr(protected._Walker, "TRUST_AFTER_NS", 0)
+    listed: list[str] = []
+    real = protected._Walker._list
+
+    def counting(self: Any, rel: str, path: str, st: os.stat_result) -> Any:
+        listed.append(rel)
+        return real(self, rel, path, st)
+
+    monkeypatch.setattr(protected._Walker, "_list", counting)
+    first = protected.find(root)
+    assert first.complete and first.paths == {} and len(listed) == 61
+    time.sleep(0.05)
+    listed.clear()
+    (root / "d7" / "x" / "y" / ".git").mkdir()
+    (root / "d3" / "x" / "new" / ".vscode").mkdir(parents=True)
+    second = protected.find(root)
+    assert sorted(listed) == ["d3/x", "d3/x/new", "d7/x/y"]
+    assert set(second.paths) == {"d7/x/y/.git", "d3/x/new/.vscode"}
+    assert protected.changes(first, second) == [("d3/x/new/.vscode", "created"), ("d7/x/y/.git", "created")]
+
+
+def test_a_folder_changed_right_after_it_was_listed_is_listed_again(tmp_path: Path) -> None:
+    """A change in the same clock tick as the listing would leave ctime as it was: folders changed
+    within the last seconds are never taken from the kept walk."""
+    root = tmp_path / "proj"
+    (root / "sub").mkdir(parents=True)
+    assert protected.find(root).paths == {}
+    (root / "sub" / ".git").mkdir()  # at once: likely the same tick as the listing
+    assert set(protected.find(root).paths) == {"sub/.git"}

@@ -67,7 +67,7 @@ class BashTool(ToolOf[BashArgs, protected.Found]):
         "the command and everything it started are killed. Background processes (even ones started "
         "with setsid or nohup) are stopped when the command ends, so do not start servers that must "
         "keep running. When a sandbox is active: files outside the working directory are read-only; "
-        "inside it, every .git, .mino and .vscode folder (at any depth) is read-only too (so git commit, git add and "
+        "inside it, the .git, .mino and .vscode folders are read-only too, at any depth (so git commit, git add and "
         "git checkout fail there); the Mino home folder cannot be written; /tmp is private and empty; "
         "there is no network; and unix sockets cannot be opened unless the user's configuration "
         "allows them. "

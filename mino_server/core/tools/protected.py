@@ -8,8 +8,9 @@ One walk finds them: breadth first (the shallow ones, which tools pick up first,
 a budget runs out), never following a link, never entering a protected folder (it is read-only as
 a whole), reading at most MAX_ENTRIES directory entries and keeping at most MAX_FOUND folders. A
 walk that stopped early is `complete=False`: the sandbox cannot then keep every protected folder
-read-only, so bash treats the command as unsandboxed (it asks). Before and after a command the walk
-is compared: a protected folder that appeared, or that was replaced by something else, is reported
+read-only, so bash treats the command as unsandboxed (it asks). The walk is kept for the process
+and checked folder by folder (inode and ctime, see _Walker), so only the first one lists every
+folder. Before and after a command the walk is compared: a protected folder that appeared, or that was replaced by something else, is reported
 to the model and to the person (words.protected_folders_changed).
 """
 
@@ -17,6 +18,8 @@ from __future__ import annotations
 
 import os
 import stat
+import threading
+import time
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,38 +47,114 @@ class Found(Frozen):
         return [os.path.join(workdir, rel) for rel in self.paths]
 
 
+@dataclass(eq=False, repr=False)
+class _Listed:
+    """One folder as the last walk listed it."""
+
+    ino: int
+    ctime_ns: int
+    trusted: bool  # its last change was well before the listing: a later one changes ctime
+    entries: int
+    subfolders: list[str]
+    marks: dict[str, tuple[int, int]]  # the protected entries directly in it
+
+
+class _Walker:
+    """The last walk of one working directory, checked again folder by folder.
+
+    A folder's ctime changes whenever an entry is added to, removed from or renamed in it, and no
+    process can set ctime (only the clock can, which needs CAP_SYS_TIME: never in the sandbox). So
+    a folder whose inode and ctime are unchanged since it was listed still holds the same names,
+    and only changed folders are listed again: a walk after the first costs one lstat per folder,
+    not one entry per file. A folder listed within TRUST_AFTER_NS of its last change is listed again
+    every time: a change in the same clock tick (or second, on coarse file systems) as the listing
+    would leave ctime as it was."""
+
+    TRUST_AFTER_NS = 3_000_000_000
+
+    def __init__(self, root: str, skip: str | None) -> None:
+        self.root = root
+        self.skip = skip
+        self.lock = threading.Lock()
+        self.folders: dict[str, _Listed] = {}
+
+    def walk(self) -> Found:
+        with self.lock:
+            found: dict[str, tuple[int, int]] = {}
+            folders: dict[str, _Listed] = {}
+            entries = 0
+            complete = True
+            queue: deque[str] = deque([""])
+            while queue:
+                rel = queue.popleft()
+                listed = self._current(rel)
+                if listed is None:  # unreadable or gone: what it holds is unknown
+                    complete = False
+                    continue
+                entries += listed.entries
+                if entries > MAX_ENTRIES or len(found) + len(listed.marks) > MAX_FOUND:
+                    complete = False
+                    break
+                folders[rel] = listed
+                found.update(listed.marks)
+                queue.extend(listed.subfolders)
+            # Kept (also when the budget ran out): the next walk checks instead of listing again.
+            self.folders = folders
+            return Found(found, complete, min(entries, MAX_ENTRIES))
+
+    def _current(self, rel: str) -> _Listed | None:
+        path = os.path.join(self.root, rel) if rel else self.root
+        try:
+            st = os.lstat(path)
+        except OSError:
+            return None
+        if not stat.S_ISDIR(st.st_mode):
+            return None
+        old = self.folders.get(rel)
+        if old is not None and old.trusted and old.ino == st.st_ino and old.ctime_ns == st.st_ctime_ns:
+            return old
+        return self._list(rel, path, st)
+
+    def _list(self, rel: str, path: str, st: os.stat_result) -> _Listed | None:
+        now = time.time_ns()
+        subfolders: list[str] = []
+        marks: dict[str, tuple[int, int]] = {}
+        count = 0
+        try:
+            with os.scandir(path) as listing:
+                for entry in listing:
+                    count += 1
+                    if count > MAX_ENTRIES:
+                        break
+                    child = os.path.join(rel, entry.name) if rel else entry.name
+                    try:
+                        if entry.name.casefold() in NAMES:
+                            est = entry.stat(follow_symlinks=False)
+                            marks[child] = (stat.S_IFMT(est.st_mode), est.st_ino)
+                        elif entry.is_dir(follow_symlinks=False) and entry.path != self.skip:
+                            subfolders.append(child)
+                    except OSError:  # gone since the listing
+                        continue
+        except OSError:
+            return None
+        trusted = st.st_ctime_ns < now - self.TRUST_AFTER_NS
+        return _Listed(st.st_ino, st.st_ctime_ns, trusted, count, subfolders, marks)
+
+
+_walkers: dict[tuple[str, str | None], _Walker] = {}
+_walkers_lock = threading.Lock()
+
+
 def find(workdir: Path, skip: str | None = None) -> Found:
     """Walk `workdir` (symbolic links resolved) for protected folders; `skip` (an absolute path,
-    MINO_HOME inside the working directory) is not entered."""
-    found: dict[str, tuple[int, int]] = {}
-    entries = 0
-    complete = True
-    queue: deque[str] = deque([""])
-    root = str(workdir)
-    while queue:
-        rel = queue.popleft()
-        try:
-            listing = os.scandir(os.path.join(root, rel) if rel else root)
-        except OSError:  # unreadable or gone: what it holds is unknown
-            complete = False
-            continue
-        with listing:
-            for entry in listing:
-                entries += 1
-                if entries > MAX_ENTRIES:
-                    return Found(found, False, entries - 1)
-                child = os.path.join(rel, entry.name) if rel else entry.name
-                try:
-                    if entry.name.casefold() in NAMES:
-                        if len(found) >= MAX_FOUND:
-                            return Found(found, False, entries)
-                        st = entry.stat(follow_symlinks=False)
-                        found[child] = (stat.S_IFMT(st.st_mode), st.st_ino)
-                    elif entry.is_dir(follow_symlinks=False) and entry.path != skip:
-                        queue.append(child)
-                except OSError:  # gone since the listing
-                    continue
-    return Found(found, complete, entries)
+    MINO_HOME inside the working directory) is not entered. The walker of this working directory is
+    kept for the process (see _Walker): conversations on it share one."""
+    key = (str(workdir), skip)
+    with _walkers_lock:
+        walker = _walkers.get(key)
+        if walker is None:
+            walker = _walkers[key] = _Walker(str(workdir), skip)
+    return walker.walk()
 
 
 def changes(before: Found, after: Found) -> list[tuple[str, str]]:
