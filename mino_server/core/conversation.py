@@ -594,6 +594,7 @@ class Conversation:
 
             def prepare() -> None:  # inside the turn: a failure here still ends it with turn_end
                 turn.ctx.skills = {s.name: s.path for s in skill_list}
+                turn.ctx.skill_digests = {s.name: s.sha256 for s in skill_list if s.sha256}
                 turn.index = self._memory_index()
                 turn.instructions = self.instructions(skill_list)
                 turn.schemas = tool_schemas(self.tools)

@@ -78,6 +78,9 @@ class ToolContext(Mutable):
     cancel: CancelToken
     sandbox: Sandbox | None = None
     skills: dict[str, Path] = field(default_factory=dict)  # name -> SKILL.md of the session catalogue
+    # name -> sha256 of the SKILL.md bytes the person accepted this session (skills scanned this
+    # session; a catalogue taken from a session record has none): skill_view returns only those.
+    skill_digests: dict[str, str] = field(default_factory=dict)
     # Environment variables commands never see: Mino's own model API key must not be one `echo` away.
     hidden_env: frozenset[str] = frozenset({"MINO_API_KEY", "OPENAI_API_KEY"})
 
