@@ -47,8 +47,8 @@ class Found(Frozen):
         return [os.path.join(workdir, rel) for rel in self.paths]
 
 
-@dataclass(eq=False, repr=False)
-class _Listed:
+@dataclass(frozen=True, eq=False, repr=False)
+class _Listed(Frozen):
     """One folder as the last walk listed it."""
 
     ino: int
