@@ -51,7 +51,9 @@ RESET = "\x1b[0m"  # default colours and attributes, before an approval block
 
 @dataclass(eq=False, repr=False)
 class _Question(Mutable):
-    request: ApprovalRequest
+    """A yes/no the turn's thread needs; the main thread, which owns the terminal, asks it."""
+
+    prompt: str
     done: threading.Event = field(default_factory=threading.Event)
     answer: bool = False
 
@@ -212,7 +214,11 @@ class TerminalUI:
         if not self.interactive:
             self.line(f"{request.question} [y/N] no — input is piped, so nobody can approve; denied.")
             return False
-        question = _Question(request)
+        return self._ask_main(terminal_text(f"{request.question} [y/N] "), cancel)
+
+    def _ask_main(self, prompt: str, cancel: CancelToken) -> bool:
+        """From the turn's thread: the main thread asks (_run_turn), a Ctrl-C there cancels."""
+        question = _Question(prompt)
         self.questions.put(question)
         while not question.done.wait(0.05):
             if cancel.cancelled:
@@ -229,11 +235,14 @@ class TerminalUI:
         self.typed()
         return answer.strip().lower() in ("y", "yes")
 
-    def confirm(self, kind: str, session_id: str, message: str) -> bool:
-        self.line(message)
+    def confirm(self, kind: str, session_id: str, message: str, cancel: CancelToken | None = None) -> bool:
+        self._begin_block()  # like an approval: from a fresh line and reset attributes
+        self.line(message)  # its project text is escaped by the core and sanitised by write()
         if not self.interactive:
             self.line("[y/N] no — input is piped, so nobody can confirm.")
             return False
+        if threading.current_thread() is not threading.main_thread():
+            return self._ask_main("[y/N] ", cancel or CancelToken())  # asked during a turn (skills)
         return self.ask_yes_no("[y/N] ")
 
     def ask_text(self, prompt: str) -> str | None:
@@ -405,7 +414,7 @@ def _run_turn(agent: Conversation, ui: TerminalUI, text: str, context: list[Reso
             if cancel.cancelled:
                 question.done.set()
                 continue
-            question.answer = ui.ask_yes_no(terminal_text(f"{question.request.question} [y/N] "))
+            question.answer = ui.ask_yes_no(question.prompt)
             question.done.set()
         except KeyboardInterrupt:
             ui.write("^C\n")

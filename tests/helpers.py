@@ -63,7 +63,7 @@ class RecordingUI:
         self.asked.append(Asked.of(request))
         return self.approvals.pop(0) if self.approvals else False
 
-    def confirm(self, kind: str, session_id: str, message: str) -> bool:
+    def confirm(self, kind: str, session_id: str, message: str, cancel: CancelToken | None = None) -> bool:
         self.confirm_messages.append(message)
         return self.confirms.pop(0) if self.confirms else False
 

@@ -348,7 +348,7 @@ def test_skills_catalogue_same_after_resume_even_when_folder_changed(
 ) -> None:
     write_skill(workdir, "release", "How to cut a release.", "Run make release.\n")
     model.add({"text": "a"}, call("skill_view", name="release"), {"text": "b"})
-    agent = agent_factory()
+    agent = agent_factory(RecordingUI(confirms=[True]))  # yes to the project's skills
     sid = agent.session_id
     turn(agent, "hi")
     turn(agent, "how to release?")

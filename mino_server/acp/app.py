@@ -190,13 +190,13 @@ class SessionUI:
         }
         return M.granted(self.agent.ask("session/request_permission", params, cancel))
 
-    def confirm(self, kind: str, session_id: str, message: str) -> bool:
+    def confirm(self, kind: str, session_id: str, message: str, cancel: CancelToken | None = None) -> bool:
         params = {
             "sessionId": session_id,
-            "toolCall": M.recovery_tool_call(session_id, message),
+            "toolCall": M.confirm_tool_call(kind, session_id, message),
             "options": M.PERMISSION_OPTIONS,
         }
-        return M.granted(self.agent.ask("session/request_permission", params, None))
+        return M.granted(self.agent.ask("session/request_permission", params, cancel))
 
     def memory_problems(self, directory: str, problems: list[Any]) -> None:
         lines = [f"Some memory files in {directory} were not loaded:"]

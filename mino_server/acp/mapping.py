@@ -347,6 +347,19 @@ def in_progress(call_id: str) -> dict[str, Any]:
     return {"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": "in_progress"}
 
 
+def confirm_tool_call(kind: str, session_id: str, message: str) -> dict[str, Any]:
+    """A mino confirmation (core/ui.py confirm) as the tool call of a session/request_permission."""
+    if kind == "skills":
+        return {
+            "toolCallId": f"skills-{session_id}",
+            "title": "Load this project's skills?",
+            "kind": "read",
+            "status": "pending",
+            "content": [text_content(fence(message))],
+        }
+    return recovery_tool_call(session_id, message)
+
+
 def recovery_tool_call(session_id: str, message: str) -> dict[str, Any]:
     return {
         "toolCallId": f"recover-{session_id}",

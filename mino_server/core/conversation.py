@@ -444,8 +444,11 @@ class Conversation:
         self._force_memory_report = False
         return render_index(entries)
 
-    def _session_skills(self, log: SessionLog) -> list[Skill]:
-        """The catalogue is scanned once per session and saved, so a resumed session sees the same one."""
+    def _session_skills(self, log: SessionLog, cancel: CancelToken) -> list[Skill]:
+        """The catalogue is scanned once per session and saved, so a resumed session sees the same one.
+
+        Skills the person has not accepted in exactly this content (consent.py) are asked about
+        first; a no, a cancel, or nobody to ask loads none for this session."""
         from . import skills
 
         if self._skills is not None:
@@ -460,9 +463,37 @@ class Conversation:
         found, problems = skills.scan_skills(self.workdir)
         if problems:
             self.ui.event(Notice(turnId=None, text="\n".join(skills.format_problems(self.workdir, problems))))
+        if found and not self._skills_accepted(log, found, cancel):
+            if cancel.cancelled:  # no answer yet: the session's next turn asks again
+                return []
+            found = []
         log.append("session_skills", skills=skills.catalogue_to_record(found))
         self._skills = found
         return found
+
+    def _skills_accepted(self, log: SessionLog, found: list[Skill], cancel: CancelToken) -> bool:
+        from . import consent, skills
+        from .words import SKILLS_NOT_LOADED, skills_consent_not_saved, skills_question
+
+        home = self.config.home
+        sha = skills.consent_digest(self.workdir, found)
+        if consent.accepted(home, skills.CONSENT_KIND, sha):
+            return True
+        where = str(self.workdir / skills.SKILLS_DIR)
+        message = skills_question(where, [(s.name, s.description) for s in found])
+        try:
+            yes = self.ui.confirm(skills.CONSENT_KIND, log.id, message, cancel) and not cancel.cancelled
+        except Exception:  # a front end that fails to ask has not said yes
+            yes = False
+        if not yes:
+            if not cancel.cancelled:
+                self.ui.event(Notice(turnId=None, text=SKILLS_NOT_LOADED))
+            return False
+        try:
+            consent.remember(home, skills.CONSENT_KIND, sha, where)
+        except OSError as exc:
+            self.ui.event(Notice(turnId=None, text=skills_consent_not_saved(exc.strerror or str(exc))))
+        return True
 
     def instructions(self, skill_list: list[Skill]) -> str:
         from .skills import render_catalogue
@@ -553,7 +584,7 @@ class Conversation:
             instructions="",
         )
         try:
-            skill_list = self._session_skills(log)
+            skill_list = self._session_skills(log, cancel)
             history = log.replay_records()  # before this turn's first record
             context = _records(items)  # kept so every replay sends the same parts
             log.append("user_message", turn.turn_id, text=text, **({"context": context} if context else {}))
@@ -563,6 +594,7 @@ class Conversation:
 
             def prepare() -> None:  # inside the turn: a failure here still ends it with turn_end
                 turn.ctx.skills = {s.name: s.path for s in skill_list}
+                turn.ctx.skill_digests = {s.name: s.sha256 for s in skill_list if s.sha256}
                 turn.index = self._memory_index()
                 turn.instructions = self.instructions(skill_list)
                 turn.schemas = tool_schemas(self.tools)

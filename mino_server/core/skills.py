@@ -9,10 +9,11 @@ every skipped skill has a reason.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import frontmatter
@@ -38,6 +39,9 @@ class Skill(Frozen):
     name: str
     description: str
     path: Path  # the SKILL.md file
+    # The SKILL.md bytes' hash when scanned ("" from a session record): what consent is bound to,
+    # not part of the catalogue's value.
+    sha256: str = field(default="", compare=False)
 
 
 class SkillError(Exception):
@@ -81,7 +85,7 @@ def _load_skill(folder: Path) -> Skill:
     problem = description_problem(description)
     if problem:
         raise SkillError(problem)
-    return Skill(name, description, path)
+    return Skill(name, description, path, hashlib.sha256(text.encode("utf-8")).hexdigest())
 
 
 _ABSENT = "absent"
@@ -141,6 +145,20 @@ def scan_skills(workdir: Path) -> tuple[list[Skill], list[Problem]]:
             continue
         skills.append(skill)
     return skills, problems
+
+
+CONSENT_KIND = "skills"
+
+
+def consent_digest(workdir: Path, skills: Iterable[Skill]) -> str:
+    """What a yes to a scanned catalogue is bound to: the folder and every SKILL.md's bytes (not
+    only the descriptions shown: skill_view returns the rest later)."""
+    from .consent import digest
+
+    parts = [str(workdir / SKILLS_DIR)]
+    for s in sorted(skills, key=lambda s: s.name):
+        parts += [s.name, s.sha256]
+    return digest(CONSENT_KIND, *parts)
 
 
 def format_problems(workdir: Path, problems: Sequence[Problem]) -> list[str]:

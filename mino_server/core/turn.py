@@ -49,7 +49,7 @@ from .sessions.log import (
     user_item,
 )
 from .sessions.store import StorageError
-from .tools.base import ArgumentError, Tool, ToolContext, ToolFailure, ToolResult
+from .tools.base import INTERRUPTED, ArgumentError, Tool, ToolContext, ToolFailure, ToolResult
 from .ui import UI
 from .values import Mutable
 
@@ -183,6 +183,8 @@ class Turn(Mutable):
                             text=result.output,
                         )
                     )
+                    if result.notice:
+                        self.ui.event(Notice(turnId=turn_id, text=result.notice))
                     if cancel.cancelled:
                         raise Cancelled()
                 if status == "limit":
@@ -314,7 +316,7 @@ class Turn(Mutable):
         except ToolFailure as exc:
             return ToolResult(exc.status, str(exc))
         except Cancelled:
-            return ToolResult(FAILED, "Interrupted by the user while running.")
+            return ToolResult(FAILED, INTERRUPTED)
         except OSError as exc:
             return ToolResult(FAILED, f"{call.name} failed: {exc.strerror or exc}")
 

@@ -19,8 +19,10 @@ class UI(Protocol):
     def approve(self, request: ApprovalRequest, cancel: CancelToken) -> bool:
         """Ask the person; False on no, on cancel, on error and when no person can answer."""
 
-    def confirm(self, kind: str, session_id: str, message: str) -> bool:
-        """A yes/no confirmation outside a turn (kind "recovery"); False when no person can answer."""
+    def confirm(self, kind: str, session_id: str, message: str, cancel: CancelToken | None = None) -> bool:
+        """A yes/no confirmation: kind "recovery" (outside a turn), or "skills" (project skills not
+        accepted before, at a session's first turn, which `cancel` may end); False when no person
+        can answer."""
 
     def memory_problems(self, directory: str, problems: list[MemoryProblem]) -> None:
         """Memory files that were not loaded."""

@@ -74,3 +74,48 @@ def startup_lines(startup: Startup) -> list[str]:
     lines.append(startup.sandbox_line)
     lines.extend(startup.warnings)
     return lines
+
+
+# ---- protected folders and project skills (docs/BEHAVIOUR.md, "Sandbox" and "Skills") ----------
+def protected_folders_changed(changed: list[tuple[str, str]]) -> str:
+    """After a command that made protected folders (protected.changes): one line, for the model's
+    tool result and the person's notice. Paths come from the project: escaped and quoted."""
+    from .display import escape_value
+
+    listed = ", ".join(f'"{escape_value(path)}" ({how})' for path, how in changed)
+    return (
+        f"Warning: this command created or replaced protected folders: {listed}. What they hold can "
+        "run or instruct later, outside the sandbox (git hooks and settings, Mino skills, editor "
+        "tasks): check them before you trust them."
+    )
+
+
+def protected_walk_incomplete(entries: int) -> str:
+    """The approval warning of a sandboxed command in a tree too large to walk in full."""
+    return (
+        f"The project has more than {entries:,} files and folders, so Mino could not find every "
+        ".git, .mino and .vscode folder in it; the sandbox cannot keep the ones it missed read-only."
+    )
+
+
+def skills_question(skills_dir: str, catalogue: list[tuple[str, str]]) -> str:
+    """The question before project skills the person has not accepted are loaded (kind "skills")."""
+    from .display import escape_value
+
+    lines = [
+        f'Project skills in "{escape_value(skills_dir)}" that you have not accepted before (new, or changed since):'
+    ]
+    lines += [f'  {name}: "{escape_value(description)}"' for name, description in catalogue]
+    lines += [
+        "Skills are instructions the model follows. They come from the project: a command or another "
+        "person may have written them.",
+        "Load them for this session?",
+    ]
+    return "\n".join(lines)
+
+
+SKILLS_NOT_LOADED = "Project skills were not loaded for this session (not accepted); /new asks again."
+
+
+def skills_consent_not_saved(reason: str) -> str:
+    return f"Could not remember that you accepted these skills ({reason}); Mino will ask again next session."

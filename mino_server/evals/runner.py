@@ -100,8 +100,10 @@ class EvalUI:
         approve = self.case.approve
         return approve == "all" or (isinstance(approve, tuple) and request.tool in approve)
 
-    def confirm(self, kind: str, session_id: str, message: str) -> bool:
+    def confirm(self, kind: str, session_id: str, message: str, cancel: CancelToken | None = None) -> bool:
         self.output.append(message)
+        if kind == "skills":
+            return True  # the case wrote its skills itself (write_setup), as their author would
         return self.case.confirm_recovery if kind == "recovery" else False
 
     def ask_text(self, prompt: str) -> str | None:

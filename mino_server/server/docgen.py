@@ -457,7 +457,10 @@ them, to what the person typed (docs/BEHAVIOUR.md, "Editor context"):
   for display (docs/BEHAVIOUR.md, "Approval display"). A client that answers with an error, or does
   not implement the method, has denied; so has a result that is not exactly `{{approved: true}}`.
   For `write_file` and `edit_file` it also carries `diff` ([Native diff](#native-diff-for-file-changes)).
-- request `mino/confirm` `{{kind: "recovery", sessionId, message}}` → `{{confirmed: bool}}`.
+- request `mino/confirm` `{{kind: "recovery" | "skills", sessionId, message}}` → `{{confirmed: bool}}`.
+  `recovery` comes before a session with an unrecorded result becomes active; `skills` at a
+  session's first turn, when the project's `.mino/skills` are new or changed since the person last
+  accepted them (a no, an error or an interrupt loads none for the session). Show `message` as it is.
 - notification `mino/event` `{{turnId, type, ...}}` with `type` one of `text_delta {{text}}`,
   `assistant_message {{text}}`, `tool_call {{callId, tool, fields, warning, decision: "run" | "ask" |
   "show"}}`, `tool_result {{callId, tool, status, text}}`, `approval_resolved {{callId, outcome:

@@ -358,11 +358,21 @@ class ApproveResult:
     approved: bool
 
 
+ConfirmKind = Literal["recovery", "skills"]
+CONFIRM_KINDS: tuple[ConfirmKind, ...] = typing.get_args(ConfirmKind)
+
+
 @dataclass(kw_only=True)
 class ConfirmParams:
-    kind: Literal["recovery"]
+    kind: ConfirmKind = doc(
+        "recovery: a session's calls whose result was never recorded; skills: project skills not "
+        "accepted before (new or changed), asked at a session's first turn (a no loads none)"
+    )
     sessionId: str
-    message: str = doc("several lines: the calls whose result was never recorded, and the question")
+    message: str = doc(
+        "several lines ending with the question: the calls whose result was never recorded, or the "
+        "skills' names and descriptions (escaped)"
+    )
 
 
 @dataclass(kw_only=True)
@@ -512,7 +522,10 @@ SERVER_MESSAGES: list[Method] = [
         "server",
         ConfirmParams,
         ConfirmResult,
-        "Recovery question before a session with an unrecorded result becomes active (start-up, resume).",
+        "Recovery question before a session with an unrecorded result becomes active (start-up, "
+        "resume); skills question at a session's first turn, before project skills not accepted "
+        "before are loaded (sent with `$/cancelRequest` when the turn is interrupted). Only "
+        "`{confirmed: true}` is a yes.",
     ),
     Method("mino/event", "server", Event, NOTIFICATION, "A turn event; `type` says which."),
     Method(

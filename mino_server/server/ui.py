@@ -37,11 +37,12 @@ class ServerUI:
         # Only an explicit yes approves: an error, a cancel or a malformed answer has denied.
         return isinstance(answer, dict) and answer.get("approved") is True
 
-    def confirm(self, kind: str, session_id: str, message: str) -> bool:
-        params = P.ConfirmParams(kind="recovery", sessionId=session_id, message=message)
-        if kind != "recovery":
-            self.server.log_message(f"unexpected confirmation kind {kind!r}; asked as recovery")
-        answer = self.server.ask("mino/confirm", P.dump(params), None)
+    def confirm(self, kind: str, session_id: str, message: str, cancel: CancelToken | None = None) -> bool:
+        if kind not in P.CONFIRM_KINDS:
+            self.server.log_message(f"unexpected confirmation kind {kind!r}; not asked")
+            return False
+        params = P.ConfirmParams(kind=kind, sessionId=session_id, message=message)
+        answer = self.server.ask("mino/confirm", P.dump(params), cancel)
         return isinstance(answer, dict) and answer.get("confirmed") is True
 
     def memory_problems(self, directory: str, problems: list[MemoryProblem]) -> None:

@@ -118,7 +118,9 @@ def test_a_sandbox_that_keeps_capabilities_is_not_used(monkeypatch: pytest.Monke
 def test_a_sandbox_without_the_seccomp_filter_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
     real = sandbox_module.bwrap_argv
     monkeypatch.setattr(
-        sandbox_module, "bwrap_argv", lambda argv, wd, home=None, fd=None: real(argv, wd, home)
+        sandbox_module,
+        "bwrap_argv",
+        lambda argv, wd, home=None, fd=None, protected=None: real(argv, wd, home, None, protected),
     )
     found, line = detect()
     assert found is None

@@ -325,7 +325,11 @@ export class Controller implements vscode.Disposable {
 
   private async onConfirm(p: ConfirmParams): Promise<boolean> {
     const choice = await vscode.window.showWarningMessage(
-      p.kind === 'recovery' ? 'Mino: confirm recovery' : 'Mino: confirm',
+      p.kind === 'recovery'
+        ? 'Mino: confirm recovery'
+        : p.kind === 'skills'
+          ? "Mino: load this project's skills?"
+          : 'Mino: confirm',
       { modal: true, detail: p.message },
       'Yes',
       'No',

@@ -39,6 +39,9 @@ export const TOOL_STATUSES: readonly ToolStatus[] = [
   'unknown',
 ];
 
+export type ConfirmKind = 'recovery' | 'skills';
+export const CONFIRM_KINDS: readonly ConfirmKind[] = ['recovery', 'skills'];
+
 export type Decision = 'run' | 'ask' | 'show';
 export const DECISIONS: readonly Decision[] = ['run', 'ask', 'show'];
 
@@ -356,9 +359,16 @@ export interface ApproveResult {
 }
 
 export interface ConfirmParams {
-  kind: 'recovery';
+  /**
+   * recovery: a session's calls whose result was never recorded; skills: project skills not accepted before
+   * (new or changed), asked at a session's first turn (a no loads none)
+   */
+  kind: ConfirmKind;
   sessionId: string;
-  /** several lines: the calls whose result was never recorded, and the question */
+  /**
+   * several lines ending with the question: the calls whose result was never recorded, or the skills' names
+   * and descriptions (escaped)
+   */
   message: string;
 }
 
@@ -541,7 +551,8 @@ export const Methods = {
   approve: 'mino/approve',
   /**
    * Server request. Recovery question before a session with an unrecorded result becomes active (start-up,
-   * resume).
+   * resume); skills question at a session's first turn, before project skills not accepted before are loaded
+   * (sent with `$/cancelRequest` when the turn is interrupted). Only `{confirmed: true}` is a yes.
    */
   confirm: 'mino/confirm',
   /** Server notification. A turn event; `type` says which. */

@@ -44,10 +44,16 @@ class ToolFailure(Exception):
         self.status = status
 
 
+INTERRUPTED = "Interrupted by the user while running."
+
+
 @dataclass(frozen=True, eq=False, repr=False)
 class ToolResult(Frozen):
     status: ToolStatus
     output: str
+    # A line the person must see even when the output is folded away (the turn sends it as a Notice
+    # after the result); the output already holds it for the model.
+    notice: str | None = None
 
 
 @dataclass(eq=False, repr=False)
@@ -74,6 +80,9 @@ class ToolContext(Mutable):
     cancel: CancelToken
     sandbox: Sandbox | None = None
     skills: dict[str, Path] = field(default_factory=dict)  # name -> SKILL.md of the session catalogue
+    # name -> sha256 of the SKILL.md bytes the person accepted this session (skills scanned this
+    # session; a catalogue taken from a session record has none): skill_view returns only those.
+    skill_digests: dict[str, str] = field(default_factory=dict)
     # Environment variables commands never see: Mino's own model API key must not be one `echo` away.
     hidden_env: frozenset[str] = frozenset({"MINO_API_KEY", "OPENAI_API_KEY"})
 

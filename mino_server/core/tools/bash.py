@@ -20,10 +20,12 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from ..cancel import Cancelled, CancelToken
 from ..contract import NO_SANDBOX_QUESTION, OUTSIDE_SANDBOX_QUESTION, Kind
 from ..values import Frozen
-from . import orphans
+from ..words import protected_folders_changed, protected_walk_incomplete
+from . import orphans, protected
 from .base import (
     COMPLETED,
     FAILED,
+    INTERRUPTED,
     ArgumentError,
     Prepared,
     ToolContext,
@@ -54,7 +56,7 @@ class BashArgs(Frozen):
     reason: str | None = None  # why outside_sandbox; shown in the approval
 
 
-class BashTool(ToolOf[BashArgs, None]):
+class BashTool(ToolOf[BashArgs, protected.Found]):
     name: ClassVar[str] = "bash"
     description: ClassVar[str] = (
         "Run a shell command with `bash -c` in the working directory and return its output "
@@ -65,7 +67,7 @@ class BashTool(ToolOf[BashArgs, None]):
         "the command and everything it started are killed. Background processes (even ones started "
         "with setsid or nohup) are stopped when the command ends, so do not start servers that must "
         "keep running. When a sandbox is active: files outside the working directory are read-only; "
-        "inside it, the .git, .mino and .vscode folders are read-only too (so git commit, git add and "
+        "inside it, the .git, .mino and .vscode folders are read-only too, at any depth (so git commit, git add and "
         "git checkout fail there); the Mino home folder cannot be written; /tmp is private and empty; "
         "there is no network; and unix sockets cannot be opened unless the user's configuration "
         "allows them. "
@@ -121,20 +123,28 @@ class BashTool(ToolOf[BashArgs, None]):
             raise ArgumentError("argument 'reason' goes only with outside_sandbox: true")
         return BashArgs(command, float(timeout), bool(outside), reason)
 
-    def prepare(self, args: BashArgs, ctx: ToolContext) -> Prepared[None]:
+    def prepare(self, args: BashArgs, ctx: ToolContext) -> Prepared[protected.Found]:
         fields = [("Command", args.command), ("Directory", str(ctx.workdir))]
+        # The protected folders now: mounted read-only, and compared after the command (every
+        # command, sandboxed or not: an approved one can make them too, and the person is told).
+        found = protected.find(ctx.workdir, _home_inside(ctx))
         if args.outside_sandbox:
             # "bash without sandbox" in the decision table, whether or not there is a sandbox.
             return Prepared(
                 [*fields, ("Sandbox", "none (requested)"), ("Reason", args.reason or "")],
+                state=found,
                 kind="other",
                 question=OUTSIDE_SANDBOX_QUESTION,
             )
         if ctx.sandbox is None:
-            return Prepared([*fields, ("Sandbox", "none")], question=NO_SANDBOX_QUESTION)
-        return Prepared([*fields, ("Sandbox", ctx.sandbox.name)])
+            return Prepared([*fields, ("Sandbox", "none")], state=found, question=NO_SANDBOX_QUESTION)
+        fields.append(("Sandbox", ctx.sandbox.name))
+        if not found.complete:
+            # Folders the walk missed cannot be kept read-only: not a sandbox to trust, so it asks.
+            return Prepared(fields, protected_walk_incomplete(found.entries), state=found, kind="other")
+        return Prepared(fields, state=found)
 
-    def run(self, args: BashArgs, ctx: ToolContext, prepared: Prepared[None]) -> ToolResult:
+    def run(self, args: BashArgs, ctx: ToolContext, prepared: Prepared[protected.Found]) -> ToolResult:
         import subprocess  # here, not at import: the tool set is loaded on start-up paths that run nothing
 
         ctx.cancel.check()
@@ -143,7 +153,9 @@ class BashTool(ToolOf[BashArgs, None]):
         fds: list[int] = []
         if sandbox is not None:
             try:
-                argv, fds = sandbox.wrap(argv, ctx.workdir, ctx.home)
+                argv, fds = sandbox.wrap(
+                    argv, ctx.workdir, ctx.home, protected.mount_sources(ctx.workdir, prepared.state)
+                )
             except OSError as e:
                 raise ToolFailure(
                     f"Cannot prepare the sandbox in {ctx.workdir}: {e.strerror or e}."
@@ -172,13 +184,26 @@ class BashTool(ToolOf[BashArgs, None]):
             for fd in fds:
                 os.close(fd)
         outcome, output = _supervise(proc, ctx.cancel, args.timeout_s, lambda: orphans.end(run))
+        changed = protected.changes(prepared.state, protected.find(ctx.workdir, _home_inside(ctx)))
+        notice = protected_folders_changed(changed) if changed else None
+        told = f"\n{notice}" if notice else ""
         if outcome == "cancelled":
+            if notice:  # what it made before the interrupt is told all the same
+                return ToolResult(FAILED, f"{INTERRUPTED}{told}", notice)
             raise Cancelled()
         if output and not output.endswith("\n"):
             output += "\n"
         if outcome == "timeout":
-            return ToolResult(FAILED, f"{output}[timed out after {args.timeout_s:g} s; process group killed]")
-        return ToolResult(COMPLETED, output + _exit_line(proc.returncode))
+            return ToolResult(
+                FAILED, f"{output}[timed out after {args.timeout_s:g} s; process group killed]{told}", notice
+            )
+        return ToolResult(COMPLETED, output + _exit_line(proc.returncode) + told, notice)
+
+
+def _home_inside(ctx: ToolContext) -> str | None:
+    """MINO_HOME when it is inside the working directory (the sandbox hides it; not walked)."""
+    home = os.path.realpath(ctx.home)
+    return home if home.startswith(str(ctx.workdir) + os.sep) else None
 
 
 def _exit_line(code: int) -> str:

@@ -1,14 +1,16 @@
 """The bash sandbox (docs/BEHAVIOUR.md, "Sandbox"): bubblewrap on Linux, sandbox-exec on macOS.
 
 Inside bubblewrap: the whole file system read-only except the working directory; in it `.git`,
-`.mino` and `.vscode` read-only (what they hold runs later, outside the sandbox: git hooks and
-core.fsmonitor, project skills, editor tasks); MINO_HOME read-only like the rest, or hidden (an
-empty read-only folder) when it is inside the working directory (Mino started in ~); a private /tmp; no network; a fresh /proc of its own pid namespace, in which the files that
-change the kernel (/proc/sys, /proc/sysrq-trigger, ...) are read-only, since a root without
-capabilities may still write them; no capabilities, even when Mino runs as root; no new
-privileges; and a seccomp filter (built with libseccomp) that refuses unix sockets, which
-read-only mounts do not stop (connect() on a socket file needs no write access), and the system
-calls that reach kernel state beyond the sandbox (keyrings, BPF, ...). Nothing outlives the command.
+`.mino` and `.vscode` read-only at any depth (what they hold runs later, outside the sandbox: git
+hooks and core.fsmonitor, project skills, editor tasks; found by protected.py's bounded walk);
+MINO_HOME read-only like the rest, or hidden (an empty read-only folder) when it is inside the
+working directory (Mino started in ~); a private /tmp; no network; a fresh /proc of its own pid
+namespace, in which the files that change the kernel (/proc/sys, /proc/sysrq-trigger, ...) are
+read-only, since a root without capabilities may still write them; no capabilities, even when Mino
+runs as root; no new privileges; and a seccomp filter (built with libseccomp) that refuses unix
+sockets, which read-only mounts do not stop (connect() on a socket file needs no write access), and
+the system calls that reach kernel state beyond the sandbox (keyrings, BPF, ...). Nothing outlives
+the command.
 
 detect() runs one probe that reads /proc/self/status inside the sandbox and opens a few kernel
 settings for writing, so a machine where the sandbox cannot start, or starts weaker than that
@@ -58,25 +60,32 @@ class Sandbox(Frozen):
     # bwrap: the seccomp BPF program (refuses unix sockets); None when config.yaml allows them.
     seccomp: bytes | None = field(default=None, repr=False)
 
-    def wrap(self, argv: list[str], workdir: Path, home: Path | None = None) -> tuple[list[str], list[int]]:
+    def wrap(
+        self, argv: list[str], workdir: Path, home: Path | None = None, protected: list[str] | None = None
+    ) -> tuple[list[str], list[int]]:
         """`argv` as run inside the sandbox, with `workdir` writable and current, and MINO_HOME
         (`home`) out of reach; plus the descriptors to pass to it (pass_fds), which the caller
-        closes once the process is started."""
+        closes once the process is started. `protected`: the paths to keep read-only in the working
+        directory (protected.mount_sources, at any depth); None: the top-level ones."""
         if self.name == "bwrap":
             fds = [_filter_fd(self.seccomp)] if self.seccomp is not None else []
             try:
-                return bwrap_argv(argv, workdir, home, fds[0] if fds else None), fds
+                return bwrap_argv(argv, workdir, home, fds[0] if fds else None, protected), fds
             except BaseException:
                 for fd in fds:
                     os.close(fd)
                 raise
         if self.name == "sandbox-exec":
-            return ["sandbox-exec", "-p", macos_profile(workdir, home=home), *argv], []
+            return ["sandbox-exec", "-p", macos_profile(workdir, home=home, protected=protected), *argv], []
         raise ValueError(f"unknown sandbox {self.name!r}")
 
 
 def bwrap_argv(
-    argv: list[str], workdir: Path, home: Path | None = None, seccomp_fd: int | None = None
+    argv: list[str],
+    workdir: Path,
+    home: Path | None = None,
+    seccomp_fd: int | None = None,
+    protected: list[str] | None = None,
 ) -> list[str]:
     wd = str(workdir)
     out = [
@@ -88,7 +97,8 @@ def bwrap_argv(
         "--tmpfs", "/tmp",
         "--bind", wd, wd,  # after the /tmp tmpfs, so a working directory under /tmp stays visible
     ]  # fmt: skip
-    for source in protected_paths(workdir):  # after the workdir bind: read-only over the writable
+    # After the workdir bind: read-only over the writable.
+    for source in protected_paths(workdir) if protected is None else protected:
         out += ["--ro-bind", source, source]
     hide = _home_to_hide(workdir, home)
     if hide is not None:  # empty and read-only: a write fails instead of vanishing
@@ -170,7 +180,12 @@ def _home_to_hide(workdir: Path, home: Path | None) -> str | None:
     return hide
 
 
-def macos_profile(workdir: Path, temp_dirs: list[Path] | None = None, home: Path | None = None) -> str:
+def macos_profile(
+    workdir: Path,
+    temp_dirs: list[Path] | None = None,
+    home: Path | None = None,
+    protected: list[str] | None = None,
+) -> str:
     """A Seatbelt (SBPL) profile: everything allowed but network (unix sockets included) and writes
     outside the workdir and temp, or into MINO_HOME and the workdir's `.git`, `.mino`, `.vscode`."""
     if temp_dirs is None:
@@ -181,7 +196,7 @@ def macos_profile(workdir: Path, temp_dirs: list[Path] | None = None, home: Path
         ]
     writable = [workdir, *temp_dirs]
     subpaths = "\n".join(f"  (subpath {_sbpl_string(str(p))})" for p in dict.fromkeys(writable))
-    denied = list(protected_paths(workdir))
+    denied = list(protected_paths(workdir) if protected is None else protected)
     if home is not None:
         resolved = Path(os.path.realpath(home))
         if not workdir.is_relative_to(resolved):  # a working directory inside MINO_HOME stays writable

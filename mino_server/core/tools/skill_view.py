@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any, ClassVar
 
 from .. import frontmatter, skills
@@ -54,4 +55,11 @@ class SkillViewTool(ToolOf[str, None]):
             text = skills.read_skill_file(path)
         except skills.SkillError as exc:
             raise ToolFailure(f"Skill {args} could not be read: {exc.reason}.") from None
+        accepted = ctx.skill_digests.get(args)
+        if accepted is not None and hashlib.sha256(text.encode("utf-8")).hexdigest() != accepted:
+            # Bound to what the person accepted: a changed body is not handed to the model.
+            raise ToolFailure(
+                f"Skill {args} changed since it was accepted for this session; it was not read. "
+                "A new session (/new) shows the skills again."
+            )
         return ToolResult(COMPLETED, text)
