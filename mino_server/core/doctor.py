@@ -38,7 +38,7 @@ EXTENSION_NAME = "mino-vscode"  # editor/vscode/package.json "name"
 class Check(Frozen):
     name: CheckName
     ok: bool | None  # None: nothing to check here (e.g. no VS Code extension installed)
-    needed: bool  # a turn cannot run while this check fails
+    needed: bool  # a turn cannot run while this check fails (for `home`: while what it found fails)
     found: str  # what was found, one line
     fix: str | None = None  # what to do, when not ok
 
@@ -190,7 +190,9 @@ def check_home(config: Config) -> Check:
     from .sessions.store import SessionStore
 
     entries, memory_problems = load_memories(config.memory_dir)
-    holders, store_lock = _holders(SessionStore(config.sessions_dir))
+    holders, store_lock = (
+        _holders(SessionStore(config.sessions_dir)) if config.sessions_dir.is_dir() else ({}, None)
+    )
     held = ", ".join(
         f"{sid[:8]} by pid {h.pid} in {h.workdir or 'an unknown folder'}" for sid, h in holders.items()
     )
@@ -209,9 +211,9 @@ def check_home(config: Config) -> Check:
         problems.append(f"unreadable: {', '.join(unreadable[:3])}" + (" …" if len(unreadable) > 3 else ""))
         fixes.append("make them readable (chmod u+r) or remove them")
     found = ", ".join(parts) + ("; " + "; ".join(problems) if problems else "")
-    # Memory problems and unreadable files do not stop a turn; an unusable home does.
+    # Memory problems, unreadable files and a loose mode do not stop a turn; an unusable home does.
     blocking = st.st_uid != os.geteuid() or not os.access(home, os.W_OK | os.X_OK)
-    return Check("home", not problems, blocking, found, "; ".join(fixes) or None)
+    return Check("home", not problems, blocking or not problems, found, "; ".join(fixes) or None)
 
 
 def _holders(sessions: SessionStore) -> tuple[dict[str, Holder], str | None]:
