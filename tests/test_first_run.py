@@ -151,3 +151,38 @@ def test_wrong_path_is_a_404_that_names_the_url(model: ScriptedModel, mino_home:
     assert line.startswith("Error: Model request failed: HTTP 404: ")
     assert line.endswith(f"(POST {root}/responses; base URL from MINO_BASE_URL: does it need /v1?)")
     model.errors.clear()  # the scripted model recorded the unexpected path: that is this test's point
+
+
+def test_editor_server_state_carries_the_setup_problem(mino_home: Path, workdir: Path) -> None:
+    """`mino --stdio` without a key for OpenAI: State.setup says what is missing (the extension's
+    banner), mino/turn fails with the same line before anything is sent; with a key it is absent."""
+    import sys
+
+    from server_client import Client, contract_problems
+
+    client = Client(bare_env(mino_home), workdir, argv=[sys.executable, "-m", "mino_server", "--stdio"])
+    try:
+        client.initialize(workdir)
+        state = client.request("mino/state")
+        assert state["setup"] == {
+            "problem": "no-api-key",
+            "message": NO_KEY,
+            "variable": "OPENAI_API_KEY",
+            "baseUrl": "https://api.openai.com/v1",
+            "readme": str(Path(__file__).resolve().parent.parent / "README.md"),
+        }
+        result = client.request("mino/turn", {"text": "hello"})
+        assert result["status"] == "failed" and result["error"] == NO_KEY
+    finally:
+        client.stop()
+    assert contract_problems(client) == []
+    client = Client(
+        bare_env(mino_home, OPENAI_API_KEY="k"),
+        workdir,
+        argv=[sys.executable, "-m", "mino_server", "--stdio"],
+    )
+    try:
+        client.initialize(workdir)
+        assert "setup" not in client.request("mino/state")  # additive: absent when nothing is missing
+    finally:
+        client.stop()
