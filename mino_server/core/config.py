@@ -54,6 +54,12 @@ def no_key_line(variable: str, base_url: str) -> str:
     )
 
 
+def readme_path() -> str | None:
+    """Mino's README.md when it runs from a checkout (an editable install), else None."""
+    path = Path(__file__).resolve().parents[2] / "README.md"
+    return str(path) if path.is_file() else None
+
+
 class ConfigError(Exception):
     """A configuration problem, as one line a person can act on."""
 
@@ -102,6 +108,7 @@ class Config(Mutable):
             message=no_key_line(self.api_key_env, self.base_url),
             variable=self.api_key_env,
             baseUrl=self.base_url,
+            readme=readme_path(),
         )
 
     @property

@@ -268,6 +268,9 @@ class SetupProblem(Frozen):
     message: str = doc("one line for the person: what to set, and where the README explains it")
     variable: str = doc("the environment variable to set (config.yaml api_key_env, default OPENAI_API_KEY)")
     baseUrl: str = doc("the base URL that needs the key")
+    readme: str | None = optional(
+        'Mino\'s README.md (its "First run" section says what to set), when installed from a checkout'
+    )
 
 
 @dataclass(kw_only=True, eq=False, repr=False)

@@ -173,6 +173,8 @@ export interface SetupProblem {
   variable: string;
   /** the base URL that needs the key */
   baseUrl: string;
+  /** Mino's README.md (its "First run" section says what to set), when installed from a checkout */
+  readme?: string;
 }
 
 export interface TurnParams {
