@@ -417,6 +417,9 @@ def doctor_main(argv: list[str]) -> int:
     while args:
         arg = args.pop(0)
         name, eq, value = arg.partition("=")
+        if arg in ("-h", "--help"):
+            sys.stdout.write(DOCTOR_USAGE)
+            return 0
         if arg == "--json":
             as_json = True
         elif name in ("--model", "--base-url") and (eq or args):

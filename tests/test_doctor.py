@@ -247,6 +247,11 @@ def test_doctor_through_a_pty(model: ScriptedModel, mino_home: Path, workdir: Pa
 def test_bad_argument_and_lazy_import(mino_home: Path, workdir: Path) -> None:
     done = piped(env_for(mino_home), workdir, "", "doctor", "--bogus")
     assert done.returncode == 2 and done.stderr.startswith("mino doctor: unknown argument: --bogus")
+    done = piped(env_for(mino_home), workdir, "", "doctor", "--help")
+    assert (done.returncode, done.stdout) == (
+        0,
+        "usage: mino doctor [--json] [--model MODEL] [--base-url URL]\n",
+    )
     code = "import sys, mino_server.main, mino_server.cli; print('mino_server.core.doctor' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"  # the CLI's start-up does not load doctor
