@@ -421,3 +421,61 @@ def _run_turn(agent: Conversation, ui: TerminalUI, text: str, context: list[Reso
             cancel.cancel()
     worker.join()
     return box["outcome"]
+
+
+# ---- mino doctor ---------------------------------------------------------------------------------
+DOCTOR_LABELS = {
+    "config": "Config file",
+    "key": "API key",
+    "endpoint": "Model endpoint",
+    "sandbox": "Sandbox",
+    "home": "Mino home",
+    "vscode": "VS Code extension",
+}
+DOCTOR_USAGE = "usage: mino doctor [--json] [--model MODEL] [--base-url URL]\n"
+
+
+def doctor_main(argv: list[str]) -> int:
+    """`mino doctor`: one line per check (✓ / ✗ / – for nothing to check) with its fix; exit 0 only
+    when everything a turn needs is there (docs/BEHAVIOUR.md, "mino doctor")."""
+    import json
+
+    from .core.doctor import run_doctor
+    from .server.protocol import PROTOCOL_VERSION
+
+    as_json = False
+    flags: dict[str, str] = {}
+    args = list(argv)
+    while args:
+        arg = args.pop(0)
+        name, eq, value = arg.partition("=")
+        if arg in ("-h", "--help"):
+            sys.stdout.write(DOCTOR_USAGE)
+            return 0
+        if arg == "--json":
+            as_json = True
+        elif name in ("--model", "--base-url") and (eq or args):
+            flags[name] = value if eq else args.pop(0)
+        else:
+            sys.stderr.write(f"mino doctor: {terminal_text(f'unknown argument: {arg}')}\n{DOCTOR_USAGE}")
+            return 2
+    report = run_doctor(PROTOCOL_VERSION, model=flags.get("--model"), base_url=flags.get("--base-url"))
+    if as_json:
+        checks = [
+            {"name": c.name, "ok": c.ok, "needed": c.needed, "found": c.found, "fix": c.fix}
+            for c in report.checks
+        ]
+        sys.stdout.write(json.dumps({"ready": report.ready, "checks": checks}, indent=2) + "\n")
+    else:
+        for check in report.checks:
+            mark = "–" if check.ok is None else "✓" if check.ok else "✗"
+            text = f"{mark} {DOCTOR_LABELS[check.name]}: {check.found}"
+            if check.ok is False:
+                text += f" — fix: {check.fix}" if check.fix else ""
+                text += "" if check.needed else " (a turn runs without it)"
+            sys.stdout.write(terminal_text(text) + "\n")  # paths, server messages: outside text
+        sys.stdout.write(
+            "Ready: a turn can run.\n" if report.ready else "Not ready: fix the ✗ lines above.\n"
+        )
+    sys.stdout.flush()
+    return 0 if report.ready else 1

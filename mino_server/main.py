@@ -14,6 +14,7 @@ usage: mino [--model MODEL] [--base-url URL] [--mode MODE]   chat in the termina
                                                              an Agent Client Protocol agent on stdio
                                                              (Zed, JetBrains IDEs, Neovim, Emacs)
        mino eval DIR [--live] [-k NAME] [--json]             run the eval cases in DIR
+       mino doctor [--json] [--model MODEL] [--base-url URL] check what a turn needs, with fixes
        mino --version | --help
 
 Modes: manual (default), accept-edits, bypass. Home: $MINO_HOME (default ~/.mino).
@@ -66,6 +67,10 @@ def main(argv: list[str] | None = None) -> int:
         from .evals.runner import eval_main
 
         return eval_main(argv[1:])
+    if argv[:1] == ["doctor"]:
+        from .cli import doctor_main
+
+        return doctor_main(argv[1:])
     try:
         opts = _parse(argv)
     except UsageError as exc:

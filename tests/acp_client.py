@@ -23,6 +23,7 @@ __all__ = ["NO_ANSWER", "AcpClient", "schema_problem"]
 
 _RESULTS = {
     "initialize": "InitializeResponse",
+    "authenticate": "AuthenticateResponse",
     "session/new": "NewSessionResponse",
     "session/load": "LoadSessionResponse",
     "session/list": "ListSessionsResponse",

@@ -105,6 +105,44 @@ def test_initialize_answers_the_capabilities(spawn: Spawn) -> None:
     assert client.error("initialize", {"protocolVersion": 1}).code == -32600  # once only
 
 
+def test_no_key_for_openai_offers_an_env_var_auth_method(home: Path, ws: Path, env: dict[str, str]) -> None:
+    """First run in an ACP client: initialize lists the variable to set (schema-checked by the SDK's
+    models), a prompt is -32000 (auth required) before anything is sent or logged."""
+    bare = {k: v for k, v in env.items() if k not in ("MINO_BASE_URL", "MINO_API_KEY", "OPENAI_API_KEY")}
+    client = AcpClient(bare, ws)
+    try:
+        result = client.initialize()
+        (method,) = result["authMethods"]
+        assert method == {
+            "type": "env_var",
+            "id": "api-key",
+            "name": "API key",
+            "description": (
+                "No API key: set OPENAI_API_KEY (or MINO_API_KEY) to use https://api.openai.com/v1, or set "
+                'MINO_BASE_URL to a local server\'s /v1 URL; see README.md, "First run", and run `mino doctor` to check.'
+            ),
+            "vars": [
+                {"name": "OPENAI_API_KEY", "label": "API key for https://api.openai.com/v1", "secret": True}
+            ],
+        }
+        sid = client.new_session(ws)  # sessions, /help and /sessions work without a key
+        client.wait_for(lambda: method["description"] in client.agent_text(sid))  # said in the thread at once
+        err = client.error("session/prompt", client.prompt_params(sid, "hello"))
+        assert (err.code, err.message) == (-32000, method["description"])
+        assert "hello" not in (sessions_dir(home) / f"{sid}.jsonl").read_text()  # nothing logged
+        assert client.error("authenticate", {"methodId": "api-key"}).code == -32000  # set it and start again
+        assert client.error("authenticate", {"methodId": "oauth"}).code == -32602
+        assert client.error("authenticate", {}).code == -32602
+    finally:
+        assert client.close() == 0
+    assert client.violations == []
+
+
+def test_a_key_or_a_local_server_needs_no_auth(spawn: Spawn) -> None:
+    client = spawn()  # the scripted model's loopback URL, no key needed
+    assert client.request("authenticate", {"methodId": "api-key"}) == {}
+
+
 def test_requests_before_initialize_and_unknown_methods(spawn: Spawn, ws: Path) -> None:
     client = spawn(init=False)
     assert client.error("session/new", {"cwd": str(ws), "mcpServers": []}).code == -32600

@@ -143,6 +143,28 @@ test("initialize, a new session, a streamed answer", async () => {
   });
 });
 
+test("first run without a key: an env_var auth method, and a prompt is auth_required", async () => {
+  const { env, ws } = await setUp([]);
+  const bare = { ...env };
+  delete bare.MINO_BASE_URL;
+  delete bare.MINO_API_KEY;
+  delete bare.OPENAI_API_KEY;
+  const agent = spawnAgent(bare, ws);
+  const { app } = clientApp();
+  await app.connectWith(agent.stream, async (ctx) => {
+    const init = await initialize(ctx);
+    assert.equal(init.authMethods.length, 1);
+    const [method] = init.authMethods;
+    assert.equal(method.type, "env_var");
+    assert.equal(method.id, "api-key");
+    assert.deepEqual(method.vars.map((v) => [v.name, v.secret]), [["OPENAI_API_KEY", true]]);
+    assert.match(method.description, /^No API key: set OPENAI_API_KEY/);
+    const session = await ctx.buildSession(ws).start();
+    await assert.rejects(session.prompt("hello"), (e) => e.code === -32000 && /No API key/.test(e.message));
+    session.dispose();
+  });
+});
+
 test("a tool call asks through session/request_permission and runs once approved", async () => {
   const write = { name: "write_file", arguments: { path: "out.txt", content: "from mino\n", mode: "create" } };
   const { agent, ws } = await setUp([{ calls: [write] }, { text: "written" }]);

@@ -51,6 +51,7 @@ from . import mapping as M
 from .transport import LineError, Writer, read_messages
 
 if TYPE_CHECKING:
+    from ..core.config import Config
     from ..core.contract import ApprovalRequest, Event
     from ..core.conversation import Conversation
     from ..core.store import Store
@@ -68,6 +69,7 @@ UNAVAILABLE = -32003
 REFUSED = -32004
 STORAGE_FAILED = -32005
 SESSION_IN_USE = -32006
+AUTH_REQUIRED = -32000  # ACP's "authentication required": the client offers the authMethods
 
 STOP_WAIT_S = 5.0  # how long an exit waits for interrupted turns to write their end
 SESSION_CHANGING = "This session is being loaded; wait for session/load to answer."
@@ -220,7 +222,8 @@ class AcpAgent:
         self._asks: dict[str, _Ask] = {}
         self._ids = itertools.count(1)
         self._store: Store | None = None
-        self._store_lock = threading.Lock()
+        self._config: Config | None = None
+        self._store_lock = threading.RLock()  # store() loads the config under it
         self._workers: set[threading.Thread] = set()
 
     # ---- the read loop ---------------------------------------------------------------------------
@@ -267,6 +270,7 @@ class AcpAgent:
     def _request(self, msg_id: Any, method: str, params: dict[str, Any]) -> None:
         inline: dict[str, Callable[[dict[str, Any]], Any]] = {
             "initialize": self.initialize,
+            "authenticate": self.authenticate,
             "session/list": self.list_sessions,
             "session/set_mode": self.set_mode,
         }
@@ -405,17 +409,25 @@ class AcpAgent:
     # ---- the store -------------------------------------------------------------------------------
     def store(self) -> Any:
         """The process's Store (config loaded once); -32003 when the configuration is unusable."""
-        from ..core.config import ConfigError, load_config
         from ..core.store import Store
 
         with self._store_lock:
             if self._store is None:
+                self._store = Store(self.config())
+            return self._store
+
+    def config(self) -> Config:
+        """The process's Config, loaded once (initialize needs it for authMethods, before the rest
+        of the core loads); -32003 when it is unusable."""
+        from ..core.config import ConfigError, load_config
+
+        with self._store_lock:
+            if self._config is None:
                 try:
-                    config = load_config(model=self.model, base_url=self.base_url, mode=self.mode)
+                    self._config = load_config(model=self.model, base_url=self.base_url, mode=self.mode)
                 except ConfigError as exc:
                     raise RpcError(UNAVAILABLE, f"Mino cannot start: {exc}", {"kind": "config"}) from None
-                self._store = Store(config)
-            return self._store
+            return self._config
 
     def warm_up(self) -> None:
         """Load the core and the configuration while the client reads the initialize answer."""
@@ -445,7 +457,8 @@ class AcpAgent:
         except BaseException:
             conversation.close()
             raise
-        return conversation, ui, list(startup.warnings)
+        setup = [startup.setup.message] if startup.setup is not None else []  # shown in the new thread
+        return conversation, ui, list(startup.warnings) + setup
 
     def _remember(self, session_id: str, workdir: Path, title: str | None = None) -> None:
         from ..core.sessions import places
@@ -475,13 +488,40 @@ class AcpAgent:
                 "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
                 "sessionCapabilities": {"list": {}},
             },
-            "authMethods": [],
+            "authMethods": self._auth_methods(),
         }
         # After the answer is out: the import would compete with writing it.
         return Reply(
             result,
             lambda: threading.Thread(target=self.warm_up, name="mino-acp-warm-up", daemon=True).start(),
         )
+
+    def _setup_problem(self) -> Any:
+        """What fails every turn before a request (no key for OpenAI's endpoint), or None; None too
+        when the configuration is unusable (session/new says that)."""
+        try:
+            return self.config().setup_problem()
+        except RpcError:
+            return None
+
+    def _auth_methods(self) -> list[dict[str, Any]]:
+        """An env_var method when a key is missing, so the client can ask for it and start Mino
+        again with it set; none otherwise (a local server, or a key already set)."""
+        problem = self._setup_problem()
+        return [] if problem is None else [M.env_var_auth_method(problem)]
+
+    def authenticate(self, params: dict[str, Any]) -> dict[str, Any]:
+        """The env_var method's variable is read when the process starts: it succeeds when the key
+        is there, and says what to set when not (the client starts Mino again with it)."""
+        method = params.get("methodId")
+        if not isinstance(method, str):
+            raise M.ParamsError("Invalid params: methodId must be a string.")
+        problem = self._setup_problem()
+        if problem is None:
+            return {}
+        if method != M.AUTH_METHOD_ID:
+            raise M.ParamsError(f"Invalid params: unknown methodId; Mino offers {M.AUTH_METHOD_ID!r}.")
+        raise RpcError(AUTH_REQUIRED, problem.message, {"kind": "setup", "problem": problem.problem})
 
     def _mcp_count(self, params: dict[str, Any], required: bool) -> int:
         servers = params.get("mcpServers")
@@ -660,6 +700,9 @@ class AcpAgent:
             items = conversation.resolve_context(requests)
         except ContextError as exc:
             raise M.ParamsError(f"Invalid params: {exc}") from None
+        problem = conversation.config.setup_problem()
+        if problem is not None:  # before anything is sent or logged; the client may offer authMethods
+            raise RpcError(AUTH_REQUIRED, problem.message, {"kind": "setup", "problem": problem.problem})
         known = places.recall(conversation.config.sessions_dir, session.id)
         if known is None or known.title is None:
             self._remember(session.id, conversation.workdir, places.title_from(text) or "")

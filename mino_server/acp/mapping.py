@@ -19,13 +19,27 @@ from ..core.contract import APPROVAL_QUESTION
 
 if TYPE_CHECKING:
     from ..core.context import ContextRequest
-    from ..core.contract import ApprovalField, FileDiff, HistoryItem
+    from ..core.contract import ApprovalField, FileDiff, HistoryItem, SetupProblem
 
 # The core's modules are imported where they are used: `initialize` is answered before any of them
 # has loaded (the editor waits for that answer at every start).
 MODES = ("manual", "accept-edits", "bypass")  # contract.MODES; tests/test_acp.py checks they agree
 
 PROTOCOL_VERSION = 1
+AUTH_METHOD_ID = "api-key"
+
+
+def env_var_auth_method(problem: SetupProblem) -> dict[str, Any]:
+    """ACP's `env_var` auth method for a missing key: the client asks for the variable and starts
+    Mino again with it set (the process reads its environment once)."""
+    return {
+        "type": "env_var",
+        "id": AUTH_METHOD_ID,
+        "name": "API key",
+        "description": problem.message,
+        "vars": [{"name": problem.variable, "label": f"API key for {problem.baseUrl}", "secret": True}],
+    }
+
 
 MODE_NAMES = {"manual": "Manual", "accept-edits": "Accept edits", "bypass": "Bypass"}
 MODE_DESCRIPTIONS = {

@@ -10,9 +10,10 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Literal, TypeVar
+from urllib.parse import urlsplit
 
-from .contract import MODES, Mode
+from .contract import MODES, Mode, SetupProblem
 from .durable import ensure_private_dir
 from .values import Mutable
 
@@ -35,6 +36,30 @@ You are Mino, a small, careful coding agent working in the user's project throug
 """
 
 
+BaseUrlSource = Literal["flag", "environment", "config", "default"]
+OPENAI_HOST = "api.openai.com"
+FIRST_RUN = 'README.md, "First run"'
+
+
+def is_openai(base_url: str) -> bool:
+    return (urlsplit(base_url).hostname or "").lower() == OPENAI_HOST
+
+
+def no_key_line(variable: str, base_url: str) -> str:
+    """The one line the first run without a key gets, in every front end (docs/BEHAVIOUR.md)."""
+    other = " (or MINO_API_KEY)" if variable != "MINO_API_KEY" else ""
+    return (
+        f"No API key: set {variable}{other} to use {base_url}, or set MINO_BASE_URL to a local server's "
+        f"/v1 URL; see {FIRST_RUN}, and run `mino doctor` to check."
+    )
+
+
+def readme_path() -> str | None:
+    """Mino's README.md when it runs from a checkout (an editable install), else None."""
+    path = Path(__file__).resolve().parents[2] / "README.md"
+    return str(path) if path.is_file() else None
+
+
 class ConfigError(Exception):
     """A configuration problem, as one line a person can act on."""
 
@@ -52,6 +77,39 @@ class Config(Mutable):
     sandbox: str = "auto"
     sandbox_unix_sockets: bool = False  # true: sandboxed commands may use unix sockets (no seccomp filter)
     soul: str = DEFAULT_SOUL
+    # Where base_url and the key came from, for error lines and `mino doctor` (never the key itself).
+    base_url_source: BaseUrlSource = "default"
+    api_key_source: str | None = None  # the environment variable that held the key; None: no key
+
+    @property
+    def base_url_origin(self) -> str:
+        """Where base_url came from, as error lines and `mino doctor` say it."""
+        match self.base_url_source:
+            case "flag":
+                return "base URL from --base-url"
+            case "environment":
+                return "base URL from MINO_BASE_URL"
+            case "config":
+                return f"base URL from {self.home / 'config.yaml'}"
+        return "the default base URL"
+
+    @property
+    def key_variables(self) -> list[str]:
+        """The environment variables Mino reads the key from, in order."""
+        return ["MINO_API_KEY"] + ([self.api_key_env] if self.api_key_env != "MINO_API_KEY" else [])
+
+    def setup_problem(self) -> SetupProblem | None:
+        """What stops every turn before a request is sent: OpenAI's endpoint and no key. A local
+        server (any other base URL) may need none, so it is tried as it is."""
+        if self.api_key or not is_openai(self.base_url):
+            return None
+        return SetupProblem(
+            problem="no-api-key",
+            message=no_key_line(self.api_key_env, self.base_url),
+            variable=self.api_key_env,
+            baseUrl=self.base_url,
+            readme=readme_path(),
+        )
 
     @property
     def sessions_dir(self) -> Path:
@@ -168,15 +226,25 @@ def load_config(
             raise ConfigError(f"{path}: 'sandbox_unix_sockets' must be true or false, got {value!r}")
         cfg.sandbox_unix_sockets = value
     # Environment, then flags.
+    if "base_url" in data:
+        cfg.base_url_source = "config"
     cfg.model = env.get("MINO_MODEL") or cfg.model
-    cfg.base_url = env.get("MINO_BASE_URL") or cfg.base_url
-    cfg.api_key = env.get("MINO_API_KEY") or env.get(cfg.api_key_env) or None
+    if env.get("MINO_BASE_URL"):
+        cfg.base_url, cfg.base_url_source = env["MINO_BASE_URL"], "environment"
+    for variable in cfg.key_variables:
+        if env.get(variable):
+            cfg.api_key, cfg.api_key_source = env[variable], variable
+            break
     cfg.model = model or cfg.model
-    cfg.base_url = (base_url or cfg.base_url).rstrip("/")
+    if base_url:
+        cfg.base_url, cfg.base_url_source = base_url, "flag"
+    cfg.base_url = cfg.base_url.rstrip("/")
     if mode is not None:
         cfg.mode = _mode(mode, "--mode")
     if not cfg.base_url.startswith(("http://", "https://")):
-        raise ConfigError(f"base_url must start with http:// or https://, got {cfg.base_url!r}")
+        raise ConfigError(
+            f"base_url must start with http:// or https://, got {cfg.base_url!r} ({cfg.base_url_origin})"
+        )
     soul = home / "SOUL.md"
     try:
         cfg.soul = soul.read_text(encoding="utf-8")

@@ -55,6 +55,8 @@ FAILED: ToolStatus = "failed"
 INVALID_ARGUMENTS: ToolStatus = "invalid_arguments"
 UNKNOWN: ToolStatus = "unknown"
 
+SetupKind = Literal["no-api-key"]
+
 TurnStatus = Literal["completed", "limit", "interrupted", "failed"]
 TURN_STATUSES: tuple[TurnStatus, ...] = typing.get_args(TurnStatus)
 
@@ -273,6 +275,19 @@ class ContextUsage(Frozen):
     contextWindow: int
 
 
+@dataclass(kw_only=True, frozen=True, eq=False, repr=False)
+class SetupProblem(Frozen):
+    """Something missing that fails every turn before a request is sent (docs/BEHAVIOUR.md, "First run")."""
+
+    problem: SetupKind = doc('"no-api-key": the base URL is OpenAI\'s and no key is set')
+    message: str = doc("one line for the person: what to set, and where the README explains it")
+    variable: str = doc("the environment variable to set (config.yaml api_key_env, default OPENAI_API_KEY)")
+    baseUrl: str = doc("the base URL that needs the key")
+    readme: str | None = optional(
+        'Mino\'s README.md (its "First run" section says what to set), when installed from a checkout'
+    )
+
+
 @dataclass(kw_only=True, eq=False, repr=False)
 class State(Mutable):
     """What a conversation is working on; sent as `mino/stateChanged` after every change of session, mode or busy."""
@@ -292,6 +307,10 @@ class State(Mutable):
         "the latest request of the current session that reported usage (restored on resume); null "
         "when none did",
         default=None,
+    )
+    setup: SetupProblem | None = optional(
+        "present when every turn would fail before a request is sent (e.g. no API key for OpenAI's "
+        "endpoint): show it with a way to fix it; absent when nothing is missing"
     )
 
 
@@ -329,3 +348,4 @@ class Startup(Mutable):
     warnings: list[str] = field(default_factory=list)  # e.g. the working directory holds MINO_HOME
     # The session start-up picked was open elsewhere, so `session_id` is a new one (said in one line).
     open_elsewhere: OpenElsewhere | None = None
+    setup: SetupProblem | None = None  # every turn would fail before a request: said at start-up

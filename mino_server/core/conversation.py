@@ -124,6 +124,7 @@ class Conversation:
             notices=notices,
             warnings=workdir_warnings(self.workdir, self.config.home),
             open_elsewhere=elsewhere,
+            setup=self.config.setup_problem(),
         )
 
     def _warm_up_turn(self) -> None:
@@ -519,6 +520,7 @@ class Conversation:
                 self.config.api_key,
                 self.config.model,
                 timeout_s=self.config.request_timeout_s,
+                origin=self.config.base_url_origin,
             )
         return self._client
 
@@ -538,6 +540,9 @@ class Conversation:
             return TurnResult(turnId="", status="failed", text="", error=NO_SESSION)
         if self.busy:
             return TurnResult(turnId="", status="failed", text="", error="A turn is already running.")
+        setup = self.config.setup_problem()
+        if setup is not None:  # no request would get an answer: nothing is sent or logged
+            return TurnResult(turnId="", status="failed", text="", error=setup.message)
         self.busy = True
         try:
             items = self.resolve_context(context) if context else []
@@ -615,6 +620,9 @@ class Conversation:
             raise CommandError(self.stopped)
         if self.log is None:
             raise CommandError(NO_SESSION)
+        setup = self.config.setup_problem()
+        if setup is not None:
+            raise CommandError(setup.message)
         self.busy = True
         try:
             self._memory_index()  # rendered before /compact too (and never sent with the summary request)
@@ -638,6 +646,7 @@ class Conversation:
             busy=self.busy,
             sandbox=self._sandbox.name if self._sandbox is not None else None,
             usage=self.usage,
+            setup=self.config.setup_problem(),
             memory=MemoryStatus(
                 dir=str(self.config.memory_dir),
                 count=len(entries),

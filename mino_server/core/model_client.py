@@ -325,8 +325,13 @@ class ModelClient:
         timeout_s: float = 120.0,
         max_retries: int = 3,
         backoff_s: float = 0.5,
+        origin: str = "",
     ) -> None:
         self.base_url = base_url.rstrip("/")
+        # Where base_url came from ("base URL from MINO_BASE_URL", ...): said with it in errors, so a
+        # typo is found at once.
+        self.origin = origin
+        self.where = f"{self.base_url}, {origin}" if origin else self.base_url
         self.api_key = api_key
         self.model = model
         self.timeout_s = timeout_s
@@ -473,7 +478,7 @@ class ModelClient:
                 text = "connection refused"
             elif "name or service not known" in lowered or "nodename nor servname" in lowered:
                 text = "cannot resolve the host name"
-        return f"Model request failed: {_one_line(text or type(exc).__name__, 200)} ({self.base_url})"
+        return f"Model request failed: {_one_line(text or type(exc).__name__, 200)} ({self.where})"
 
     def _read(self, response: httpx.Response, job: _Job) -> ModelResponse:
         import httpx
@@ -485,6 +490,9 @@ class ModelClient:
             except httpx.HTTPError as exc:
                 raise _Retryable(self._describe(exc), status) from None
             message = f"Model request failed: HTTP {status}: {_service_message(response)}"
+            if status in (404, 405):  # no /responses there: most often a base URL without its /v1
+                hint = "" if self.base_url.endswith("/v1") else ": does it need /v1?"
+                message += f" (POST {self.base_url}/responses; {self.origin or 'the base URL'}{hint})"
             if status == 429 or status >= 500:
                 raise _Retryable(message, status, _retry_after(response))
             raise ModelError(message, status)
@@ -527,7 +535,7 @@ class ModelClient:
             return result
         if not acc.events:
             raise _Retryable(
-                f"Model request failed: the service closed the stream without data ({self.base_url})"
+                f"Model request failed: the service closed the stream without data ({self.where})"
             )
         raise ModelError(_ENDED_EARLY)
 

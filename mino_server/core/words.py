@@ -73,6 +73,8 @@ def startup_lines(startup: Startup) -> list[str]:
         lines += [restore_problem_line(startup.restore_problem or ""), RESTORE_HINT, mode_line(startup.mode)]
     lines.append(startup.sandbox_line)
     lines.extend(startup.warnings)
+    if startup.setup is not None:
+        lines.append(startup.setup.message)
     return lines
 
 

@@ -297,6 +297,14 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         pass  # quiet: problems go to `errors`, where tests look
 
     def do_GET(self) -> None:
+        # `mino doctor` asks for the model list, as OpenAI-compatible servers answer it.
+        if self.path.split("?", 1)[0].rstrip("/") == "/v1/models":
+            model = self.server.model
+            with model._lock:
+                model.model_lists.append({k.lower(): v for k, v in self.headers.items()})
+            listing = {"object": "list", "data": [{"id": "scripted", "object": "model"}]}
+            self._send_json(200, json.dumps(listing).encode(), {})
+            return
         self._refuse(404, f"unexpected GET {self.path}")
 
     def do_POST(self) -> None:
@@ -463,6 +471,7 @@ class ScriptedModel:
         self.request_times: list[float] = []
         self.request_headers: list[dict[str, str]] = []  # lower-cased names, per request
         self.errors: list[str] = []
+        self.model_lists: list[dict[str, str]] = []  # the headers of each GET /v1/models
         self.connections = 0  # TCP connections accepted (keep-alive checks)
         self._stopping = threading.Event()
         self._sock: socket.socket | None = None

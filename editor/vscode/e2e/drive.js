@@ -1,6 +1,7 @@
 // The Mino end-to-end scenario in a real VS Code (code-server), driven by playwright-core and
 // Debian chromium. Started by e2e/run.sh; usage: node drive.js URL
-// env: MINO_HOME (the server's home, to check memory and session files), SHOT_DIR, CHROMIUM.
+// env: MINO_HOME (the server's home, to check memory and session files), SHOT_DIR, CHROMIUM,
+//      MINO_E2E_SETTINGS (the settings.json files, joined by ':').
 'use strict';
 const { chromium } = require('playwright-core');
 const fs = require('fs');
@@ -10,6 +11,8 @@ const path = require('path');
 const URL_ = process.argv[2];
 const HOME = process.env.MINO_HOME;
 const SHOT_DIR = process.env.SHOT_DIR || os.tmpdir();
+// the settings files run.sh wrote (User, Machine): the first-run step rewrites mino.env
+const SETTINGS = (process.env.MINO_E2E_SETTINGS || '').split(path.delimiter).filter(Boolean);
 const t0 = Date.now();
 const secs = (t = t0) => ((Date.now() - t) / 1000).toFixed(2);
 const step = (s) => console.log(`[drive ${secs()}s] ${s}`);
@@ -584,6 +587,31 @@ function memoryFile(name) {
     step('two windows answered at the same time, each in its own session');
     await shot(page, '21-two-windows-first.png');
     await shot(page2, '22-two-windows-second.png');
+
+    // first run without a key: settings without MINO_BASE_URL and MINO_API_KEY (OpenAI's endpoint,
+    // no key); after a restart the panel says what to set, with Open settings and Open README
+    await runCommand(page, 'Clear All Notifications');
+    await runCommand(page2, 'Clear All Notifications');
+    for (const file of SETTINGS) {
+      const s = JSON.parse(fs.readFileSync(file, 'utf8'));
+      s['mino.env'] = { MINO_HOME: HOME, MINO_MODEL: 'scripted' };
+      fs.writeFileSync(file, JSON.stringify(s, null, 2));
+    }
+    await toast(page, 'Mino settings changed').first().waitFor({ timeout: 30000 });
+    await toast(page, 'Mino settings changed').first().locator('a.monaco-button', { hasText: 'Restart' }).click();
+    const setup = (await chatFrame(page, '.banner.setup', 60000)).locator('.banner.setup');
+    const said = await setup.locator('.banner-text').innerText();
+    assert(/^No API key: set OPENAI_API_KEY \(or MINO_API_KEY\) to use https:\/\/api\.openai\.com\/v1/.test(said), 'the no-key line: ' + said);
+    assert((await setup.locator('button').allInnerTexts()).join('|') === 'Open settings|Open README', 'its two actions');
+    step('first run without a key: the panel says what to set, with Open settings and Open README');
+    await shot(page, '23-first-run-no-key.png');
+    await setup.locator('button', { hasText: 'Open README' }).click();
+    await page.locator('.monaco-editor .view-line', { hasText: '## First run' }).first().waitFor({ timeout: 15000 });
+    step("Open README opened Mino's README at \"First run\"");
+    await shot(page, '24-first-run-readme.png');
+    await setup.locator('button', { hasText: 'Open settings' }).click();
+    await page.locator('.settings-editor .setting-item-contents', { hasText: 'Env' }).first().waitFor({ timeout: 15000 });
+    step('Open settings showed the Mino: Env setting');
 
     result = { ok: true, totalS: Number(secs()), timings };
   } catch (e) {

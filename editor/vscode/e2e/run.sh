@@ -168,6 +168,7 @@ log "code-server listening on 127.0.0.1:$PORT"
 
 # ---------------------------------------------------------------- the scenario
 TD=$(date +%s%N)
+MINO_E2E_SETTINGS="$WORK/udd/User/settings.json:$WORK/udd/Machine/settings.json" \
 NODE_PATH="$EXT/node_modules" MINO_HOME="$WORK/home" MINO_TERMINAL_PID="$HOLDERPID" SHOT_DIR="$SHOTS" CHROMIUM="$CHROMIUM" CHROME_UDD_BASE="$WORK/tmp" \
   MINO_E2E_WS="$WORK/ws" MINO_E2E_WS2="$WORK/ws2" PATH="/usr/bin:$PATH" node "$HERE/drive.js" "http://127.0.0.1:$PORT/?folder=$WORK/ws"
 RC=$?

@@ -196,7 +196,7 @@ export class Controller implements vscode.Disposable {
     this.statusItem.text = statusText(this.state, st);
     this.statusItem.tooltip = st === 'running' ? statusTooltip(this.state, out) : (this.server.status.message ?? 'Mino is not running.');
     this.statusItem.backgroundColor =
-      st === 'failed' || this.state?.restoreProblem ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
+      st === 'failed' || this.state?.restoreProblem || this.state?.setup ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
   }
 
   /** Rebuilds the transcript from the latest page of `mino/history` (start-up, window reload, session
@@ -500,6 +500,8 @@ export class Controller implements vscode.Disposable {
     this.registerCommand('mino.openMemoryFolder', () => this.openMemoryFolder());
     this.registerCommand('mino.showLog', () => this.channel.show());
     this.registerCommand('mino.restartServer', () => this.server.restart());
+    this.registerCommand('mino.openSettings', () => vscode.commands.executeCommand('workbench.action.openSettings', 'mino.env'));
+    this.registerCommand('mino.openFirstRun', () => this.openFirstRun());
     this.registerCommand('mino.answerApproval', (key, answer) => {
       if (typeof key !== 'string' || (answer !== 'approve' && answer !== 'deny')) return;
       if (!this.broker.answer(key, answer === 'approve', 'notification')) {
@@ -806,6 +808,20 @@ export class Controller implements vscode.Disposable {
     if (!pick?.path) return;
     const doc = await vscode.workspace.openTextDocument(vscode.Uri.file(pick.path));
     await vscode.window.showTextDocument(doc, { preview: true });
+  }
+
+  /** Mino's README at its "First run" section (what to set for OpenAI or a local server), when the
+   *  server runs from a checkout; else the setup line itself. */
+  private async openFirstRun(): Promise<void> {
+    const setup = this.state?.setup;
+    if (!setup?.readme) {
+      void vscode.window.showInformationMessage(setup?.message ?? 'Mino has everything it needs to start a turn.');
+      return;
+    }
+    const doc = await vscode.workspace.openTextDocument(vscode.Uri.file(setup.readme));
+    const line = Math.max(0, doc.getText().split('\n').findIndex((l) => l.trim() === '## First run'));
+    const at = new vscode.Position(line, 0);
+    await vscode.window.showTextDocument(doc, { selection: new vscode.Range(at, at), preview: true });
   }
 
   private async openMemoryFolder(): Promise<void> {

@@ -21,6 +21,9 @@ export const MAX_MESSAGE_BYTES = 16777216;
 export type Mode = 'manual' | 'accept-edits' | 'bypass';
 export const MODES: readonly Mode[] = ['manual', 'accept-edits', 'bypass'];
 
+export type SetupKind = 'no-api-key';
+export const SETUP_KINDS: readonly SetupKind[] = ['no-api-key'];
+
 export type TurnStatus = 'completed' | 'limit' | 'interrupted' | 'failed';
 export const TURN_STATUSES: readonly TurnStatus[] = ['completed', 'limit', 'interrupted', 'failed'];
 
@@ -136,6 +139,11 @@ export interface State {
    * the latest request of the current session that reported usage (restored on resume); null when none did
    */
   usage: ContextUsage | null;
+  /**
+   * present when every turn would fail before a request is sent (e.g. no API key for OpenAI's endpoint): show
+   * it with a way to fix it; absent when nothing is missing
+   */
+  setup?: SetupProblem;
 }
 
 export interface MemoryStatus {
@@ -156,6 +164,20 @@ export interface MemoryProblem {
 export interface ContextUsage {
   inputTokens: number;
   contextWindow: number;
+}
+
+/** Something missing that fails every turn before a request is sent (docs/BEHAVIOUR.md, "First run"). */
+export interface SetupProblem {
+  /** "no-api-key": the base URL is OpenAI's and no key is set */
+  problem: SetupKind;
+  /** one line for the person: what to set, and where the README explains it */
+  message: string;
+  /** the environment variable to set (config.yaml api_key_env, default OPENAI_API_KEY) */
+  variable: string;
+  /** the base URL that needs the key */
+  baseUrl: string;
+  /** Mino's README.md (its "First run" section says what to set), when installed from a checkout */
+  readme?: string;
 }
 
 export interface TurnParams {

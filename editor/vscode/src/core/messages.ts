@@ -87,7 +87,14 @@ export type HostToWebview =
   | { type: 'focusInput' };
 
 /** Commands the webview may ask the host to run (the restore-problem and connection buttons). */
-export const WEBVIEW_COMMANDS = ['mino.resumeSession', 'mino.newSession', 'mino.showLog', 'mino.restartServer'] as const;
+export const WEBVIEW_COMMANDS = [
+  'mino.resumeSession',
+  'mino.newSession',
+  'mino.showLog',
+  'mino.restartServer',
+  'mino.openSettings',
+  'mino.openFirstRun',
+] as const;
 export type WebviewCommand = (typeof WEBVIEW_COMMANDS)[number];
 
 export type WebviewToHost =

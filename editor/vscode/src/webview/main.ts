@@ -157,6 +157,15 @@ function renderBanner(): void {
         `<button type="button" class="btn secondary" data-command="mino.newSession">New session</button></div></div>`,
     );
   }
+  if (state?.setup) {
+    // Every turn fails before a request until this is fixed (e.g. no API key for OpenAI's endpoint).
+    parts.push(
+      `<div class="banner warning setup"><div class="banner-text">${escapeHtml(state.setup.message)}</div>` +
+        `<div class="banner-hint">Set ${escapeHtml(state.setup.variable)} in the environment VS Code starts from, or MINO_BASE_URL for a local server (e.g. in the Mino: Env setting); then restart Mino.</div>` +
+        `<div class="actions"><button type="button" class="btn" data-command="mino.openSettings">Open settings</button>` +
+        `<button type="button" class="btn secondary" data-command="mino.openFirstRun">Open README</button></div></div>`,
+    );
+  }
   bannerEl.innerHTML = parts.join('');
   bannerEl.hidden = parts.length === 0;
 }

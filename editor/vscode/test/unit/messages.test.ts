@@ -9,6 +9,9 @@ test('webview messages are validated', () => {
   assert.deepEqual(parseWebviewMessage({ type: 'loadEarlier', before: 3 }), { type: 'loadEarlier' });
   assert.deepEqual(parseWebviewMessage({ type: 'approval', key: 'k', approved: false }), { type: 'approval', key: 'k', approved: false });
   assert.deepEqual(parseWebviewMessage({ type: 'command', command: 'mino.resumeSession' }), { type: 'command', command: 'mino.resumeSession' });
+  // the first-run banner's actions (State.setup)
+  assert.deepEqual(parseWebviewMessage({ type: 'command', command: 'mino.openSettings' }), { type: 'command', command: 'mino.openSettings' });
+  assert.deepEqual(parseWebviewMessage({ type: 'command', command: 'mino.openFirstRun' }), { type: 'command', command: 'mino.openFirstRun' });
 });
 
 test('malformed or unexpected webview messages are dropped', () => {

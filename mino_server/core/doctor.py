@@ -1,0 +1,296 @@
+"""`mino doctor`: what a turn needs, checked one by one (docs/BEHAVIOUR.md, "mino doctor").
+
+The checks return data (Check); the CLI words and prints them (cli.doctor_main). Text in a Check
+may come from outside (a server's error message, a file name, a lock note): front ends escape it.
+Nothing here writes, except that load_config creates MINO_HOME (0700) as every start does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from .config import FIRST_RUN, Config, ConfigError, home_dir, load_config
+from .values import Frozen
+
+if TYPE_CHECKING:
+    from .sessions.store import Holder, SessionStore
+
+CheckName = Literal["config", "key", "endpoint", "sandbox", "home", "vscode"]
+ENDPOINT_TIMEOUT_S = 10.0
+# Where VS Code, its remote server, code-server and VSCodium install extensions, under the home folder.
+EXTENSION_DIRS = (
+    ".vscode/extensions",
+    ".vscode-insiders/extensions",
+    ".vscode-server/extensions",
+    ".vscode-oss/extensions",
+    ".local/share/code-server/extensions",
+)
+EXTENSION_NAME = "mino-vscode"  # editor/vscode/package.json "name"
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Check(Frozen):
+    name: CheckName
+    ok: bool | None  # None: nothing to check here (e.g. no VS Code extension installed)
+    needed: bool  # a turn cannot run while this check fails (for `home`: while what it found fails)
+    found: str  # what was found, one line
+    fix: str | None = None  # what to do, when not ok
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Report(Frozen):
+    checks: list[Check]
+
+    @property
+    def ready(self) -> bool:
+        """Everything a turn needs is there (the exit status: 0)."""
+        return all(c.ok is not False for c in self.checks if c.needed)
+
+
+def run_doctor(
+    protocol_version: int,
+    model: str | None = None,
+    base_url: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Report:
+    """Every check; `protocol_version` is the editor protocol this mino's `--stdio` speaks."""
+    env = dict(os.environ) if env is None else env
+    checks: list[Check] = []
+    try:
+        config = load_config(model=model, base_url=base_url, env=env)
+    except ConfigError as exc:
+        checks.append(Check("config", False, True, str(exc), "correct it; the keys: README.md, config.yaml"))
+        home = home_dir(env)
+        checks.append(check_home(Config(home=home)))
+        checks.append(check_sandbox(Config(home=home)))
+        checks.append(check_vscode(env, protocol_version))
+        return Report(checks)
+    path = config.home / "config.yaml"
+    checks.append(Check("config", True, True, f"{path}" if path.exists() else f"{path}: none (defaults)"))
+    checks.append(check_key(config))
+    if config.setup_problem() is None:
+        checks.append(check_endpoint(config))
+    else:  # OpenAI's endpoint answers 401 to every request without a key: nothing more to learn
+        checks.append(Check("endpoint", None, True, f"{config.base_url}: not asked until a key is set"))
+    checks.append(check_sandbox(config))
+    checks.append(check_home(config))
+    checks.append(check_vscode(env, protocol_version))
+    return Report(checks)
+
+
+def check_key(config: Config) -> Check:
+    names = ", ".join(config.key_variables)
+    if config.api_key_source is not None:
+        return Check("key", True, True, f"from {config.api_key_source} (the value is not shown)")
+    if config.setup_problem() is not None:
+        return Check(
+            "key",
+            False,
+            True,
+            f"none set ({names}) for {config.base_url}",
+            f"set {config.api_key_env}, or MINO_BASE_URL for a local server ({FIRST_RUN})",
+        )
+    return Check("key", True, True, f"none set ({names}); none is sent to {config.base_url}")
+
+
+def check_endpoint(config: Config) -> Check:
+    """`GET {base_url}/models`: reachable, and the key accepted (no model runs, nothing is billed)."""
+    import httpx
+
+    from .model_client import _is_loopback, _service_message
+
+    url = f"{config.base_url}/models"
+    where = f"{config.base_url}, {config.base_url_origin}"
+    loopback = _is_loopback(config.base_url)
+    headers = {"Authorization": f"Bearer {config.api_key}"} if config.api_key else {}
+    try:
+        with httpx.Client(timeout=ENDPOINT_TIMEOUT_S, trust_env=not loopback) as client:
+            response = client.get(url, headers=headers)
+    except httpx.TimeoutException:
+        return Check(
+            "endpoint",
+            False,
+            True,
+            f"GET {url}: no answer within {ENDPOINT_TIMEOUT_S:g} s ({where})",
+            "start the server, or correct the base URL",
+        )
+    except httpx.HTTPError as exc:
+        text = str(exc).lower()
+        reason = "connection refused" if "refused" in text else str(exc) or type(exc).__name__
+        if "name or service not known" in text or "nodename nor servname" in text or "resolution" in text:
+            reason = "cannot resolve the host name"
+        return Check(
+            "endpoint",
+            False,
+            True,
+            f"GET {url}: {' '.join(reason.split())} ({where})",
+            "start the server, or correct the base URL (MINO_BASE_URL, --base-url or config.yaml base_url)",
+        )
+    status = response.status_code
+    if status == 200:
+        return Check("endpoint", True, True, f"GET {url}: HTTP 200 ({config.base_url_origin})")
+    said = " ".join(_service_message(response).split())[:200]
+    found = f"GET {url}: HTTP {status}: {said} ({where})"
+    if status in (401, 403):
+        fix = "set a valid key in " + " or ".join(config.key_variables)
+    elif status in (404, 405):
+        fix = "correct the base URL: the server's OpenAI-compatible root" + (
+            "" if config.base_url.endswith("/v1") else ", which usually ends in /v1"
+        )
+    else:
+        fix = "see the server's log; Mino retries 429 and 5xx answers in a turn"
+    return Check("endpoint", False, True, found, fix)
+
+
+def check_sandbox(config: Config) -> Check:
+    """The start-up probe's verdict and its reason (tools/sandbox.py detect)."""
+    from .tools import sandbox
+
+    box, line = sandbox.detect(config.sandbox, config.sandbox_unix_sockets)
+    found = line.removeprefix("Sandbox: ")
+    if box is not None:
+        return Check("sandbox", True, False, f"{found}: the probe ran a test command in it and trusts it")
+    if config.sandbox == "off":
+        fix = "set sandbox: auto in config.yaml to sandbox commands"
+    elif "bwrap not found" in line:
+        fix = "install bubblewrap (apt-get install bubblewrap)"
+    elif "seccomp" in line.lower():
+        fix = "install libseccomp (apt-get install libseccomp2), or see docs/SECURITY.md"
+    else:
+        fix = "see docs/SECURITY.md; until then every command asks before it runs unsandboxed"
+    return Check("sandbox", False, False, found, fix)
+
+
+def check_home(config: Config) -> Check:
+    home = config.home
+    try:
+        st = home.stat()
+    except OSError as exc:
+        return Check("home", False, True, f"{home}: {exc.strerror}", "set MINO_HOME to a folder you own")
+    problems: list[str] = []
+    fixes: list[str] = []
+    if st.st_uid != os.geteuid():
+        problems.append(f"owned by uid {st.st_uid}, not {os.geteuid()}")
+        fixes.append("chown it to yourself or set MINO_HOME")
+    if stat.S_IMODE(st.st_mode) & 0o077:
+        problems.append(f"mode {stat.S_IMODE(st.st_mode):o}: others can read it")
+        fixes.append(f"chmod 700 {home}")
+    if not os.access(home, os.W_OK | os.X_OK):
+        problems.append("not writable")
+        fixes.append("make it writable, or set MINO_HOME")
+    sessions = _count(config.sessions_dir, ".jsonl")
+    unreadable = _unreadable(home)
+    from .memory import load_memories
+    from .sessions.store import SessionStore
+
+    entries, memory_problems = load_memories(config.memory_dir)
+    holders, store_lock = (
+        _holders(SessionStore(config.sessions_dir)) if config.sessions_dir.is_dir() else ({}, None)
+    )
+    held = ", ".join(
+        f"{sid[:8]} by pid {h.pid} in {h.workdir or 'an unknown folder'}" for sid, h in holders.items()
+    )
+    parts = [f"{home} (0{stat.S_IMODE(st.st_mode):o})", f"sessions: {sessions}", f"memories: {len(entries)}"]
+    parts.append(f"open: {held}" if held else "no session open")
+    if store_lock:
+        problems.append(store_lock)
+        fixes.append("end the Mino that holds sessions.lock (its pid: `fuser` on the file)")
+    if memory_problems:
+        problems.append(
+            f"{len(memory_problems)} memory file(s) not loaded: "
+            + "; ".join(f"{f}: {r}" for f, r in memory_problems[:3])
+        )
+        fixes.append(f"fix or delete them in {config.memory_dir}")
+    if unreadable:
+        problems.append(f"unreadable: {', '.join(unreadable[:3])}" + (" …" if len(unreadable) > 3 else ""))
+        fixes.append("make them readable (chmod u+r) or remove them")
+    found = ", ".join(parts) + ("; " + "; ".join(problems) if problems else "")
+    # Memory problems, unreadable files and a loose mode do not stop a turn; an unusable home does.
+    blocking = st.st_uid != os.geteuid() or not os.access(home, os.W_OK | os.X_OK)
+    return Check("home", not problems, blocking or not problems, found, "; ".join(fixes) or None)
+
+
+def _holders(sessions: SessionStore) -> tuple[dict[str, Holder], str | None]:
+    """Who has which session open, asked as Minos ask it (under the short store lock, so no claim
+    races the probe); when that lock stays taken, the lock notes and why."""
+    from .sessions.store import StorageError, StoreLocked
+
+    try:
+        with sessions.exclusive():
+            return sessions.holders(), None
+    except (StoreLocked, StorageError) as exc:
+        return sessions.notes(), str(exc)
+
+
+def _count(directory: Path, suffix: str) -> int:
+    try:
+        return sum(1 for e in os.scandir(directory) if e.name.endswith(suffix))
+    except OSError:
+        return 0
+
+
+def _unreadable(home: Path, limit: int = 2000) -> list[str]:
+    """Files under MINO_HOME that cannot be opened for reading (relative paths; at most `limit` looked at)."""
+    out: list[str] = []
+    seen = 0
+    for root, _dirs, files in os.walk(home):
+        for name in files:
+            seen += 1
+            if seen > limit:
+                return out
+            path = Path(root) / name
+            try:
+                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            except OSError as exc:
+                if exc.errno != 40:  # ELOOP: a symbolic link, which Mino never follows there anyway
+                    out.append(str(path.relative_to(home)))
+                continue
+            os.close(fd)
+    return out
+
+
+def check_vscode(env: Mapping[str, str], protocol_version: int) -> Check:
+    """The installed Mino extension's protocol version (package.json "mino.protocolVersion") against
+    this server's: the extension starts `mino --stdio` and speaks that version to it."""
+    user_home = Path(env.get("HOME") or Path.home())
+    found: list[tuple[Path, object]] = []
+    for sub in EXTENSION_DIRS:
+        try:
+            entries = list(os.scandir(user_home / sub))
+        except OSError:
+            continue
+        for entry in entries:
+            manifest = Path(entry.path) / "package.json"
+            try:
+                data = json.loads(manifest.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            if isinstance(data, dict) and data.get("name") == EXTENSION_NAME:
+                mino = data.get("mino")
+                found.append(
+                    (Path(entry.path), mino.get("protocolVersion") if isinstance(mino, dict) else None)
+                )
+    if not found:
+        return Check("vscode", None, False, "no Mino extension installed (needed in VS Code only)")
+    wrong = [(p, v) for p, v in found if v != protocol_version]
+    if not wrong:
+        return Check("vscode", True, False, f"{found[0][0]}: protocol {protocol_version}, as this mino")
+    path, version = wrong[0]
+    said = (
+        "no protocol version in its package.json (an older build)"
+        if version is None
+        else f"protocol {version}"
+    )
+    return Check(
+        "vscode",
+        False,
+        False,
+        f"{path}: {said}; this mino speaks protocol {protocol_version}",
+        "build and install the extension from this checkout (editor/vscode/README.md)",
+    )
