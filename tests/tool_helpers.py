@@ -4,6 +4,7 @@ tool context, and the processes a command left."""
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import uuid
 from pathlib import Path
@@ -45,6 +46,23 @@ def project_ctx(tmp_path: Path, sandbox: Any = None) -> ToolContext:
         cancel=CancelToken(),
         sandbox=sandbox,
     )
+
+
+def workdir_ctx(workdir: Path, sandbox: Any = None) -> ToolContext:
+    """Tools working in `workdir` itself, with MINO_HOME and the memory folder beside it."""
+    return ToolContext(
+        workdir=workdir.resolve(),
+        home=workdir.parent / "mino-home",
+        memory_dir=workdir.parent / "memory",
+        cancel=CancelToken(),
+        sandbox=sandbox,
+    )
+
+
+def git(*args: str, cwd: Path) -> str:
+    """git with no global or system configuration (a test's repository is all it sees)."""
+    env = {"GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1", "PATH": "/usr/bin:/bin"}
+    return subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True, check=True).stdout
 
 
 def live_with(marker: str) -> list[int]:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -26,10 +25,9 @@ from acp_client import AcpClient
 from cli_driver import piped, spawn
 from helpers import RecordingUI, command, make_agent, mino_env, quiet_home, turn
 from server_client import servers
-from tool_helpers import SANDBOX, needs_bwrap, run_bash
+from tool_helpers import SANDBOX, git, needs_bwrap, run_bash, workdir_ctx
 
 from mino_server.core import consent
-from mino_server.core.cancel import CancelToken
 from mino_server.core.tools import protected
 from mino_server.core.tools.base import ToolContext
 from mino_server.core.tools.bash import BashTool
@@ -47,18 +45,7 @@ WARNING = "Warning: this command created or replaced protected folders:"
 
 
 def _ctx(workdir: Path, sandbox: object = SANDBOX) -> ToolContext:
-    return ToolContext(
-        workdir=workdir.resolve(),
-        home=workdir.parent / "mino-home",
-        memory_dir=workdir.parent / "memory",
-        cancel=CancelToken(),
-        sandbox=sandbox,
-    )
-
-
-def _git(*args: str, cwd: Path) -> str:
-    env = {"GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1", "PATH": "/usr/bin:/bin"}
-    return subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True, check=True).stdout
+    return workdir_ctx(workdir, sandbox)
 
 
 def _bash(command: str) -> dict[str, Any]:
@@ -71,10 +58,10 @@ def _bash(command: str) -> dict[str, Any]:
 @needs_bwrap
 @needs_git
 def test_a_nested_git_is_read_only_in_the_sandbox(workdir: Path) -> None:
-    _git("init", "-q", cwd=workdir)
+    git("init", "-q", cwd=workdir)
     for sub in ("sub", "a/b/c"):
         (workdir / sub).mkdir(parents=True)
-        _git("init", "-q", cwd=workdir / sub)
+        git("init", "-q", cwd=workdir / sub)
     before = {sub: (workdir / sub / ".git" / "config").read_text() for sub in ("sub", "a/b/c")}
     result = run_bash(
         {
@@ -316,7 +303,7 @@ def test_the_git_folder_a_git_file_names_is_read_only_too(workdir: Path) -> None
     assert (workdir / "store" / "config").read_text() == "[core]\n"
 
 
-def test_a_later_walk_lists_only_changed_folders_and_still_finds_a_deep_new_git(
+def test_a_later_walk_lists_only_changed_folders_and_still_finds_a_deep_newgit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The walk is kept between commands and checked folder by folder (inode and ctime): what a

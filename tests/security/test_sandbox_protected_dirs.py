@@ -11,14 +11,12 @@ mounted (that would create it in the person's project); from the next command on
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 from helpers import RecordingUI, make_agent, turn
-from tool_helpers import SANDBOX, needs_bwrap, run_bash
+from tool_helpers import SANDBOX, git, needs_bwrap, run_bash, workdir_ctx
 
-from mino_server.core.cancel import CancelToken
 from mino_server.core.decision import MODES, decide
 from mino_server.core.tools.base import ToolContext
 from mino_server.core.tools.bash import BashTool
@@ -29,23 +27,12 @@ FSMONITOR = "git config core.fsmonitor 'touch /tmp/pwned'"
 
 
 def _ctx(workdir: Path, sandbox: object = None) -> ToolContext:
-    return ToolContext(
-        workdir=workdir.resolve(),
-        home=workdir.parent / "mino-home",
-        memory_dir=workdir.parent / "memory",
-        cancel=CancelToken(),
-        sandbox=sandbox,
-    )
-
-
-def _git(*args: str, cwd: Path) -> str:
-    env = {"GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1", "PATH": "/usr/bin:/bin"}
-    return subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True, check=True).stdout
+    return workdir_ctx(workdir, sandbox)
 
 
 @pytest.fixture
 def repo(workdir: Path) -> Path:
-    _git("init", "-q", cwd=workdir)
+    git("init", "-q", cwd=workdir)
     (workdir / "a.txt").write_text("a\n")
     return workdir
 
@@ -58,7 +45,7 @@ def test_git_config_cannot_be_changed_in_the_sandbox(repo: Path) -> None:
     assert "could not lock config file" in result.output or "Read-only file system" in result.output
     assert not result.output.endswith("[exit code: 0]")
     assert (repo / ".git" / "config").read_text() == before
-    assert "fsmonitor" not in _git("config", "--list", "--local", cwd=repo)
+    assert "fsmonitor" not in git("config", "--list", "--local", cwd=repo)
 
 
 @needs_bwrap

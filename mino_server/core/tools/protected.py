@@ -172,6 +172,17 @@ def changes(before: Found, after: Found) -> list[tuple[str, str]]:
     return out
 
 
+def mount_target(path: str, workdir: Path) -> str | None:
+    """What to mount read-only for one protected path: the path, or a link's target inside the
+    working directory; None for a link out of it (its target is read-only already) or a dangling one."""
+    if not os.path.islink(path):
+        return path
+    target = os.path.realpath(path)
+    if not os.path.exists(target) or not Path(target).is_relative_to(workdir):
+        return None
+    return target
+
+
 def mount_sources(workdir: Path, found: Found) -> list[str]:
     """What to mount read-only: each protected path; a link is followed to a target inside the
     working directory (outside it, the target is read-only already). The link itself stays
@@ -179,12 +190,10 @@ def mount_sources(workdir: Path, found: Found) -> list[str]:
     A `.git` file (a worktree or submodule) names the real git folder: inside the working
     directory that folder is mounted read-only too, whatever its name."""
     out = []
-    for path in found.absolute(workdir):
-        if os.path.islink(path):
-            target = os.path.realpath(path)
-            if not os.path.exists(target) or not Path(target).is_relative_to(workdir):
-                continue
-            path = target
+    for each in found.absolute(workdir):
+        path = mount_target(each, workdir)
+        if path is None:
+            continue
         out.append(path)
         if os.path.isfile(path):
             gitdir = _gitdir(path)

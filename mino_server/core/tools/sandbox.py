@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..values import Frozen
+from .protected import mount_target
 
 PROBE_TIMEOUT_S = 5.0
 # Folders of the working directory whose contents run later outside the sandbox.
@@ -160,12 +161,9 @@ def protected_paths(workdir: Path) -> list[str]:
         path = os.path.join(workdir, name)
         if not os.path.lexists(path):
             continue
-        if os.path.islink(path):
-            target = os.path.realpath(path)
-            if not os.path.exists(target) or not Path(target).is_relative_to(workdir):
-                continue
-            path = target
-        found.append(path)
+        source = mount_target(path, workdir)
+        if source is not None:
+            found.append(source)
     return found
 
 
