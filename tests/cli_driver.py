@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pexpect
@@ -11,7 +12,13 @@ import pexpect
 MINO = [sys.executable, "-m", "mino_server"]
 
 
-def spawn(env: dict[str, str], cwd: Path, *args: str, timeout: float = 15) -> pexpect.spawn:
+def spawn(
+    env: dict[str, str],
+    cwd: Path,
+    *args: str,
+    timeout: float = 15,
+    preexec_fn: Callable[[], None] | None = None,
+) -> pexpect.spawn:
     child = pexpect.spawn(
         MINO[0],
         [*MINO[1:], *args],
@@ -20,6 +27,7 @@ def spawn(env: dict[str, str], cwd: Path, *args: str, timeout: float = 15) -> pe
         encoding="utf-8",
         timeout=timeout,
         dimensions=(50, 200),
+        preexec_fn=preexec_fn,
     )
     return child
 
