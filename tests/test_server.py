@@ -501,6 +501,40 @@ def test_sigterm_releases_the_session(spawn: Spawn, home: Path, ws: Path) -> Non
     assert holder(home, sid) is None
 
 
+# SIGTERM where no Python-level handler can run in time. "inherited": the parent blocked SIGTERM
+# and exec kept the mask (the server unblocks it). "main thread deaf": the main thread alone blocks
+# it, so the kernel hands it to another thread and the main thread's read() of a silent client is
+# never interrupted, the same as a main thread stuck in a C call: the 7 s deadline must not wait
+# for the main thread (before, the timer was started by the Python handler: alive for ever).
+SIGTERM_SETUPS = {
+    "inherited": "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})",
+    "main thread deaf": (
+        "real = app.raise_on_sigterm\n"
+        "def deaf():\n"
+        "    real()\n"
+        "    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})\n"
+        "app.raise_on_sigterm = deaf"
+    ),
+}
+
+
+@pytest.mark.parametrize("setup", list(SIGTERM_SETUPS))
+def test_sigterm_ends_the_server_when_no_handler_can_run(
+    setup: str, home: Path, ws: Path, model: ScriptedModel
+) -> None:
+    script = f"import signal\nfrom mino_server.server import app\n{SIGTERM_SETUPS[setup]}\napp.serve()\n"
+    client = Client(mino_env(home, model.base_url), ws, argv=[sys.executable, "-c", script])
+    try:
+        client.initialize(ws)
+        sid = client.request("mino/state")["sessionId"]
+        assert sid and holder(home, sid) is not None
+        client.proc.terminate()
+        assert client.wait_exit(30) == 1  # 30 s: a hang guard; the promise is 7 s
+    finally:
+        client.stop()
+    assert holder(home, sid) is None
+
+
 STRAY_OUTPUT = """
 import os
 from mino_server.server import app
