@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cancel_points import POINTS, reach
 from helpers import mino_env, quiet_home, session_records
 from server_client import NO_ANSWER, Client, Spawn, contract_problems, servers
 
@@ -202,6 +203,25 @@ def test_cancel_during_approval(spawn: Spawn, model: ScriptedModel, home: Path) 
     ends = [r for r in recs if r["type"] == "turn_end"]
     assert ends[0]["status"] == "interrupted" and ends[1]["status"] == "completed"
     assert [r["status"] for r in recs if r["type"] == "tool_result"] == ["denied"]
+
+
+@pytest.mark.parametrize("point", list(POINTS))
+def test_cancel_request_at_every_point_of_a_turn(
+    point: str, spawn: Spawn, model: ScriptedModel, home: Path
+) -> None:
+    model.add(POINTS[point][0])
+    client = spawn(mode="bypass")
+    sid = client.request("mino/state")["sessionId"]
+    turn = client.start("mino/turn", {"text": "go"})
+    reach(point, model, lambda: client.events("text_delta"), lambda: client.events("tool_call"))
+    client.cancel(turn)
+    assert turn.result(20)["status"] == "interrupted"
+    if "stall" not in POINTS[point][0]:  # the scripted model answers one at a time: not after a stall
+        model.add({"text": "Next."})
+        assert client.request("mino/turn", {"text": "next"})["status"] == "completed"
+    client.stop()
+    ends = [r["status"] for r in session_records(home, sid) if r["type"] == "turn_end"]
+    assert ends[0] == "interrupted"
 
 
 def test_busy(spawn: Spawn, model: ScriptedModel) -> None:
