@@ -193,3 +193,28 @@ def test_ctrl_c_during_exit_is_no_traceback(
     child.close()
     assert child.exitstatus == 0
     assert "Traceback" not in (child.before or "")
+
+
+def test_ctrl_c_during_a_compaction_inside_a_turn(
+    model: ScriptedModel, mino_env: dict[str, str], workdir: Path
+) -> None:
+    home = Path(mino_env["MINO_HOME"])
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.yaml").write_text("context_window: 1000\n")  # the fourth turn compacts first
+    model.add(*({"text": f"answer {n} " + "x" * 800} for n in range(3)), {"text": "summary", "stall": 60})
+    child = spawn(mino_env, workdir)
+    sid = expect_session(child)
+    for n in range(3):
+        child.expect_exact(PROMPT)
+        child.sendline(f"question {n} " + "y" * 800)
+        child.expect_exact(f"answer {n}")
+    child.expect_exact(PROMPT)
+    child.sendline("question 3")
+    deadline = time.monotonic() + 20
+    while len(model.requests) < 4 and time.monotonic() < deadline:  # the summary request is out
+        time.sleep(0.05)
+    assert len(model.requests) == 4 and "tools" not in model.requests[3]
+    time.sleep(0.2)
+    child.sendintr()
+    interrupted_then_next_turn(child, model, next_turn=False)
+    assert turn_ends(mino_env, sid) == ["completed"] * 3 + ["interrupted"]
