@@ -11,10 +11,12 @@ what follows. Mino's own few control sequences go through TerminalUI._control on
 
 from __future__ import annotations
 
+import os
 import queue
 import signal
 import sys
 import threading
+import time
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -72,6 +74,7 @@ class Interrupts:
     def __init__(self) -> None:
         self.count = 0
         self.raising = False
+        self.reads = 0  # read() calls so far: a re-delivery belongs to the read it was meant for
 
     def install(self, interactive: bool) -> None:
         if not interactive and signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
@@ -80,6 +83,25 @@ class Interrupts:
         signal.signal(signal.SIGINT, self._on_sigint)
         if interactive:
             signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+            read_end, write_end = os.pipe()
+            os.set_blocking(write_end, False)  # the C-level handler must never block
+            signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
+            main = threading.main_thread().ident
+            threading.Thread(target=self._redeliver, args=(read_end, main), daemon=True).start()
+
+    def _redeliver(self, fd: int, main: int | None) -> None:
+        """CPython's readline loop runs signal handlers only when its select() fails with EINTR: a
+        press delivered after the prompt is drawn but before select() blocks would wait for the next
+        key. The C-level handler writes each delivery to the wakeup fd; if 0.1 s later the main
+        thread is in the same read() and the handler has not run, the press is delivered to it
+        again (its byte comes back, so this repeats until the handler runs). At worst, when this
+        thread is late, a press shows one `^C` too many at the prompt."""
+        while main is not None:
+            os.read(fd, 64)
+            seen, reads = self.count, self.reads
+            time.sleep(0.1)
+            if self.count == seen and self.raising and self.reads == reads:
+                signal.pthread_kill(main, signal.SIGINT)
 
     def _on_sigint(self, signum: int, frame: object) -> None:
         self.count += 1
@@ -90,6 +112,7 @@ class Interrupts:
     def read(self, read: Callable[[], str]) -> str:
         """`read()` (input(), a readline) that a press ends with KeyboardInterrupt."""
         before = self.raising
+        self.reads += 1
         try:
             self.raising = True
             return read()
