@@ -1,7 +1,7 @@
 # The test command of README.md; .ci/run installs everything, then runs `make test`.
 PY ?= .venv/bin/python
 
-.PHONY: install test test-python test-editor test-acp-client lint bench soak test-real-model
+.PHONY: install test test-python test-editor test-acp-client test-stress lint bench soak test-real-model
 
 install:
 	python3 -m venv .venv
@@ -23,6 +23,15 @@ test-acp-client:
 	MINO_COMMAND=$(CURDIR)/.venv/bin/mino bash editor/acp-client-test/run.sh
 
 test: test-python test-editor test-acp-client
+
+# Not part of `make test`: the Python suite, then the VS Code extension's unit and integration
+# tests, each while a busy process per core and an fsyncing I/O writer compete with it
+# (tests/load.py starts them and stops them when the command ends; at most an hour each). A test
+# that needs a quiet machine is a defect; the runs are in tests/reliability/README.md.
+test-stress: lint
+	$(PY) tests/load.py -- $(PY) -m pytest -q -p no:cacheprovider
+	cd editor/vscode && npm ci --no-audit --no-fund && npm run build
+	cd editor/vscode && MINO_COMMAND=$(CURDIR)/.venv/bin/mino $(abspath $(PY)) $(CURDIR)/tests/load.py -- npm test
 
 bench:
 	$(PY) bench/run.py

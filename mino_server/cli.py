@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import os
 import queue
+import signal
 import sys
 import threading
+import time
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, TextIO, TypeVar
 
 from .core.cancel import CancelToken
 from .core.contract import (
@@ -39,6 +42,8 @@ from .core.values import Mutable
 from .core.words import NO_SESSION, context_line
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from .core.context import ResolvedItem
     from .core.conversation import Conversation
 
@@ -47,6 +52,71 @@ WAITING = "\x1b[2m… waiting for the model\x1b[0m"
 ERASE_LINE = "\r\x1b[K"
 DIM = "\x1b[2m"
 RESET = "\x1b[0m"  # default colours and attributes, before an approval block
+
+
+class Interrupts:
+    """Ctrl-C (SIGINT) as the terminal front end takes it.
+
+    The lost Ctrl-C of issue 23 came from the process's inheritance: a program started as a
+    background job of a non-interactive shell (`make test &`, a CI or agent runner, nohup) gets
+    SIGINT set to "ignore", children inherit it through exec, and Python installs its
+    KeyboardInterrupt handler only when SIGINT is at its default: the terminal echoed ^C and nothing
+    happened. An inherited blocked mask loses it the same way. So a terminal session installs its
+    own handler and unblocks SIGINT whatever it inherited (with stdin a terminal, a person is there
+    to press it); piped runs keep an inherited "ignore", the shell's way to shield background jobs.
+
+    The handler counts every press. It raises KeyboardInterrupt only where that is wanted: during
+    start-up (the program ends with 130) and inside `read` (to end input()); anywhere else a press is
+    only counted, and the code running a turn or a command turns it into a cancel at its next poll,
+    so a press can never land outside a `try` and end the program or vanish."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.raising = False
+        self.reads = 0  # read() calls so far: a re-delivery belongs to the read it was meant for
+
+    def install(self, interactive: bool) -> None:
+        if not interactive and signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+            return
+        self.raising = True  # start-up: a press ends the program (exit status 130)
+        signal.signal(signal.SIGINT, self._on_sigint)
+        if interactive:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+            read_end, write_end = os.pipe()
+            os.set_blocking(write_end, False)  # the C-level handler must never block
+            signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
+            main = threading.main_thread().ident
+            threading.Thread(target=self._redeliver, args=(read_end, main), daemon=True).start()
+
+    def _redeliver(self, fd: int, main: int | None) -> None:
+        """CPython's readline loop runs signal handlers only when its select() fails with EINTR: a
+        press delivered after the prompt is drawn but before select() blocks would wait for the next
+        key. The C-level handler writes each delivery to the wakeup fd; if 0.1 s later the main
+        thread is in the same read() and the handler has not run, the press is delivered to it
+        again (its byte comes back, so this repeats until the handler runs). At worst, when this
+        thread is late, a press shows one `^C` too many at the prompt."""
+        while main is not None:
+            os.read(fd, 64)
+            seen, reads = self.count, self.reads
+            time.sleep(0.1)
+            if self.count == seen and self.raising and self.reads == reads:
+                signal.pthread_kill(main, signal.SIGINT)
+
+    def _on_sigint(self, signum: int, frame: object) -> None:
+        self.count += 1
+        if self.raising:
+            self.raising = False
+            raise KeyboardInterrupt
+
+    def read(self, read: Callable[[], str]) -> str:
+        """`read()` (input(), a readline) that a press ends with KeyboardInterrupt."""
+        before = self.raising
+        self.reads += 1
+        try:
+            self.raising = True
+            return read()
+        finally:
+            self.raising = before
 
 
 @dataclass(eq=False, repr=False)
@@ -64,6 +134,7 @@ class TerminalUI:
         self.out = out
         self.err = err
         self.questions: queue.Queue[_Question | None] = queue.Queue()  # None: a turn ended
+        self.interrupts = Interrupts()
         self._lock = threading.RLock()
         self._in_text = False
         self._header = False
@@ -228,12 +299,16 @@ class TerminalUI:
     def ask_yes_no(self, prompt: str) -> bool:
         """Main thread only."""
         try:
-            answer = input(prompt)
+            answer = self.input(prompt)
         except EOFError:
             self.line()
             return False
         self.typed()
         return answer.strip().lower() in ("y", "yes")
+
+    def input(self, prompt: str) -> str:
+        """input() on the main thread; Ctrl-C ends it with KeyboardInterrupt (Interrupts.read)."""
+        return self.interrupts.read(lambda: input(prompt))
 
     def confirm(self, kind: str, session_id: str, message: str, cancel: CancelToken | None = None) -> bool:
         self._begin_block()  # like an approval: from a fresh line and reset attributes
@@ -250,7 +325,7 @@ class TerminalUI:
             self.line(prompt)
             return None
         try:
-            typed = input(prompt)
+            typed = self.input(prompt)
         except EOFError:
             self.line()
             return ""
@@ -284,6 +359,7 @@ def run_cli(model: str | None, base_url: str | None, mode: str | None) -> int:
 
     interactive = sys.stdin.isatty()
     ui = TerminalUI(interactive)
+    ui.interrupts.install(interactive)
     try:
         config = load_config(model=model, base_url=base_url, mode=mode)
     except ConfigError as exc:
@@ -300,8 +376,10 @@ def run_cli(model: str | None, base_url: str | None, mode: str | None) -> int:
         except (RecoveryRefused, StorageError) as exc:
             ui.error_line(f"mino: {exc}")
             return 1
+        ui.interrupts.raising = False  # from here a press is a turn's or a prompt's (or is ignored)
         return _loop(agent, ui)
     finally:
+        ui.interrupts.raising = False  # a press while closing cannot cut the close short
         agent.close()
 
 
@@ -329,7 +407,10 @@ def _loop(agent: Conversation, ui: TerminalUI) -> int:
         if not text:
             continue
         if is_command(text):
-            result = run_command(agent, text, ui.line, ui.ask_text)
+            if text.split()[0] in CANCELLABLE_COMMANDS:
+                result = _in_worker(ui, partial(run_command, agent, text, ui.line, ui.ask_text))
+            else:
+                result = run_command(agent, text, ui.line, ui.ask_text)
             ui.line()
             if result.stop:
                 return 1
@@ -371,12 +452,12 @@ def _loop(agent: Conversation, ui: TerminalUI) -> int:
 def _read_line(ui: TerminalUI) -> str | None:
     if ui.interactive:
         try:
-            line = input("You> ")
+            line = ui.input("You> ")
         except EOFError:
             return None
         ui.typed()
         return line
-    raw = sys.stdin.readline()
+    raw = ui.interrupts.read(sys.stdin.readline)
     return raw if raw else None
 
 
@@ -389,36 +470,57 @@ def context_line_for(item: ResolvedItem) -> str:
 
 
 def _run_turn(agent: Conversation, ui: TerminalUI, text: str, context: list[ResolvedItem]) -> TurnResult:
+    return _in_worker(ui, lambda cancel: agent.run_turn(text, cancel, context))
+
+
+# Commands that wait on the model run like a turn: on a worker, so Ctrl-C cancels them.
+CANCELLABLE_COMMANDS = frozenset({"/compact"})
+
+R = TypeVar("R")
+
+
+def _in_worker(ui: TerminalUI, job: Callable[[CancelToken], R]) -> R:
+    """Run `job` on a worker thread while the main thread answers its approval questions and turns
+    every Ctrl-C into a cancel: a press between polls is counted by Interrupts, never lost."""
     cancel = CancelToken()
-    box: dict[str, TurnResult] = {}
+    box: dict[str, R] = {}
     finished = threading.Event()
+    interrupts = ui.interrupts
+    seen = interrupts.count
 
     def work() -> None:
         try:
-            box["outcome"] = agent.run_turn(text, cancel, context)
+            box["outcome"] = job(cancel)
         finally:
             finished.set()
             ui.questions.put(None)  # wakes the main thread at once (no poll interval at the end of a turn)
+
+    def interrupted() -> None:
+        ui.write("^C\n")
+        cancel.cancel()
 
     worker = threading.Thread(target=work, name="mino-turn", daemon=True)
     ui.begin_turn()
     worker.start()
     while not finished.is_set():
+        if interrupts.count != seen:
+            seen = interrupts.count
+            interrupted()
         try:
-            try:
-                question = ui.questions.get(timeout=0.05)
-            except queue.Empty:
-                continue
-            if question is None:
-                continue  # a turn ended (this one, or a late wake-up of an earlier one): the loop decides
-            if cancel.cancelled:
-                question.done.set()
-                continue
-            question.answer = ui.ask_yes_no(question.prompt)
+            question = ui.questions.get(timeout=0.05)
+        except queue.Empty:
+            continue
+        if question is None:
+            continue  # a turn ended (this one, or a late wake-up of an earlier one): the loop decides
+        if cancel.cancelled:
             question.done.set()
+            continue
+        try:
+            question.answer = ui.ask_yes_no(question.prompt)
         except KeyboardInterrupt:
-            ui.write("^C\n")
-            cancel.cancel()
+            seen = interrupts.count
+            interrupted()
+        question.done.set()
     worker.join()
     return box["outcome"]
 

@@ -10,9 +10,11 @@ from __future__ import annotations
 import json
 import logging
 import os
+import select
 import signal
 import sys
 import threading
+import time
 from typing import Any, BinaryIO
 
 log = logging.getLogger("mino.stdio")
@@ -64,24 +66,43 @@ TERMINATE_WITHIN_S = 7.0  # the orderly way out waits at most 5 s for a turn to 
 
 def raise_on_sigterm() -> None:
     """From now on SIGTERM raises Terminated in the main thread, and the process ends within
-    TERMINATE_WITHIN_S whatever the main thread was doing when it arrived (a wait the signal cannot
-    interrupt, a handler that swallowed it): what matters is fsynced as it is written, and the
-    session locks are flocks, released with the process."""
+    TERMINATE_WITHIN_S whatever the main thread is doing: what matters is fsynced as it is written,
+    and the session locks are flocks, released with the process.
+
+    The deadline does not depend on the main thread. A Python-level handler runs only when the main
+    thread next executes Python code, which may be never: the kernel can hand the signal to another
+    thread while the main thread sits in read() on a silent client (not interrupted), or the main
+    thread can be in a C call that does not return soon (an fsync on a busy disk). So the C-level
+    handler's wakeup fd (written at delivery, from whatever thread took the signal) wakes a watcher
+    thread that starts the deadline. SIGTERM is also unblocked: a mask inherited from the parent
+    (exec keeps it) would hold the signal pending forever."""
 
     def on_term(signum: int, frame: Any) -> None:
-        import threading
-
-        deadline = threading.Timer(TERMINATE_WITHIN_S, _exit_now)
-        deadline.daemon = True
-        deadline.start()
         raise Terminated()
 
     signal.signal(signal.SIGTERM, on_term)
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)  # the C handler must never block on a full pipe
+    signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
+    threading.Thread(target=_watch, args=(read_end,), name="sigterm-deadline", daemon=True).start()
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+
+
+def _watch(fd: int) -> None:
+    while signal.SIGTERM not in os.read(fd, 64):  # one byte per signal delivered (SIGINT too)
+        pass
+    time.sleep(TERMINATE_WITHIN_S)
+    _exit_now()
 
 
 def _exit_now() -> None:
-    log.warning("still running %.0f s after SIGTERM: exiting now", TERMINATE_WITHIN_S)
-    sys.stderr.flush()
+    # No logging and no sys.stderr here: their locks may be held by the very thread that is stuck.
+    # The line goes out only if the pipe has room for it (a small write is then whole, not blocking).
+    try:
+        if select.select([], [2], [], 0)[1]:
+            os.write(2, f"still running {TERMINATE_WITHIN_S:.0f} s after SIGTERM: exiting now\n".encode())
+    except OSError:
+        pass
     os._exit(1)
 
 

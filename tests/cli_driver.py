@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pexpect
@@ -12,7 +13,12 @@ MINO = [sys.executable, "-m", "mino_server"]
 
 
 def spawn(
-    env: dict[str, str], cwd: Path, *args: str, timeout: float = 15, dimensions: tuple[int, int] = (50, 200)
+    env: dict[str, str],
+    cwd: Path,
+    *args: str,
+    timeout: float = 15,
+    dimensions: tuple[int, int] = (50, 200),
+    preexec_fn: Callable[[], None] | None = None,
 ) -> pexpect.spawn:
     child = pexpect.spawn(
         MINO[0],
@@ -22,6 +28,7 @@ def spawn(
         encoding="utf-8",
         timeout=timeout,
         dimensions=dimensions,  # (rows, columns)
+        preexec_fn=preexec_fn,
     )
     return child
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from acp_client import NO_ANSWER, AcpClient
+from cancel_points import POINTS, reach
 from helpers import mino_env, quiet_home
 
 from mino_server.core.sessions.store import SessionStore
@@ -335,6 +336,26 @@ def test_cancel_during_an_approval(spawn: Spawn, model: ScriptedModel, ws: Path,
     model.add({"text": "still here"})
     assert client.prompt(sid, "again") == {"stopReason": "end_turn"}
     assert not (ws / "out.txt").exists()
+
+
+@pytest.mark.parametrize("point", list(POINTS))
+def test_session_cancel_at_every_point_of_a_turn(
+    point: str, spawn: Spawn, model: ScriptedModel, ws: Path, home: Path
+) -> None:
+    model.add(POINTS[point][0])
+    client = spawn(args=["--mode", "bypass"])
+    sid = client.new_session(ws)
+    pending = client.start("session/prompt", client.prompt_params(sid, "go"))
+    reach(
+        point,
+        model,
+        lambda: client.updates(sid, "agent_message_chunk"),
+        lambda: client.updates(sid, "tool_call"),
+    )
+    client.notify("session/cancel", {"sessionId": sid})
+    assert pending.result(20) == {"stopReason": "cancelled"}
+    ends = [r for r in records(home, sid) if r["type"] == "turn_end"]
+    assert [r["status"] for r in ends] == ["interrupted"]
 
 
 def test_unknown_tool_is_shown_as_a_failed_call(spawn: Spawn, model: ScriptedModel, ws: Path) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cancel_points import POINTS, reach
 from helpers import mino_env, quiet_home, session_records
 from server_client import NO_ANSWER, Client, Spawn, contract_problems, servers
 
@@ -206,6 +207,25 @@ def test_cancel_during_approval(spawn: Spawn, model: ScriptedModel, home: Path) 
     ends = [r for r in recs if r["type"] == "turn_end"]
     assert ends[0]["status"] == "interrupted" and ends[1]["status"] == "completed"
     assert [r["status"] for r in recs if r["type"] == "tool_result"] == ["denied"]
+
+
+@pytest.mark.parametrize("point", list(POINTS))
+def test_cancel_request_at_every_point_of_a_turn(
+    point: str, spawn: Spawn, model: ScriptedModel, home: Path
+) -> None:
+    model.add(POINTS[point][0])
+    client = spawn(mode="bypass")
+    sid = client.request("mino/state")["sessionId"]
+    turn = client.start("mino/turn", {"text": "go"})
+    reach(point, model, lambda: client.events("text_delta"), lambda: client.events("tool_call"))
+    client.cancel(turn)
+    assert turn.result(20)["status"] == "interrupted"
+    if "stall" not in POINTS[point][0]:  # the scripted model answers one at a time: not after a stall
+        model.add({"text": "Next."})
+        assert client.request("mino/turn", {"text": "next"})["status"] == "completed"
+    client.stop()
+    ends = [r["status"] for r in session_records(home, sid) if r["type"] == "turn_end"]
+    assert ends[0] == "interrupted"
 
 
 def test_busy(spawn: Spawn, model: ScriptedModel) -> None:
@@ -502,6 +522,40 @@ def test_sigterm_releases_the_session(spawn: Spawn, home: Path, ws: Path) -> Non
     assert sid and holder(home, sid) == Holder(client.proc.pid, str(ws.resolve()))
     client.proc.terminate()
     assert client.wait_exit(10) == 1
+    assert holder(home, sid) is None
+
+
+# SIGTERM where no Python-level handler can run in time. "inherited": the parent blocked SIGTERM
+# and exec kept the mask (the server unblocks it). "main thread deaf": the main thread alone blocks
+# it, so the kernel hands it to another thread and the main thread's read() of a silent client is
+# never interrupted, the same as a main thread stuck in a C call: the 7 s deadline must not wait
+# for the main thread (before, the timer was started by the Python handler: alive for ever).
+SIGTERM_SETUPS = {
+    "inherited": "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})",
+    "main thread deaf": (
+        "real = app.raise_on_sigterm\n"
+        "def deaf():\n"
+        "    real()\n"
+        "    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})\n"
+        "app.raise_on_sigterm = deaf"
+    ),
+}
+
+
+@pytest.mark.parametrize("setup", list(SIGTERM_SETUPS))
+def test_sigterm_ends_the_server_when_no_handler_can_run(
+    setup: str, home: Path, ws: Path, model: ScriptedModel
+) -> None:
+    script = f"import signal\nfrom mino_server.server import app\n{SIGTERM_SETUPS[setup]}\napp.serve()\n"
+    client = Client(mino_env(home, model.base_url), ws, argv=[sys.executable, "-c", script])
+    try:
+        client.initialize(ws)
+        sid = client.request("mino/state")["sessionId"]
+        assert sid and holder(home, sid) is not None
+        client.proc.terminate()
+        assert client.wait_exit(30) == 1  # 30 s: a hang guard; the promise is 7 s
+    finally:
+        client.stop()
     assert holder(home, sid) is None
 
 

@@ -1,0 +1,93 @@
+"""Competing load for `make test-stress` and the reliability suite's loaded case.
+
+`python tests/load.py [--seconds N] -- COMMAND...` runs COMMAND while one busy process per core and
+one I/O writer (4 MiB written and fsynced in a loop, in a temporary folder) compete with it, and
+stops them when COMMAND ends (or after N seconds, whichever comes first); COMMAND's exit status is
+the script's. `Load` is the same as a context manager for a test.
+
+The load is bounded twice: the workers stop themselves at their deadline and get SIGKILL when the
+command ends, so a killed run leaves no busy loop behind.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from types import TracebackType
+
+BUSY = "import time\nend = time.monotonic() + {s}\nwhile time.monotonic() < end:\n    pass\n"
+WRITER = """
+import os, time
+end = time.monotonic() + {s}
+path = os.path.join({d!r}, "load.bin")
+block = os.urandom(1 << 20)
+while time.monotonic() < end:
+    with open(path, "wb") as f:
+        for _ in range(4):
+            f.write(block)
+        f.flush()
+        os.fsync(f.fileno())
+    os.unlink(path)
+"""
+
+
+class Load:
+    """One busy process per core (or `busy`) and one fsyncing writer, for at most `seconds`."""
+
+    def __init__(self, seconds: float = 3600, busy: int | None = None) -> None:
+        self.seconds = seconds
+        self.busy = busy if busy is not None else (os.cpu_count() or 1)
+        self._procs: list[subprocess.Popen[bytes]] = []
+        self._dir: tempfile.TemporaryDirectory[str] | None = None
+
+    def describe(self) -> str:
+        return f"{self.busy} busy process(es) + 1 I/O writer (4 MiB fsynced in a loop)"
+
+    def __enter__(self) -> Load:
+        self._dir = tempfile.TemporaryDirectory(prefix="mino-load-")
+        scripts = [BUSY.format(s=self.seconds)] * self.busy
+        scripts.append(WRITER.format(s=self.seconds, d=self._dir.name))
+        for script in scripts:
+            self._procs.append(subprocess.Popen([sys.executable, "-c", script], start_new_session=True))
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        for proc in self._procs:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for proc in self._procs:
+            proc.wait()
+        self._procs.clear()
+        if self._dir is not None:
+            self._dir.cleanup()
+
+
+def main(argv: list[str]) -> int:
+    seconds = 3600.0
+    if argv[:1] == ["--seconds"]:
+        seconds, argv = float(argv[1]), argv[2:]
+    if argv[:1] == ["--"]:
+        argv = argv[1:]
+    if not argv:
+        sys.stderr.write("usage: python tests/load.py [--seconds N] -- COMMAND...\n")
+        return 2
+    with Load(seconds) as load:
+        sys.stderr.write(f"load: {load.describe()}, at most {seconds:.0f} s\n")
+        started = time.monotonic()
+        code = subprocess.call(argv)
+        sys.stderr.write(
+            f"load: {' '.join(argv)} ended with {code} after {time.monotonic() - started:.0f} s\n"
+        )
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
