@@ -335,6 +335,9 @@ class ModelClient:
         self._client: httpx.Client | None = None
         self._lock = threading.Lock()
         self._closed = False
+        # Called once, from the worker, when the first response's headers have arrived: work that
+        # should not compete with the first request (the CLI's sandbox probe) starts then.
+        self.on_first_response: Callable[[], None] | None = None
 
     def warm_up(self) -> None:
         """Import httpx and build the client in a background thread now, so that the first request
@@ -452,6 +455,9 @@ class ModelClient:
             if job.aborted.is_set():
                 raise _Aborted() from None
             raise _Retryable(self._describe(exc)) from None
+        hook, self.on_first_response = self.on_first_response, None
+        if hook is not None:
+            hook()
         try:
             job.track(response)
             if job.aborted.is_set():

@@ -42,11 +42,17 @@ class Store:
         self._claims: dict[str, SessionClaim] = {}  # sessions this process has open
         self._own_changes: set[int] = set()  # counter values this process wrote (not news to it)
 
-    def open(self) -> None:
-        """Start what the first conversation needs (the sandbox probe). Nothing is locked for the
-        life of the process: conversations claim their sessions one by one."""
+    def open(self, probe: bool = True) -> None:
+        """Start what the first conversation needs (the sandbox probe, unless `probe` is False: then
+        `start_probe()` or the first `sandbox()` starts it). Nothing is locked for the life of the
+        process: conversations claim their sessions one by one."""
+        if probe:  # the probe runs a process: it runs while the store is opened
+            self.start_probe()
+
+    def start_probe(self) -> None:
+        """Start the sandbox probe in the background if it has not started (any thread)."""
         with self._guard:
-            if self._sandbox is None:  # the probe runs a process: it runs while the store is opened
+            if self._sandbox is None:
                 self._sandbox = Background(self._detect_sandbox, "mino-sandbox-probe")
 
     def close(self) -> None:
@@ -132,12 +138,10 @@ class Store:
 
     # ---- the sandbox ---------------------------------------------------------------------
     def sandbox(self) -> tuple[Sandbox | None, str]:
-        """(the sandbox or None, the start-up line); waits for the probe on first use."""
-        with self._guard:
-            if self._sandbox is None:
-                self._sandbox = Background(self._detect_sandbox, "mino-sandbox-probe")
-            probe = self._sandbox
-        return probe.result()
+        """(the sandbox or None, the start-up line); starts the probe if need be and waits for it."""
+        self.start_probe()
+        assert self._sandbox is not None
+        return self._sandbox.result()
 
     def _detect_sandbox(self) -> tuple[Sandbox | None, str]:
         from .tools import sandbox
