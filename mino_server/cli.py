@@ -282,7 +282,7 @@ def run_cli(model: str | None, base_url: str | None, mode: str | None) -> int:
     try:
         try:
             # Piped input: the first line is read and its request sent before the sandbox probe runs
-            # (it starts when the model answers); the sandbox's start-up line and the lines after it
+            # (it starts once the request is written, while the model works); the sandbox's start-up line and the lines after it
             # are held, and written before anything else is (waiting for the verdict then); a turn
             # waits for the verdict before any tool call. At a terminal the verdict comes before the
             # prompt: the person reads the lines before typing.

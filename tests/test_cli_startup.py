@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -63,6 +64,22 @@ def wait_for(done: object, what: str, timeout: float = 30) -> None:
         time.sleep(0.01)
 
 
+def test_what_the_first_request_needs_loads_nothing_of_the_sandbox_or_of_running_commands() -> None:
+    """The modules a first turn loads in the background (conversation._warm_up_turn: the tool set and
+    its schemas) leave subprocess, ctypes and the probe to the probe's thread, which runs after it."""
+    code = (
+        "import sys\n"
+        "import httpx, mino_server.cli, mino_server.core.conversation\n"
+        "from mino_server.core import display, memory, skills, turn\n"
+        "from mino_server.core.tools.registry import default_tools\n"
+        "default_tools()\n"
+        "print(sorted(m for m in ('subprocess', 'ctypes', 'mino_server.core.tools.orphans',"
+        " 'mino_server.core.tools.sandbox') if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+
+
 def test_first_request_goes_out_before_the_probe_and_the_lines_keep_their_order(
     tmp_path: Path, model: ScriptedModel, mino_env: dict[str, str], workdir: Path
 ) -> None:
@@ -70,8 +87,9 @@ def test_first_request_goes_out_before_the_probe_and_the_lines_keep_their_order(
     model.add({"text": "Hello there."})
     proc = start_piped(mino_env, workdir, "Say hello.\n")
     try:
-        wait_for(lambda: model.requests, "the first request, while the probe has not run")
-        assert not log.exists()  # the probe had not even started: it starts once the model answers
+        # The probe is held until `go`: had the start waited for its verdict, the request would come
+        # only once the probe gave up (PROBE_TIMEOUT_S) and the line would say "unavailable".
+        wait_for(lambda: model.requests, "the first request, while the probe cannot finish")
         go.touch()
         out, err = proc.communicate(timeout=30)
     finally:

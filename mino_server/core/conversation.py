@@ -119,16 +119,15 @@ class Conversation:
         (new_session or resume), as an ACP client does with session/new and session/load.
 
         `sandbox_later=True` neither starts nor waits for the sandbox probe: it starts when the
-        first request has been answered (its headers: the model is at work) or when its verdict is
-        asked for; `Startup.sandbox_line` is empty and `sandbox_verdict()` waits for it; a turn
+        first request has been written (the model is at work) or when its verdict is asked for; `Startup.sandbox_line` is empty and `sandbox_verdict()` waits for it; a turn
         waits for it before its first tool call, so no command runs before the verdict is known.
         The CLI with piped input uses it: the probe (Python work and a bwrap process, ~5-10 ms of
         CPU) then stays off the way to the first request."""
         self.store.open(probe=not sandbox_later)
         self._opened = True
         self._client_for_turn().warm_up()
-        if sandbox_later:  # once the first request is answered, or when the verdict is asked for
-            self._client_for_turn().on_first_response = self.store.start_probe
+        if sandbox_later:  # once the first request is written, or when the verdict is asked for
+            self._client_for_turn().on_request_sent = self.store.start_probe
         Background(self._warm_up_turn, "mino-warm-up")
         notices, elsewhere = self._startup_selection(session_id, wait_s) if select else ([], None)
         if not sandbox_later:
@@ -157,11 +156,8 @@ class Conversation:
 
     def _warm_up_turn(self) -> None:
         """Load what the first turn needs (the tools, memory, skills, compaction: ~5 ms) while a person
-        types the first line; harmless if the turn gets there first."""
-        import selectors  # noqa: F401  (these three: what bash loads on its first run, ~3 ms)
-        import signal  # noqa: F401
-        import subprocess  # noqa: F401
-
+        types the first line; harmless if the turn gets there first. What bash loads on its first run
+        (subprocess & co) the sandbox probe loads: it runs before any tool call."""
         from . import display, memory, skills, turn  # noqa: F401
         from .tools.registry import default_tools
 

@@ -144,7 +144,13 @@ class Store:
         return self._sandbox.result()
 
     def _detect_sandbox(self) -> tuple[Sandbox | None, str]:
-        from .tools import sandbox
+        # What bash loads on its first run (~5-7 ms), here even when the probe runs nothing (sandbox:
+        # off): every tool call waits for the verdict, so the first command finds them loaded.
+        import selectors  # noqa: F401
+        import signal  # noqa: F401
+        import subprocess  # noqa: F401
+
+        from .tools import orphans, sandbox  # noqa: F401
 
         return sandbox.detect(self.config.sandbox, self.config.sandbox_unix_sockets)
 

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from ..cancel import Cancelled, CancelToken
 from ..contract import Kind
 from ..values import Frozen
-from . import orphans
 from .base import (
     COMPLETED,
     FAILED,
@@ -132,6 +131,8 @@ class BashTool(ToolOf[BashArgs, None]):
 
     def run(self, args: BashArgs, ctx: ToolContext, prepared: Prepared[None]) -> ToolResult:
         import subprocess  # here, not at import: the tool set is loaded on start-up paths that run nothing
+
+        from . import orphans  # with ctypes, ~2-4 ms: loaded by the sandbox probe before any command
 
         ctx.cancel.check()
         sandbox = None if args.outside_sandbox else ctx.sandbox
