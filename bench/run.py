@@ -179,8 +179,7 @@ class Context:
     mino: list[str]
     python: str
     tmp: Path
-    tree: Path | None = None  # another Mino tree, run through PYTHONPATH beside this one (--tree)
-    tree_label: str = ""
+    trees: list[tuple[Path, str]] = field(default_factory=list)  # other Mino trees (--tree), labelled
     codex: str | None = None  # the Codex CLI executable (--codex)
     codex_label: str = ""
     rows: dict[str, Row] = field(default_factory=dict)
@@ -626,22 +625,18 @@ def bench_cli(ctx: Context, model_cls: type) -> None:
     )
     # Peers in the same runs, interleaved with Mino (the machine's drift hits all alike): another tree
     # of Mino through PYTHONPATH (--tree) and the Codex CLI (--codex) against the same mock.
-    peers: list[tuple[str, Row]] = []
-    if ctx.tree is not None:
-        peers.append(
-            ("tree", ctx.row("cli_cold_tree", f"Cold start, CLI, {ctx.tree_label}: same runs", "ms", "—"))
-        )
+    peers: dict[str, Row] = {}
+    for tree, label in ctx.trees:
+        peers[str(tree)] = ctx.row(f"cli_cold_{tree}", f"Cold start, CLI, {label}: same runs", "ms", "—")
     if ctx.codex is not None:
-        peers.append(
-            ("codex", ctx.row("cli_cold_codex", f"Cold start, {ctx.codex_label}: same runs", "ms", "—"))
-        )
+        peers["codex"] = ctx.row("cli_cold_codex", f"Cold start, {ctx.codex_label}: same runs", "ms", "—")
     home, work = ctx.scratch("cli")
     floor = [ctx.python, str(BENCH / "floor_agent.py")]
     with model_cls() as model:
         url = model.base_url + "/responses"
         httpx_post = [ctx.python, "-c", f"import httpx; httpx.post({url!r}, json={{'input': 'hi'}})"]
         commands = [("mino", ctx.mino), ("floor", floor), ("httpx", httpx_post)]
-        commands += [(name, ctx.mino) for name, _ in peers if name == "tree"]
+        commands += [(str(tree), ctx.mino) for tree, _ in ctx.trees]
         if ctx.codex is not None:
             commands.append(("codex", [ctx.codex, "exec", "--skip-git-repo-check", "-"]))  # prompt: stdin
         for i in range(ctx.runs + 1):  # the first round warms the page cache and .pyc files
@@ -650,8 +645,8 @@ def bench_cli(ctx: Context, model_cls: type) -> None:
                 model.add({"text": "Hello! How can I help you today?"})
                 n = len(model.requests)
                 env = env_for(home, model.base_url)
-                if name == "tree":
-                    env["PYTHONPATH"] = str(ctx.tree)
+                if name in peers and name != "codex":
+                    env["PYTHONPATH"] = name  # another tree's mino_server, the same interpreter and venv
                 elif name == "codex":
                     env["CODEX_HOME"] = str(codex_home(home, model.base_url))  # a first start, as Mino's
                 run = run_process(argv, env, work, QUESTION)
@@ -664,8 +659,8 @@ def bench_cli(ctx: Context, model_cls: type) -> None:
                     continue
                 start_ms = (model.request_times[n] - run.spawned) * 1000
                 exit_ms = (run.exited - model.response_ends[n]) * 1000
-                if name in ("tree", "codex"):
-                    dict(peers)[name].mino.add(start_ms)
+                if name in peers:
+                    peers[name].mino.add(start_ms)
                 elif name == "httpx":
                     bare.mino.add(start_ms)
                 elif name == "mino":
@@ -1316,7 +1311,10 @@ def main(argv: list[str] | None = None) -> int:
         help="run only these benchmarks (cli, tool, server, acp, turn, resume, million)",
     )
     parser.add_argument(
-        "--tree", type=Path, help="another Mino tree (a git worktree): its CLI cold start in the same runs"
+        "--tree",
+        type=Path,
+        action="append",
+        help="another Mino tree (a git worktree; repeatable): its CLI cold start in the same runs",
     )
     parser.add_argument("--codex", help="the Codex CLI executable: its cold start in the same runs")
     args = parser.parse_args(argv)
@@ -1327,9 +1325,8 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="mino-bench-") as tmp:
         ctx = Context(runs, args.quick, [str(mino)], sys.executable, Path(tmp))
-        if args.tree is not None:
-            ctx.tree = args.tree.resolve()
-            ctx.tree_label = f"the tree at {_commit(ctx.tree)} (PYTHONPATH)"
+        for tree in args.tree or []:
+            ctx.trees.append((tree.resolve(), f"the tree at {_commit(tree)} (PYTHONPATH)"))
         if args.codex is not None:
             ctx.codex = args.codex
             version = subprocess.run([args.codex, "--version"], capture_output=True, text=True, timeout=30)
