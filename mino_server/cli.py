@@ -281,11 +281,11 @@ def run_cli(model: str | None, base_url: str | None, mode: str | None) -> int:
     agent = Conversation(Store(config), Path.cwd(), ui)
     try:
         try:
-            # Piped input: the first line is read and its request sent before the sandbox probe runs
-            # (it starts once the request is written, while the model works); the sandbox's start-up line and the lines after it
-            # are held, and written before anything else is (waiting for the verdict then); a turn
-            # waits for the verdict before any tool call. At a terminal the verdict comes before the
-            # prompt: the person reads the lines before typing.
+            # Piped input: the first line is read and its request sent without waiting for the sandbox
+            # probe (started by open(): bwrap runs meanwhile); the sandbox's start-up line and the
+            # lines after it are held, and written before anything else is (waiting for the verdict
+            # then); a turn waits for the verdict before any tool call. At a terminal the verdict
+            # comes before the prompt: the person reads the lines before typing.
             lines = startup_lines(replace(agent.open(sandbox_later=not interactive), sandbox_line=_PENDING))
             at = lines.index(_PENDING)
             for text in lines[:at]:

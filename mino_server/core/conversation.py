@@ -118,16 +118,13 @@ class Conversation:
         `select=False` opens without choosing a session: the front end says which one next
         (new_session or resume), as an ACP client does with session/new and session/load.
 
-        `sandbox_later=True` neither starts nor waits for the sandbox probe: it starts when the
-        first request has been written (the model is at work) or when its verdict is asked for; `Startup.sandbox_line` is empty and `sandbox_verdict()` waits for it; a turn
-        waits for it before its first tool call, so no command runs before the verdict is known.
-        The CLI with piped input uses it: the probe (Python work and a bwrap process, ~5-10 ms of
-        CPU) then stays off the way to the first request."""
-        self.store.open(probe=not sandbox_later)
+        `sandbox_later=True` starts the sandbox probe (as always) but does not wait for it:
+        `Startup.sandbox_line` is empty and `sandbox_verdict()` waits for it; a turn waits for it
+        before its first tool call, so no command runs before the verdict is known. The CLI with
+        piped input uses it: its first request does not wait for bwrap to start and finish."""
+        self.store.open()
         self._opened = True
         self._client_for_turn().warm_up()
-        if sandbox_later:  # once the first request is written, or when the verdict is asked for
-            self._client_for_turn().on_request_sent = self.store.start_probe
         Background(self._warm_up_turn, "mino-warm-up")
         notices, elsewhere = self._startup_selection(session_id, wait_s) if select else ([], None)
         if not sandbox_later:

@@ -335,10 +335,6 @@ class ModelClient:
         self._client: httpx.Client | None = None
         self._lock = threading.Lock()
         self._closed = False
-        # Called once, from the worker, when the first request has been written (httpcore's trace
-        # extension: the wait for the response's headers begins), or at the latest when they have
-        # arrived: work that should not delay the first request (the CLI's sandbox probe) starts then.
-        self.on_request_sent: Callable[[], None] | None = None
 
     def warm_up(self) -> None:
         """Import httpx and build the client in a background thread now, so that the first request
@@ -449,17 +445,13 @@ class ModelClient:
         headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
-        traced = {"trace": self._trace} if self.on_request_sent is not None else None
-        request = client.build_request(
-            "POST", f"{self.base_url}/responses", content=content, headers=headers, extensions=traced
-        )
+        request = client.build_request("POST", f"{self.base_url}/responses", content=content, headers=headers)
         try:
             response = client.send(request, stream=True)
         except httpx.HTTPError as exc:
             if job.aborted.is_set():
                 raise _Aborted() from None
             raise _Retryable(self._describe(exc)) from None
-        self._request_sent()
         try:
             job.track(response)
             if job.aborted.is_set():
@@ -468,15 +460,6 @@ class ModelClient:
         finally:
             job.track(None)
             response.close()
-
-    def _trace(self, event: str, info: dict[str, Any]) -> None:
-        if event.endswith(".receive_response_headers.started"):  # http11. or http2.
-            self._request_sent()
-
-    def _request_sent(self) -> None:
-        hook, self.on_request_sent = self.on_request_sent, None
-        if hook is not None:
-            hook()
 
     def _describe(self, exc: Exception) -> str:
         import httpx

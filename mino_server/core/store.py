@@ -42,12 +42,10 @@ class Store:
         self._claims: dict[str, SessionClaim] = {}  # sessions this process has open
         self._own_changes: set[int] = set()  # counter values this process wrote (not news to it)
 
-    def open(self, probe: bool = True) -> None:
-        """Start what the first conversation needs (the sandbox probe, unless `probe` is False: then
-        `start_probe()` or the first `sandbox()` starts it). Nothing is locked for the life of the
-        process: conversations claim their sessions one by one."""
-        if probe:  # the probe runs a process: it runs while the store is opened
-            self.start_probe()
+    def open(self) -> None:
+        """Start what the first conversation needs (the sandbox probe). Nothing is locked for the
+        life of the process: conversations claim their sessions one by one."""
+        self.start_probe()  # the probe runs a process: it runs while the store is opened
 
     def start_probe(self) -> None:
         """Start the sandbox probe in the background if it has not started (any thread)."""
