@@ -179,6 +179,9 @@ class Context:
     mino: list[str]
     python: str
     tmp: Path
+    trees: list[tuple[Path, str]] = field(default_factory=list)  # other Mino trees (--tree), labelled
+    codex: str | None = None  # the Codex CLI executable (--codex)
+    codex_label: str = ""
     rows: dict[str, Row] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -620,17 +623,33 @@ def bench_cli(ctx: Context, model_cls: type) -> None:
     typed = ctx.row(
         "typed", f"First turn typed {typing_s:g} s after start: line written → first request", "ms", "—", True
     )
+    # Peers in the same runs, interleaved with Mino (the machine's drift hits all alike): another tree
+    # of Mino through PYTHONPATH (--tree) and the Codex CLI (--codex) against the same mock.
+    peers: dict[str, Row] = {}
+    for tree, label in ctx.trees:
+        peers[str(tree)] = ctx.row(f"cli_cold_{tree}", f"Cold start, CLI, {label}: same runs", "ms", "—")
+    if ctx.codex is not None:
+        peers["codex"] = ctx.row("cli_cold_codex", f"Cold start, {ctx.codex_label}: same runs", "ms", "—")
     home, work = ctx.scratch("cli")
     floor = [ctx.python, str(BENCH / "floor_agent.py")]
     with model_cls() as model:
         url = model.base_url + "/responses"
         httpx_post = [ctx.python, "-c", f"import httpx; httpx.post({url!r}, json={{'input': 'hi'}})"]
+        commands = [("mino", ctx.mino), ("floor", floor), ("httpx", httpx_post)]
+        commands += [(str(tree), ctx.mino) for tree, _ in ctx.trees]
+        if ctx.codex is not None:
+            commands.append(("codex", [ctx.codex, "exec", "--skip-git-repo-check", "-"]))  # prompt: stdin
         for i in range(ctx.runs + 1):  # the first round warms the page cache and .pyc files
-            for name, argv in (("mino", ctx.mino), ("floor", floor), ("httpx", httpx_post)):
+            for name, argv in commands:
                 shutil.rmtree(home, ignore_errors=True)
                 model.add({"text": "Hello! How can I help you today?"})
                 n = len(model.requests)
-                run = run_process(argv, env_for(home, model.base_url), work, QUESTION)
+                env = env_for(home, model.base_url)
+                if name in peers and name != "codex":
+                    env["PYTHONPATH"] = name  # another tree's mino_server, the same interpreter and venv
+                elif name == "codex":
+                    env["CODEX_HOME"] = str(codex_home(home, model.base_url))  # a first start, as Mino's
+                run = run_process(argv, env, work, QUESTION)
                 check(
                     run.returncode == 0 and len(model.requests) == n + 1, f"{name} one-turn run", run, model
                 )
@@ -640,7 +659,9 @@ def bench_cli(ctx: Context, model_cls: type) -> None:
                     continue
                 start_ms = (model.request_times[n] - run.spawned) * 1000
                 exit_ms = (run.exited - model.response_ends[n]) * 1000
-                if name == "httpx":
+                if name in peers:
+                    peers[name].mino.add(start_ms)
+                elif name == "httpx":
                     bare.mino.add(start_ms)
                 elif name == "mino":
                     cold.mino.add(start_ms)
@@ -666,6 +687,17 @@ def bench_cli(ctx: Context, model_cls: type) -> None:
                 model.add({"text": "Hello! How can I help you today?"})
                 mb = peak_rss_mb(ctx.python, argv, env_for(home, model.base_url), work, QUESTION)
                 (rss.mino if name == "mino" else rss.floor).add(mb)  # type: ignore[union-attr]
+
+
+def codex_home(home: Path, base_url: str) -> Path:
+    """A fresh CODEX_HOME whose config points the Codex CLI at the mock (the Responses API)."""
+    codex = home / "codex"
+    codex.mkdir(parents=True)
+    (codex / "config.toml").write_text(
+        'model = "gpt-5"\nmodel_provider = "mock"\n[model_providers.mock]\nname = "mock"\n'
+        f'base_url = "{base_url}"\nwire_api = "responses"\nenv_key = "MINO_API_KEY"\n'
+    )
+    return codex
 
 
 def bench_tool(ctx: Context, model_cls: type) -> None:
@@ -1246,6 +1278,13 @@ def write_results(path: Path, text: str) -> None:
     path.write_text(new, encoding="utf-8")
 
 
+def _commit(tree: Path) -> str:
+    done = subprocess.run(
+        ["git", "-C", str(tree), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    )
+    return done.stdout.strip() or tree.name
+
+
 def _ensure_venv() -> None:
     """Run under the project's venv (the in-process benchmarks need httpx and the package)."""
     try:
@@ -1271,6 +1310,13 @@ def main(argv: list[str] | None = None) -> int:
         action="append",
         help="run only these benchmarks (cli, tool, server, acp, turn, resume, million)",
     )
+    parser.add_argument(
+        "--tree",
+        type=Path,
+        action="append",
+        help="another Mino tree (a git worktree; repeatable): its CLI cold start in the same runs",
+    )
+    parser.add_argument("--codex", help="the Codex CLI executable: its cold start in the same runs")
     args = parser.parse_args(argv)
     _ensure_venv()
     bindir = Path(sys.executable).parent
@@ -1279,6 +1325,12 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="mino-bench-") as tmp:
         ctx = Context(runs, args.quick, [str(mino)], sys.executable, Path(tmp))
+        for tree in args.tree or []:
+            ctx.trees.append((tree.resolve(), f"the tree at {_commit(tree)} (PYTHONPATH)"))
+        if args.codex is not None:
+            ctx.codex = args.codex
+            version = subprocess.run([args.codex, "--version"], capture_output=True, text=True, timeout=30)
+            ctx.codex_label = version.stdout.strip().replace("codex-cli", "Codex CLI") or "Codex CLI"
         # Bytecode as an installed program has it: written once (the warm-up) and reused, kept out of
         # the tree. Some environments set PYTHONDONTWRITEBYTECODE, which would make every start compile.
         os.environ.pop("PYTHONDONTWRITEBYTECODE", None)

@@ -17,6 +17,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -42,8 +43,6 @@ from .core.values import Mutable
 from .core.words import NO_SESSION, context_line
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from .core.context import ResolvedItem
     from .core.conversation import Conversation
 
@@ -143,11 +142,31 @@ class TerminalUI:
         self._held_cr = False  # a text delta ended in CR: a CR LF split across deltas is a line end
         self._before = ""  # the end of the previous text delta, for terminal_text
         self._usage: tuple[int, int] | None = None  # this turn's latest (input tokens, context window)
+        # Lines that come before anything else is written, not printed yet: a callable gives its lines
+        # when they are due (the sandbox's start-up line waits for the probe's verdict).
+        self._held: list[str | Callable[[], list[str]]] = []
 
     # ---- output --------------------------------------------------------------------------
+    def hold(self, item: str | Callable[[], list[str]]) -> None:
+        """A line (or a callable giving lines) written before anything else, in order; `flush_held`
+        or the next write writes it. Without held lines, a line is written at once."""
+        with self._lock:
+            self._held.append(item)
+            if len(self._held) == 1 and isinstance(item, str):
+                self.flush_held()
+
+    def flush_held(self) -> None:
+        """Write the held lines (a callable among them may wait, e.g. for the sandbox probe)."""
+        with self._lock:
+            while self._held:
+                item = self._held.pop(0)
+                for text in [item] if isinstance(item, str) else item():
+                    self._put(self.out, terminal_text(text + "\n"))
+
     def write(self, text: str, *, err: bool = False, delta: bool = False) -> None:
         """Text, sanitised (terminal_text) on its way out: the only way text reaches the terminal."""
         with self._lock:
+            self.flush_held()
             self._erase_waiting()
             if self._held_cr and text:
                 self._held_cr = False
@@ -368,8 +387,19 @@ def run_cli(model: str | None, base_url: str | None, mode: str | None) -> int:
     agent = Conversation(Store(config), Path.cwd(), ui)
     try:
         try:
-            for text in startup_lines(agent.open()):
+            # Piped input: the first line is read and its request sent without waiting for the sandbox
+            # probe (started by open(): bwrap runs meanwhile); the sandbox's start-up line and the
+            # lines after it are held, and written before anything else is (waiting for the verdict
+            # then); a turn waits for the verdict before any tool call. At a terminal the verdict
+            # comes before the prompt: the person reads the lines before typing.
+            lines = startup_lines(replace(agent.open(sandbox_later=not interactive), sandbox_line=_PENDING))
+            at = lines.index(_PENDING)
+            for text in lines[:at]:
                 ui.line(text)
+            rest = lines[at + 1 :]
+            ui.hold(lambda: [agent.sandbox_verdict(), *rest])
+            if interactive:
+                ui.flush_held()
         except StoreLocked as exc:
             ui.error_line(f"mino: {exc}")
             return 1
@@ -377,10 +407,16 @@ def run_cli(model: str | None, base_url: str | None, mode: str | None) -> int:
             ui.error_line(f"mino: {exc}")
             return 1
         ui.interrupts.raising = False  # from here a press is a turn's or a prompt's (or is ignored)
-        return _loop(agent, ui)
+        try:
+            return _loop(agent, ui)
+        finally:
+            ui.flush_held()  # when nothing was written after them (empty input), they come now
     finally:
         ui.interrupts.raising = False  # a press while closing cannot cut the close short
         agent.close()
+
+
+_PENDING = "\0sandbox line\0"  # where the sandbox's start-up line goes (no real line has a NUL)
 
 
 def _loop(agent: Conversation, ui: TerminalUI) -> int:
@@ -434,9 +470,9 @@ def _loop(agent: Conversation, ui: TerminalUI) -> int:
                 ui.line()
                 unanswered = True
                 continue
-        for item in context:
-            ui.line(context_line_for(item))
-        ui.line()
+        for item in context:  # behind the start-up lines if they are still held
+            ui.hold(context_line_for(item))
+        ui.hold("")
         outcome = _run_turn(agent, ui, text, context)
         unanswered = unanswered or outcome.status != "completed"
         if outcome.status == "interrupted":

@@ -39,7 +39,7 @@ from .history import history_page
 from .sessions.log import LogError, SessionLog
 from .sessions.store import ID_RE, Holder, SessionClaim, SessionInfo, SessionInUse, StorageError, StoreLocked
 from .store import Background, Store
-from .tools.base import Tool
+from .tools.base import Tool, ToolContext
 from .ui import UI
 from .words import CANNOT_RESTORE, NO_SESSION, TURN_RUNNING, session_in_use
 
@@ -87,6 +87,7 @@ class Conversation:
         self._client: ModelClient | None = None  # made on first use
         self._sandbox: Sandbox | None = None  # the store's
         self.sandbox_line = ""
+        self._sandbox_known = False  # the probe's verdict is in _sandbox and sandbox_line
         self._memory_tracker: ProblemTracker | None = None
         self._force_memory_report = True
         self._skills: list[Skill] | None = None
@@ -98,7 +99,13 @@ class Conversation:
     def session_id(self) -> str | None:
         return self.log.id if self.log else None
 
-    def open(self, select: bool = True, session_id: str | None = None, wait_s: float = 0.0) -> Startup:
+    def open(
+        self,
+        select: bool = True,
+        session_id: str | None = None,
+        wait_s: float = 0.0,
+        sandbox_later: bool = False,
+    ) -> Startup:
         """Open the store and select a session by the start-up table (docs/BEHAVIOUR.md, "Start-up
         selection"). Raises StoreLocked (the store lock stayed taken), StorageError and
         RecoveryRefused (the CLI exits on it).
@@ -109,13 +116,19 @@ class Conversation:
         gives a new session (`Startup.open_elsewhere` says which and where).
 
         `select=False` opens without choosing a session: the front end says which one next
-        (new_session or resume), as an ACP client does with session/new and session/load."""
+        (new_session or resume), as an ACP client does with session/new and session/load.
+
+        `sandbox_later=True` starts the sandbox probe (as always) but does not wait for it:
+        `Startup.sandbox_line` is empty and `sandbox_verdict()` waits for it; a turn waits for it
+        before its first tool call, so no command runs before the verdict is known. The CLI with
+        piped input uses it: its first request does not wait for bwrap to start and finish."""
         self.store.open()
         self._opened = True
         self._client_for_turn().warm_up()
         Background(self._warm_up_turn, "mino-warm-up")
         notices, elsewhere = self._startup_selection(session_id, wait_s) if select else ([], None)
-        self._sandbox, self.sandbox_line = self.store.sandbox()
+        if not sandbox_later:
+            self.sandbox_verdict()
         return Startup(
             session_id=self.session_id,
             restore_problem=self.restore_problem,
@@ -127,13 +140,22 @@ class Conversation:
             setup=self.config.setup_problem(),
         )
 
+    def sandbox_verdict(self) -> str:
+        """The start-up line for the sandbox; waits for the store's probe the first time (any thread)."""
+        if not self._sandbox_known:
+            self._sandbox, self.sandbox_line = self.store.sandbox()
+            self._sandbox_known = True
+        return self.sandbox_line
+
+    def _tools_ready(self, ctx: ToolContext) -> None:
+        """Before a turn's first tool call: the sandbox the tools run in (the probe's verdict)."""
+        self.sandbox_verdict()
+        ctx.sandbox = self._sandbox
+
     def _warm_up_turn(self) -> None:
         """Load what the first turn needs (the tools, memory, skills, compaction: ~5 ms) while a person
-        types the first line; harmless if the turn gets there first."""
-        import selectors  # noqa: F401  (these three: what bash loads on its first run, ~3 ms)
-        import signal  # noqa: F401
-        import subprocess  # noqa: F401
-
+        types the first line; harmless if the turn gets there first. What bash loads on its first run
+        (subprocess & co) the sandbox probe loads: it runs before any tool call."""
         from . import display, memory, skills, turn  # noqa: F401
         from .tools.registry import default_tools
 
@@ -563,7 +585,6 @@ class Conversation:
 
     def _turn(self, log: SessionLog, text: str, cancel: CancelToken, items: list[ResolvedItem]) -> TurnResult:
         from .compaction import Compactor
-        from .tools.base import ToolContext
         from .tools.registry import tool_schemas
         from .turn import Turn
 
@@ -587,6 +608,7 @@ class Conversation:
             compactor=Compactor(self._client_for_turn(), log, self.budget),
             index=None,
             instructions="",
+            before_tools=None if self._sandbox_known else self._tools_ready,
         )
         try:
             skill_list = self._session_skills(log, cancel)
@@ -636,6 +658,7 @@ class Conversation:
         return history_page(self.log, before, limit)
 
     def state(self) -> State:
+        self.sandbox_verdict()  # known already unless open() was told not to wait for it
         entries, problems = self.memory_snapshot()
         return State(
             sessionId=self.session_id,

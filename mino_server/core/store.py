@@ -45,8 +45,12 @@ class Store:
     def open(self) -> None:
         """Start what the first conversation needs (the sandbox probe). Nothing is locked for the
         life of the process: conversations claim their sessions one by one."""
+        self.start_probe()  # the probe runs a process: it runs while the store is opened
+
+    def start_probe(self) -> None:
+        """Start the sandbox probe in the background if it has not started (any thread)."""
         with self._guard:
-            if self._sandbox is None:  # the probe runs a process: it runs while the store is opened
+            if self._sandbox is None:
                 self._sandbox = Background(self._detect_sandbox, "mino-sandbox-probe")
 
     def close(self) -> None:
@@ -132,15 +136,19 @@ class Store:
 
     # ---- the sandbox ---------------------------------------------------------------------
     def sandbox(self) -> tuple[Sandbox | None, str]:
-        """(the sandbox or None, the start-up line); waits for the probe on first use."""
-        with self._guard:
-            if self._sandbox is None:
-                self._sandbox = Background(self._detect_sandbox, "mino-sandbox-probe")
-            probe = self._sandbox
-        return probe.result()
+        """(the sandbox or None, the start-up line); starts the probe if need be and waits for it."""
+        self.start_probe()
+        assert self._sandbox is not None
+        return self._sandbox.result()
 
     def _detect_sandbox(self) -> tuple[Sandbox | None, str]:
-        from .tools import sandbox
+        # What bash loads on its first run (~5-7 ms), here even when the probe runs nothing (sandbox:
+        # off): every tool call waits for the verdict, so the first command finds them loaded.
+        import selectors  # noqa: F401
+        import signal  # noqa: F401
+        import subprocess  # noqa: F401
+
+        from .tools import orphans, sandbox  # noqa: F401
 
         return sandbox.detect(self.config.sandbox, self.config.sandbox_unix_sockets)
 

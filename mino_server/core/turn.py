@@ -81,6 +81,9 @@ class Turn(Mutable):
     instructions: str
     stopped: str | None = None  # set when the log could not be written: the chat stops
     usage: tuple[int, int] | None = None  # (input, output) tokens of the latest request that reported them
+    # Called once before the first tool call is looked at: completes ctx (the sandbox probe's verdict,
+    # when the front end did not wait for it at start-up). None: ctx is complete.
+    before_tools: Callable[[ToolContext], None] | None = None
 
     def run(
         self,
@@ -256,6 +259,9 @@ class Turn(Mutable):
         from .display import approval_fields
 
         ctx, cancel = self.ctx, self.ctx.cancel
+        if self.before_tools is not None:
+            self.before_tools(ctx)
+            self.before_tools = None
         tool = self.tools.get(call.name)
         if tool is None:
             return ToolResult(

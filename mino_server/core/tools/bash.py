@@ -21,7 +21,7 @@ from ..cancel import Cancelled, CancelToken
 from ..contract import NO_SANDBOX_QUESTION, OUTSIDE_SANDBOX_QUESTION, Kind
 from ..values import Frozen
 from ..words import protected_folders_changed, protected_walk_incomplete
-from . import orphans, protected
+from . import protected
 from .base import (
     COMPLETED,
     FAILED,
@@ -146,6 +146,8 @@ class BashTool(ToolOf[BashArgs, protected.Found]):
 
     def run(self, args: BashArgs, ctx: ToolContext, prepared: Prepared[protected.Found]) -> ToolResult:
         import subprocess  # here, not at import: the tool set is loaded on start-up paths that run nothing
+
+        from . import orphans  # with ctypes, ~2-4 ms: loaded by the sandbox probe before any command
 
         ctx.cancel.check()
         sandbox = None if args.outside_sandbox else ctx.sandbox

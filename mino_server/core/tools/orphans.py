@@ -19,7 +19,7 @@ child that is none of them is some command's. Elsewhere (macOS), only the proces
 
 from __future__ import annotations
 
-import ctypes  # ~2 ms: here, so it loads with the tool set (in the warm-up thread), not on a first command
+import ctypes  # ~2 ms: this module loads with the sandbox probe (store.py), before any command runs
 import os
 import sys
 import threading
