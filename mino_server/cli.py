@@ -370,9 +370,9 @@ def _preview(text: str) -> list[str]:
 
 
 def run_cli(model: str | None, base_url: str | None, mode: str | None) -> int:
-    from .core.config import ConfigError, load_config
-    from .core.conversation import Conversation, RecoveryRefused
-    from .core.sessions.store import StorageError, StoreLocked
+    from .core.config import load_config
+    from .core.conversation import Conversation
+    from .core.errors import ConfigError, RecoveryRefused, StorageError, StoreLocked
     from .core.store import Store
     from .core.words import startup_lines
 
@@ -461,7 +461,8 @@ def _loop(agent: Conversation, ui: TerminalUI) -> int:
         # `@path` and `@path:A-B` attach files, as in the editor's chat box; without an @ there is no
         # mention, and core/context.py (~1.5 ms to import) stays off the start path.
         if "@" in text:
-            from .core.context import ContextError, find_mentions
+            from .core.context import find_mentions
+            from .core.errors import ContextError
 
             try:
                 context = agent.resolve_context(find_mentions(text, agent.workdir, agent.config.home))

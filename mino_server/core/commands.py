@@ -1,6 +1,8 @@
-"""Slash commands: one implementation for the CLI and the editor server.
+"""Slash commands: one table (`COMMANDS`) for every front end.
 
-See docs/BEHAVIOUR.md, "Slash commands".
+See docs/BEHAVIOUR.md, "Slash commands". A command is one `cmd_NAME` function and one row: the CLI's
+and the editor server's /help, the editor server's "must run alone" rule, and what an ACP client is
+offered (`available_commands_update`, its /help) all derive from the row.
 
 Commands are recognised before anything reaches the model; they are never saved as user messages
 and never sent. Unknown slash commands are errors.
@@ -13,11 +15,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .cancel import CancelToken
-from .contract import MODES
-from .conversation import CommandError, Conversation
-from .sessions.store import StorageError
-from .values import Mutable
-from .words import mode_line, open_elsewhere_mark, session_line
+from .contract import MODE_HELP, MODES
+from .conversation import Conversation
+from .errors import CommandError, StorageError
+from .values import Frozen, Mutable
+from .words import COMPACT_RUNNING, SESSION_CHANGING, mode_line, open_elsewhere_mark, session_line
 
 CLEAR_QUESTION = (
     "Clear this session's saved history? This does not undo executed commands or delete recovery copies "
@@ -26,24 +28,6 @@ CLEAR_QUESTION = (
 CLEAR_PROMPT = "Type the complete session ID to clear it: "
 NOT_CLEARED = "Session was not cleared."
 NOTHING_TO_CLEAR = "No session is selected, so there is nothing to clear."
-
-MODE_HELP = {
-    "manual": "asks before every command, file change and memory save",
-    "accept-edits": "runs project file edits and sandboxed commands without asking; asks for the rest",
-    "bypass": "runs everything without asking, showing each call",
-}
-
-HELP = [
-    "Commands:",
-    "  /new            start a new session and select it",
-    "  /resume <id>    select the session with this complete 32-character ID",
-    "  /sessions       list sessions, newest first (* marks the current one)",
-    "  /clear          clear the current session's saved history (asks for its complete ID)",
-    "  /mode [NAME]    show or set the permission mode: manual, accept-edits, bypass",
-    "  /compact        summarise older history to save context",
-    "  /help           show this list",
-    "Anything else you type is sent to the model. Ctrl-C interrupts a turn; Ctrl-D exits.",
-]
 
 
 @dataclass(eq=False, repr=False)
@@ -70,11 +54,11 @@ def run_command(
     parts = line.strip().split()
     name, args = parts[0], parts[1:]
     try:
-        handler = COMMANDS.get(name)
-        if handler is None:
+        command = COMMANDS.get(name)
+        if command is None:
             out(f"Unknown command: {name}. Type /help for the list of commands.")
             return CommandResult()
-        handler(agent, args, out, ask_text, cancel or CancelToken())
+        command.run(agent, args, out, ask_text, cancel or CancelToken())
     except CommandError as exc:
         out(str(exc))
     except StorageError as exc:
@@ -181,12 +165,138 @@ def cmd_compact(
     out(message)
 
 
-COMMANDS: dict[str, Handler] = {
-    "/help": cmd_help,
-    "/new": cmd_new,
-    "/resume": cmd_resume,
-    "/sessions": cmd_sessions,
-    "/clear": cmd_clear,
-    "/mode": cmd_mode,
-    "/compact": cmd_compact,
-}
+@dataclass(frozen=True, eq=False, repr=False)
+class InThreads(Frozen):
+    """How a client whose threads are sessions (ACP) offers a command: its /help line, and the
+    command in its list (`description`, `hint` for the input). `rank` orders that list."""
+
+    usage: str
+    help: str
+    description: str
+    rank: int
+    hint: str | None = None
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Command(Frozen):
+    name: str  # with its slash: "/mode"
+    usage: str  # the /help column: "/mode [NAME]"
+    help: str
+    run: Handler
+    # It must run alone in an editor connection: what another request is told while it runs (busy),
+    # and whether the editor shows it as busy (State.busy) meanwhile.
+    alone: str | None = None
+    shows_busy: bool = False
+    # A client whose threads are sessions (ACP): how it is offered there, or, when its threads do it
+    # (a new thread, the thread history), the sentence it answers instead.
+    threads: InThreads | None = None
+    instead: str | None = None
+
+
+COMMAND_TABLE: tuple[Command, ...] = (
+    Command(
+        "/new",
+        "/new",
+        "start a new session and select it",
+        cmd_new,
+        alone=SESSION_CHANGING,
+        instead="In an editor, start a new thread instead of /new: each thread is its own Mino session.",
+    ),
+    Command(
+        "/resume",
+        "/resume <id>",
+        "select the session with this complete 32-character ID",
+        cmd_resume,
+        alone=SESSION_CHANGING,
+        instead="In an editor, open the session from the thread history instead of /resume.",
+    ),
+    Command(
+        "/sessions",
+        "/sessions",
+        "list sessions, newest first (* marks the current one)",
+        cmd_sessions,
+        threads=InThreads(
+            "/sessions",
+            "list sessions, newest first (* marks this one)",
+            "List Mino's sessions, newest first (* marks this one)",
+            rank=3,
+        ),
+    ),
+    Command(
+        "/clear",
+        "/clear",
+        "clear the current session's saved history (asks for its complete ID)",
+        cmd_clear,
+        alone=SESSION_CHANGING,
+        threads=InThreads(
+            "/clear ID",
+            "clear this session's saved history (type its complete 32-character ID)",
+            "Clear this session's saved history (type its complete ID)",
+            rank=5,
+            hint="the complete session ID",
+        ),
+    ),
+    Command(
+        "/mode",
+        "/mode [NAME]",
+        f"show or set the permission mode: {', '.join(MODES)}",
+        cmd_mode,
+        threads=InThreads(
+            "/mode [NAME]",
+            f"show or set the permission mode: {', '.join(MODES)}",
+            f"Show or set the permission mode: {', '.join(MODES)}",
+            rank=2,
+            hint="mode name (optional)",
+        ),
+    ),
+    Command(
+        "/compact",
+        "/compact",
+        "summarise older history to save context",
+        cmd_compact,
+        alone=COMPACT_RUNNING,
+        shows_busy=True,
+        threads=InThreads(
+            "/compact",
+            "summarise older history to save context",
+            "Summarise older history to save context",
+            rank=1,
+        ),
+    ),
+    Command(
+        "/help",
+        "/help",
+        "show this list",
+        cmd_help,
+        threads=InThreads("/help", "show this list", "Show the commands", rank=4),
+    ),
+)
+COMMANDS: dict[str, Command] = {c.name: c for c in COMMAND_TABLE}
+# What a client whose threads are sessions offers, in its order.
+THREAD_COMMANDS: tuple[Command, ...] = tuple(
+    sorted(
+        (c for c in COMMAND_TABLE if c.threads is not None), key=lambda c: c.threads.rank if c.threads else 0
+    )
+)
+
+
+def _help_line(usage: str, text: str) -> str:
+    return f"  {usage:<16}{text}"
+
+
+HELP = [
+    "Commands:",
+    *(_help_line(c.usage, c.help) for c in COMMAND_TABLE),
+    "Anything else you type is sent to the model. Ctrl-C interrupts a turn; Ctrl-D exits.",
+]
+THREAD_HELP = [
+    "Commands:",
+    *(_help_line(c.threads.usage, c.threads.help) for c in THREAD_COMMANDS if c.threads),
+    "A new thread in the editor starts a new session; its thread history opens an earlier one.",
+]
+
+
+def command_name(line: str) -> str:
+    """The command a line names ("" for a line of blanks)."""
+    words = line.split()
+    return words[0] if words else ""

@@ -35,13 +35,22 @@ from .contract import (
     State,
     TurnResult,
 )
+from .errors import (
+    CommandError,
+    RecoveryRefused,
+    SelectionError,
+    SessionOpenElsewhere,
+    StorageError,
+    StoreLocked,
+)
 from .history import history_page
 from .sessions.log import LogError, SessionLog
-from .sessions.store import ID_RE, Holder, SessionClaim, SessionInfo, SessionInUse, StorageError, StoreLocked
+from .sessions.store import ID_RE, Holder, SessionClaim, SessionInfo, SessionInUse
 from .store import Background, Store
 from .tools.base import Tool, ToolContext
+from .tools.project_files import DISK, ProjectFiles
 from .ui import UI
-from .words import CANNOT_RESTORE, NO_SESSION, TURN_RUNNING, session_in_use
+from .words import CANNOT_RESTORE, NO_SESSION, TURN_RUNNING
 
 if TYPE_CHECKING:
     from .context import ContextRequest, ResolvedItem
@@ -53,25 +62,13 @@ if TYPE_CHECKING:
 USAGE_TAIL_BYTES = 64 * 1024
 
 
-class CommandError(Exception):
-    """A command that cannot be done; the message is shown as is and nothing changed."""
-
-
-class SessionOpenElsewhere(CommandError):
-    """The session is open in another conversation (another window, terminal or ACP session)."""
-
-    def __init__(self, other: OpenElsewhere) -> None:
-        super().__init__(session_in_use(other))
-        self.other = other
-
-
-class RecoveryRefused(Exception):
-    """The user did not confirm that a command may have run; the session was not activated."""
-
-
 class Conversation:
-    def __init__(self, store: Store, workdir: Path, ui: UI, mode: Mode | None = None) -> None:
+    def __init__(
+        self, store: Store, workdir: Path, ui: UI, mode: Mode | None = None, files: ProjectFiles | None = None
+    ) -> None:
         self.store = store
+        # The file tools' project files: the disk, unless the front end's client does it (project_files.py).
+        self.files: ProjectFiles = files or DISK
         self.config: Config = store.config
         self.sessions = store.sessions
         self.workdir = workdir.resolve()
@@ -162,8 +159,6 @@ class Conversation:
         default_tools()  # imports every tool module; the turn builds its own set (no shared state here)
 
     def _startup_selection(self, wanted: str | None, wait_s: float) -> tuple[list[str], OpenElsewhere | None]:
-        from .sessions.store import SelectionError
-
         store = self.sessions
         if wanted is not None and ID_RE.fullmatch(wanted) and store.exists(wanted):
             claim = self._claim_waiting(wanted, wait_s)
@@ -388,8 +383,6 @@ class Conversation:
 
     def clear(self, typed_id: str | None) -> bool:
         """Clear the current session when `typed_id`, trimmed, equals its ID exactly."""
-        from .sessions.store import SelectionError
-
         self.check_idle()
         if self.log is None:
             raise CommandError(NO_SESSION)
@@ -603,6 +596,7 @@ class Conversation:
                 memory_dir=self.config.memory_dir,
                 cancel=cancel,
                 sandbox=self._sandbox,
+                files=self.files,
                 hidden_env=frozenset({"MINO_API_KEY", "OPENAI_API_KEY", self.config.api_key_env}),
             ),
             compactor=Compactor(self._client_for_turn(), log, self.budget),

@@ -192,7 +192,8 @@ def _seed(case: Case, home: Path, workspace: Path) -> None:
 
 
 def _config(case: Case, home: Path, base_url: str, live: LiveModel | None) -> Config:
-    from ..core.config import ConfigError, load_config
+    from ..core.config import load_config
+    from ..core.errors import ConfigError
 
     env = {
         "MINO_HOME": str(home),
@@ -379,7 +380,8 @@ def _parse(argv: list[str]) -> Options:
 
 def live_model() -> LiveModel:
     """The configured real model (the user's MINO_HOME and environment). Raises UsageError."""
-    from ..core.config import ConfigError, load_config
+    from ..core.config import load_config
+    from ..core.errors import ConfigError
 
     try:
         config = load_config()

@@ -20,7 +20,6 @@ child processes included, and fd 0 at /dev/null so nothing can read the client's
 
 from __future__ import annotations
 
-import itertools
 import logging
 import os
 import sys
@@ -34,7 +33,8 @@ from urllib.parse import unquote, urlsplit
 
 from .. import __version__
 from ..core.cancel import CancelToken
-from ..core.words import TURN_RUNNING
+from ..core.words import COMPACT_RUNNING, SESSION_CHANGING, TURN_RUNNING
+from ..jsonrpc import Cancels, Outgoing, core_error, error_message, valid_id
 from ..stdio import Terminated, claim_stdio, configure_logging, raise_on_sigterm
 from . import protocol as P
 from .transport import FrameError, FrameWriter, decode, read_frames
@@ -52,23 +52,26 @@ SESSION_WAIT_S = 1.0  # a reloaded window's new server may start before the old 
 SHUTDOWN_WAIT_S = 5.0  # how long shutdown/exit wait for an interrupted turn to write its end
 ERROR, WARNING, INFO, LOG = P.MESSAGE_ERROR, P.MESSAGE_WARNING, P.MESSAGE_INFO, P.MESSAGE_LOG
 
-COMPACT_RUNNING = "A compaction is running; wait for it to end or cancel it first."
-SESSION_CHANGING = "A session change is in progress; wait for it to finish."
-SESSION_COMMANDS = {"/new": SESSION_CHANGING, "/resume": SESSION_CHANGING, "/clear": SESSION_CHANGING}
-
 
 def _never(params: Any) -> str | None:
     return None
 
 
-def _command_word(params: Any) -> str:
-    words = params.line.split()
-    return words[0] if words else ""
+def _command(params: Any) -> Any:
+    """The row of the slash-command table (core/commands.py) a mino/command names, or None."""
+    from ..core.commands import COMMANDS, command_name
+
+    return COMMANDS.get(command_name(params.line))
 
 
 def _command_exclusive(params: Any) -> str | None:
-    word = _command_word(params)
-    return COMPACT_RUNNING if word == "/compact" else SESSION_COMMANDS.get(word)
+    command = _command(params)
+    return command.alone if command is not None else None
+
+
+def _command_shows_busy(params: Any) -> bool:
+    command = _command(params)
+    return command is not None and command.shows_busy
 
 
 @dataclass(frozen=True)
@@ -88,7 +91,7 @@ ROUTES: dict[str, Route] = {
         P.CommandParams,
         "do_command",
         _command_exclusive,
-        lambda p: _command_word(p) == "/compact",
+        _command_shows_busy,
         cancellable=True,
     ),
     "mino/sessions/list": Route(P.Empty, "do_sessions_list", read_only=True),
@@ -142,14 +145,14 @@ class MinoServer:
         self._startup_thread: threading.Thread | None = None
         self._op: _Operation | None = None
         self._op_cond = threading.Condition()
-        self._cancels: dict[Any, CancelToken] = {}
+        self.cancels = Cancels()  # the running cancellable requests, by id
+        self.outgoing = Outgoing()  # mino/approve and mino/confirm waiting for the client
         self.stopping = CancelToken()
         self._state_lock = threading.Lock()
         self._last_state: tuple[Any, ...] | None = None
         self._state_cache: tuple[tuple[Any, ...], dict[str, Any]] | None = None
         self._close_lock = threading.Lock()
         self._closed = False
-        self._ids = itertools.count(1)
         self.files: WorkspaceFiles | None = None  # once the conversation is open
         self.ui = ServerUI(self)
 
@@ -207,7 +210,7 @@ class MinoServer:
         problem = _shape_problem(message)
         if problem is not None:
             msg_id = message.get("id")
-            self.send_error(msg_id if _valid_id(msg_id) else None, P.INVALID_REQUEST, problem)
+            self.send_error(msg_id if valid_id(msg_id) else None, P.INVALID_REQUEST, problem)
             return
         if not self._loaded.is_set() and message.get("method") == "initialize" and "id" in message:
             # The fast path: answer before pygls has finished importing (same handler as below).
@@ -260,10 +263,7 @@ class MinoServer:
         threading.Thread(target=answer, name="mino-early", daemon=True).start()
 
     def send_error(self, msg_id: Any, code: int, message: str, data: Any = None) -> None:
-        error: dict[str, Any] = {"code": code, "message": P.one_line(message)}
-        if data is not None:
-            error["data"] = data
-        self.writer.send({"jsonrpc": "2.0", "id": msg_id, "error": error})
+        self.writer.send(error_message(msg_id, code, message, data))
 
     # ---- requests (called by rpc.MinoProtocol on the main thread, in arrival order) ----------
     def prepare_request(self, msg_id: Any, method: str, raw: Any) -> Callable[[], Any] | None:
@@ -289,9 +289,7 @@ class MinoServer:
         if detail is not None:
             op = _Operation(method, detail, route.shows_busy(params))
             self._reserve(op)
-        token = CancelToken() if route.cancellable else None
-        if token is not None:
-            self._cancels[msg_id] = token
+        token = self.cancels.start(msg_id) if route.cancellable else None
         handler = getattr(self, route.handler)
 
         def answer() -> Any:
@@ -307,7 +305,7 @@ class MinoServer:
                 return self._guard(lambda: handler(params, token))
             finally:
                 if token is not None:
-                    self._cancels.pop(msg_id, None)
+                    self.cancels.end(msg_id, token)
                 if op is not None:
                     self._release(op)  # before the answer goes out: the next turn must not see busy
 
@@ -363,22 +361,19 @@ class MinoServer:
         self.state_changed()
 
     def _guard(self, work: Callable[[], Any]) -> Any:
-        from ..core.conversation import CommandError, SessionOpenElsewhere
-        from ..core.sessions.store import StorageError
+        from ..core.errors import StorageError
 
         try:
             return work()
-        except SessionOpenElsewhere as exc:
-            other = exc.other
-            data = {"sessionId": other.session_id, "pid": other.pid, "workdir": other.workdir}
-            raise P.ProtocolError(P.SESSION_IN_USE, str(exc), data) from None
-        except CommandError as exc:
-            raise P.ProtocolError(P.REFUSED, str(exc)) from None
-        except StorageError as exc:
-            if self._agent is not None:
-                self._agent.stopped = str(exc)
-            self.show_message(ERROR, str(exc))
-            raise P.ProtocolError(P.STORAGE_FAILED, str(exc)) from None
+        except Exception as exc:
+            answer = core_error(exc)
+            if answer is None:
+                raise
+            if isinstance(exc, StorageError):
+                if self._agent is not None:
+                    self._agent.stopped = str(exc)
+                self.show_message(ERROR, str(exc))
+            raise answer from None
 
     # ---- notifications -----------------------------------------------------------------------
     def on_notification(self, method: str, params: Any) -> None:
@@ -389,10 +384,7 @@ class MinoServer:
             self.exit_requested = True
         elif method == "$/cancelRequest":
             msg_id = params.get("id") if isinstance(params, dict) else None
-            # Only an int or a string can be a request's id (an object or array is not even hashable).
-            token = self._cancels.get(msg_id) if isinstance(msg_id, int | str) else None
-            if token is not None:
-                token.cancel()
+            self.cancels.cancel(msg_id)  # an id that is no request's (an object, an array) does nothing
         else:
             log.debug("ignored notification %s", method)
 
@@ -449,9 +441,9 @@ class MinoServer:
             self._load_now.set()
 
     def _open_agent(self) -> None:
-        from ..core.config import ConfigError, load_config
-        from ..core.conversation import Conversation, RecoveryRefused
-        from ..core.sessions.store import StorageError, StoreLocked
+        from ..core.config import load_config
+        from ..core.conversation import Conversation
+        from ..core.errors import ConfigError, RecoveryRefused, StorageError, StoreLocked
         from ..core.store import Store
         from ..core.words import restore_problem_line, started_new_session, startup_lines
 
@@ -504,8 +496,7 @@ class MinoServer:
     def _stop_work(self, timeout: float) -> None:
         """Interrupt what runs, wait for it (bounded), close the agent: its session is released."""
         self.stopping.cancel()  # wakes every wait for a client answer
-        for token in list(self._cancels.values()):
-            token.cancel()
+        self.cancels.cancel_all()
         deadline = time.monotonic() + timeout
         with self._op_cond:
             while self._op is not None and (left := deadline - time.monotonic()) > 0:
@@ -581,7 +572,8 @@ class MinoServer:
         return self.state()
 
     def do_turn(self, params: P.TurnParams, cancel: CancelToken) -> P.TurnResult:
-        from ..core.context import ContextError, find_mentions, request_of
+        from ..core.context import find_mentions, request_of
+        from ..core.errors import ContextError
 
         agent = self.agent
         # The editor's items first, then what `@path` in the text names (the same parser as the CLI's).
@@ -627,7 +619,7 @@ class MinoServer:
 
     def do_sessions_clear(self, params: P.ClearParams, cancel: None) -> P.ClearResult:
         from ..core.commands import NOTHING_TO_CLEAR
-        from ..core.conversation import CommandError
+        from ..core.errors import CommandError
 
         self.agent.check_not_elsewhere(params.id)  # -32006 before any other refusal
         active = self.agent.session_id
@@ -701,22 +693,11 @@ class MinoServer:
             self._loaded.wait()  # start-up's recovery question can come before pygls is there
         if self.rpc is None or self.stopping.cancelled:
             return None
-        msg_id = f"mino-{next(self._ids)}"
+        msg_id = self.outgoing.new_id()
         future = self.rpc.send_request(method, params, msg_id=msg_id)
-        done = threading.Event()
-        future.add_done_callback(lambda _f: done.set())
-        undo = [self.stopping.on_cancel(done.set)]
-        if cancel is not None:
-            undo.append(cancel.on_cancel(done.set))
-        try:
-            done.wait()
-        finally:
-            for unregister in undo:
-                unregister()
-        if not future.done():
-            # Nobody needs the answer any more: forget the request and let the client dismiss it.
-            self.rpc.forget_request(msg_id)
-            future.cancel()
+        if not self.outgoing.wait(msg_id, future, self.stopping, cancel):
+            # Nobody needs the answer any more (forgotten: a late one is ignored); let the client
+            # dismiss the question.
             self.notify("$/cancelRequest", {"id": msg_id})
             return None
         try:
@@ -742,17 +723,13 @@ def _memory_signature(directory: Path) -> tuple[Any, ...] | None:
     return (top.st_ino, top.st_mtime_ns, tuple(sorted(entries)))
 
 
-def _valid_id(value: Any) -> bool:
-    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
-
-
 def _shape_problem(message: dict[str, Any]) -> str | None:
     if message.get("jsonrpc") != "2.0":
         return 'Invalid request: "jsonrpc" must be "2.0".'
     if "method" in message:
         if not isinstance(message["method"], str):
             return 'Invalid request: "method" must be a string.'
-        if "id" in message and not _valid_id(message["id"]):
+        if "id" in message and not valid_id(message["id"]):
             return 'Invalid request: "id" must be a number or a string.'
         params = message.get("params")
         if params is not None and not isinstance(params, dict | list):
