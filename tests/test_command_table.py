@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 from mino_server.acp import mapping
 from mino_server.core import commands
-from mino_server.server import app
+from mino_server.server import handlers
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -25,10 +25,10 @@ def test_help_lists_every_row_in_table_order() -> None:
 def test_the_editor_servers_exclusivity_comes_from_the_rows() -> None:
     for row in commands.COMMAND_TABLE:
         params = SimpleNamespace(line=f"  {row.name} some args")
-        assert app._command_exclusive(params) == row.alone, row.name
-        assert app._command_shows_busy(params) == row.shows_busy, row.name
+        assert handlers.command_exclusive(params) == row.alone, row.name
+        assert handlers.command_shows_busy(params) == row.shows_busy, row.name
     unknown = SimpleNamespace(line="/no-such-command")
-    assert app._command_exclusive(unknown) is None and not app._command_shows_busy(unknown)
+    assert handlers.command_exclusive(unknown) is None and not handlers.command_shows_busy(unknown)
 
 
 def test_acp_offers_the_rows_with_thread_help_and_answers_the_others_with_their_sentence() -> None:

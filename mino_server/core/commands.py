@@ -44,7 +44,7 @@ def utc(ts: float) -> str:
 
 
 def run_command(
-    agent: Conversation,
+    conversation: Conversation,
     line: str,
     out: Callable[[str], None],
     ask_text: Callable[[str], str | None],
@@ -58,11 +58,11 @@ def run_command(
         if command is None:
             out(f"Unknown command: {name}. Type /help for the list of commands.")
             return CommandResult()
-        command.run(agent, args, out, ask_text, cancel or CancelToken())
+        command.run(conversation, args, out, ask_text, cancel or CancelToken())
     except CommandError as exc:
         out(str(exc))
     except StorageError as exc:
-        agent.stopped = str(exc)
+        conversation.stopped = str(exc)
         out(str(exc))
         return CommandResult(stop=True)
     return CommandResult()
@@ -79,55 +79,55 @@ def _no_args(name: str, args: list[str]) -> None:
 
 
 def cmd_help(
-    agent: Conversation, args: list[str], out: Callable[[str], None], ask: object, cancel: CancelToken
+    conversation: Conversation, args: list[str], out: Callable[[str], None], ask: object, cancel: CancelToken
 ) -> None:
     for line in HELP:
         out(line)
 
 
 def cmd_new(
-    agent: Conversation, args: list[str], out: Callable[[str], None], ask: object, cancel: CancelToken
+    conversation: Conversation, args: list[str], out: Callable[[str], None], ask: object, cancel: CancelToken
 ) -> None:
     _no_args("/new", args)
-    sid = agent.new_session()
+    sid = conversation.new_session()
     out(session_line(sid))
-    out(mode_line(agent.mode))
+    out(mode_line(conversation.mode))
 
 
 def cmd_resume(
-    agent: Conversation, args: list[str], out: Callable[[str], None], ask: object, cancel: CancelToken
+    conversation: Conversation, args: list[str], out: Callable[[str], None], ask: object, cancel: CancelToken
 ) -> None:
     if len(args) != 1:
         raise CommandError("Usage: /resume <id> — the complete 32-character session ID (see /sessions).")
-    for notice in agent.resume(args[0]):
+    for notice in conversation.resume(args[0]):
         out(notice)
-    out(session_line(agent.session_id or ""))
-    out(mode_line(agent.mode))
+    out(session_line(conversation.session_id or ""))
+    out(mode_line(conversation.mode))
 
 
 def cmd_sessions(
-    agent: Conversation, args: list[str], out: Callable[[str], None], ask: object, cancel: CancelToken
+    conversation: Conversation, args: list[str], out: Callable[[str], None], ask: object, cancel: CancelToken
 ) -> None:
     _no_args("/sessions", args)
-    sessions = agent.list_sessions()
+    sessions = conversation.list_sessions()
     if not sessions:
         out("No sessions yet.")
         return
     for s, other in sessions:
-        mark = "*" if s.id == agent.session_id else " "
+        mark = "*" if s.id == conversation.session_id else " "
         out(f"{mark} {s.id}  {utc(s.mtime)}" + (open_elsewhere_mark(other) if other else ""))
 
 
 def cmd_clear(
-    agent: Conversation,
+    conversation: Conversation,
     args: list[str],
     out: Callable[[str], None],
     ask_text: Callable[[str], str | None],
     cancel: CancelToken,
 ) -> None:
     _no_args("/clear", args)
-    agent.check_idle()  # before the question, not after the answer
-    sid = agent.session_id
+    conversation.check_idle()  # before the question, not after the answer
+    sid = conversation.session_id
     if sid is None:
         raise CommandError(NOTHING_TO_CLEAR)
     out("")
@@ -137,31 +137,31 @@ def cmd_clear(
     if typed is None:
         out(NOT_CLEARED + " (Clearing needs the ID typed by a person at an interactive terminal.)")
         return
-    if agent.clear(typed):
+    if conversation.clear(typed):
         out(f"Cleared session: {sid}")
     else:
         out(NOT_CLEARED)
 
 
 def cmd_mode(
-    agent: Conversation, args: list[str], out: Callable[[str], None], ask: object, cancel: CancelToken
+    conversation: Conversation, args: list[str], out: Callable[[str], None], ask: object, cancel: CancelToken
 ) -> None:
     if len(args) > 1:
         raise CommandError(f"Usage: /mode [NAME] — one of {', '.join(MODES)}.")
     if args:
-        agent.set_mode(args[0])
-        out(mode_line(agent.mode))
+        conversation.set_mode(args[0])
+        out(mode_line(conversation.mode))
         return
-    out(mode_line(agent.mode))
+    out(mode_line(conversation.mode))
     for m in MODES:
         out(f"  {m}: {MODE_HELP[m]}")
 
 
 def cmd_compact(
-    agent: Conversation, args: list[str], out: Callable[[str], None], ask: object, cancel: CancelToken
+    conversation: Conversation, args: list[str], out: Callable[[str], None], ask: object, cancel: CancelToken
 ) -> None:
     _no_args("/compact", args)
-    _done, message = agent.compact(cancel)
+    _done, message = conversation.compact(cancel)
     out(message)
 
 
@@ -187,6 +187,9 @@ class Command(Frozen):
     # and whether the editor shows it as busy (State.busy) meanwhile.
     alone: str | None = None
     shows_busy: bool = False
+    # It waits on the model: a front end runs it where a cancel reaches it (the CLI: on a worker,
+    # like a turn, so Ctrl-C cancels it).
+    waits_on_model: bool = False
     # A client whose threads are sessions (ACP): how it is offered there, or, when its threads do it
     # (a new thread, the thread history), the sentence it answers instead.
     threads: InThreads | None = None
@@ -256,6 +259,7 @@ COMMAND_TABLE: tuple[Command, ...] = (
         cmd_compact,
         alone=COMPACT_RUNNING,
         shows_busy=True,
+        waits_on_model=True,
         threads=InThreads(
             "/compact",
             "summarise older history to save context",

@@ -33,10 +33,15 @@ from urllib.parse import unquote, urlsplit
 
 from .. import __version__
 from ..core.cancel import CancelToken
-from ..core.words import COMPACT_RUNNING, SESSION_CHANGING, TURN_RUNNING
+from ..core.words import (
+    restore_problem_line,
+    started_new_session,
+    startup_lines,
+)
 from ..jsonrpc import Cancels, Outgoing, core_error, error_message, valid_id
 from ..stdio import Terminated, claim_stdio, configure_logging, raise_on_sigterm
 from . import protocol as P
+from .handlers import EARLY, ROUTES
 from .transport import FrameError, FrameWriter, decode, read_frames
 from .ui import ServerUI
 
@@ -51,62 +56,6 @@ log = logging.getLogger("mino.server")
 SESSION_WAIT_S = 1.0  # a reloaded window's new server may start before the old one has let go of its session
 SHUTDOWN_WAIT_S = 5.0  # how long shutdown/exit wait for an interrupted turn to write its end
 ERROR, WARNING, INFO, LOG = P.MESSAGE_ERROR, P.MESSAGE_WARNING, P.MESSAGE_INFO, P.MESSAGE_LOG
-
-
-def _never(params: Any) -> str | None:
-    return None
-
-
-def _command(params: Any) -> Any:
-    """The row of the slash-command table (core/commands.py) a mino/command names, or None."""
-    from ..core.commands import COMMANDS, command_name
-
-    return COMMANDS.get(command_name(params.line))
-
-
-def _command_exclusive(params: Any) -> str | None:
-    command = _command(params)
-    return command.alone if command is not None else None
-
-
-def _command_shows_busy(params: Any) -> bool:
-    command = _command(params)
-    return command is not None and command.shows_busy
-
-
-@dataclass(frozen=True)
-class Route:
-    params: Any
-    handler: str  # the MinoServer method that does it
-    exclusive: Callable[[Any], str | None] = _never  # what is running, when it must run alone
-    shows_busy: Callable[[Any], bool] = lambda params: False  # exclusive and State.busy (notified at start)
-    cancellable: bool = False
-    read_only: bool = False  # still answered after a storage failure stopped the chat
-
-
-ROUTES: dict[str, Route] = {
-    "mino/state": Route(P.Empty, "do_state", read_only=True),
-    "mino/turn": Route(P.TurnParams, "do_turn", lambda p: TURN_RUNNING, lambda p: True, cancellable=True),
-    "mino/command": Route(
-        P.CommandParams,
-        "do_command",
-        _command_exclusive,
-        _command_shows_busy,
-        cancellable=True,
-    ),
-    "mino/sessions/list": Route(P.Empty, "do_sessions_list", read_only=True),
-    "mino/sessions/new": Route(P.Empty, "do_sessions_new", lambda p: SESSION_CHANGING),
-    "mino/sessions/resume": Route(P.ResumeParams, "do_sessions_resume", lambda p: SESSION_CHANGING),
-    "mino/sessions/clear": Route(P.ClearParams, "do_sessions_clear", lambda p: SESSION_CHANGING),
-    "mino/mode": Route(P.ModeParams, "do_mode"),
-    "mino/compact": Route(P.Empty, "do_compact", lambda p: COMPACT_RUNNING, lambda p: True, cancellable=True),
-    "mino/memory/list": Route(P.Empty, "do_memory_list", read_only=True),
-    "mino/files": Route(P.FilesParams, "do_files", read_only=True),
-    "mino/history": Route(P.HistoryParams, "do_history", read_only=True),
-}
-# Read-only requests answered before pygls has loaded (dispatch): what an editor asks first.
-EARLY = frozenset({"mino/state", "mino/history"})
-assert set(ROUTES) == {m.name for m in P.CLIENT_REQUESTS}, "protocol.py and ROUTES disagree"
 
 
 @dataclass
@@ -136,7 +85,7 @@ class MinoServer:
         self._loaded = threading.Event()
         self._load_now = threading.Event()  # set when start-up is done or something needs pygls
         self._load_error: BaseException | None = None
-        self._agent: Conversation | None = None  # made by the start-up thread (see agent)
+        self._conversation: Conversation | None = None  # made by the start-up thread (see conversation)
         self.session_hint: str | None = None  # initializationOptions.sessionId
         self._watcher: Watcher | None = None  # once the store is open
         self.unavailable: P.ProtocolError | None = None
@@ -157,11 +106,11 @@ class MinoServer:
         self.ui = ServerUI(self)
 
     @property
-    def agent(self) -> Conversation:
+    def conversation(self) -> Conversation:
         """The conversation; requests other than initialize are answered after start-up made it."""
-        if self._agent is None:
+        if self._conversation is None:
             raise RuntimeError("the conversation is not open")
-        return self._agent
+        return self._conversation
 
     # ---- loading pygls -----------------------------------------------------------------------
     def start_loading(self) -> None:
@@ -180,7 +129,7 @@ class MinoServer:
         finally:
             self._loaded.set()
         try:  # warm what `initialized` needs while the client is still reading the answer
-            from ..core import conversation as agent  # noqa: F401
+            from ..core import conversation  # noqa: F401
         except Exception:
             pass
 
@@ -245,14 +194,14 @@ class MinoServer:
         except P.ProtocolError as exc:
             self.send_error(msg_id, exc.code, exc.message, exc.data)
             return
-        handler = getattr(self, route.handler)
+        handler = route.handler
 
         def answer() -> None:
             self.started.wait()
             try:
                 if self.unavailable is not None:
                     raise self.unavailable
-                result = self._guard(lambda: handler(params, None))
+                result = self._guard(lambda: handler(self, params, None))
                 self.writer.send({"jsonrpc": "2.0", "id": msg_id, "result": P.dump(result)})
             except P.ProtocolError as exc:
                 self.send_error(msg_id, exc.code, exc.message, exc.data)
@@ -282,7 +231,8 @@ class MinoServer:
             return None
         self._check_phase()
         params = self._parse(route.params, raw)
-        self._check_params(method, params)
+        if route.check is not None:
+            route.check(params)
         self.ensure_startup()
         op = None
         detail = route.exclusive(params)
@@ -290,19 +240,19 @@ class MinoServer:
             op = _Operation(method, detail, route.shows_busy(params))
             self._reserve(op)
         token = self.cancels.start(msg_id) if route.cancellable else None
-        handler = getattr(self, route.handler)
+        handler = route.handler
 
         def answer() -> Any:
             try:
                 self.started.wait()
                 if self.unavailable is not None:
                     raise self.unavailable
-                if self.agent.stopped and not route.read_only:
+                if self.conversation.stopped and not route.read_only:
                     # A storage failure stopped the chat (the CLI exits there): say so to everything.
-                    raise P.ProtocolError(P.STORAGE_FAILED, self.agent.stopped)
+                    raise P.ProtocolError(P.STORAGE_FAILED, self.conversation.stopped)
                 if op is not None and op.shows_busy:
                     self.state_changed()  # busy, before the work starts
-                return self._guard(lambda: handler(params, token))
+                return self._guard(lambda: handler(self, params, token))
             finally:
                 if token is not None:
                     self.cancels.end(msg_id, token)
@@ -331,21 +281,6 @@ class MinoServer:
         except P.ValidationError as exc:
             raise P.ProtocolError(P.INVALID_PARAMS, f"Invalid params: {exc}") from None
 
-    @staticmethod
-    def _check_params(method: str, params: Any) -> None:
-        # Slash commands never reach the model, and only slash commands reach the command table.
-        if method == "mino/turn" and params.text.lstrip().startswith("/"):
-            raise P.ProtocolError(
-                P.INVALID_PARAMS,
-                "Invalid params: params.text is a slash command; send it with mino/command, not mino/turn.",
-            )
-        if method == "mino/command" and not params.line.lstrip().startswith("/"):
-            raise P.ProtocolError(
-                P.INVALID_PARAMS,
-                "Invalid params: params.line must start with / (a slash command such as /help); "
-                "send other text with mino/turn.",
-            )
-
     def _reserve(self, op: _Operation) -> None:
         with self._op_cond:
             if self._op is not None:
@@ -370,8 +305,8 @@ class MinoServer:
             if answer is None:
                 raise
             if isinstance(exc, StorageError):
-                if self._agent is not None:
-                    self._agent.stopped = str(exc)
+                if self._conversation is not None:
+                    self._conversation.stopped = str(exc)
                 self.show_message(ERROR, str(exc))
             raise answer from None
 
@@ -429,10 +364,10 @@ class MinoServer:
 
     def _startup(self) -> None:
         try:
-            self._open_agent()
+            self._open_conversation()
             self.state_changed()  # before any waiting request is answered
-            if self._agent is not None:  # list the files for `@` completion while the person reads
-                self._workspace_files().warm()
+            if self._conversation is not None:  # list the files for `@` completion while the person reads
+                self.workspace_files().warm()
         except Exception as exc:
             log.exception("start-up failed")
             self._set_unavailable("startup", f"Mino could not start: {P.one_line(exc)}")
@@ -440,40 +375,39 @@ class MinoServer:
             self.started.set()
             self._load_now.set()
 
-    def _open_agent(self) -> None:
+    def _open_conversation(self) -> None:
         from ..core.config import load_config
         from ..core.conversation import Conversation
         from ..core.errors import ConfigError, RecoveryRefused, StorageError, StoreLocked
         from ..core.store import Store
-        from ..core.words import restore_problem_line, started_new_session, startup_lines
 
         try:
             config = load_config(mode=self.mode)
         except ConfigError as exc:
             self._set_unavailable("config", f"Mino cannot start: {exc}")
             return
-        agent = Conversation(Store(config), self.workdir, self.ui)
+        conversation = Conversation(Store(config), self.workdir, self.ui)
         startup = None
         try:
-            startup = agent.open(
+            startup = conversation.open(
                 session_id=self.session_hint, wait_s=SESSION_WAIT_S if self.session_hint else 0.0
             )
         except StoreLocked as exc:  # only a Mino from before many windows holds it that long
-            agent.close()
+            conversation.close()
             extra = {"pid": exc.pid} if exc.pid is not None else {}
             self._set_unavailable("storeLocked", str(exc), **extra)
             return
         except RecoveryRefused as exc:
-            agent.restore_problem = str(exc)
+            conversation.restore_problem = str(exc)
         except StorageError as exc:  # the store cannot be opened or written: the CLI exits here
-            agent.close()
+            conversation.close()
             self._set_unavailable("storage", str(exc))
             return
-        self._agent = agent
+        self._conversation = conversation
         if not self.stopping.cancelled:
-            self._watcher = agent.store.watch(self._sessions_changed)
+            self._watcher = conversation.store.watch(self._sessions_changed)
         if startup is None:
-            self.log_message(restore_problem_line(agent.restore_problem or ""), WARNING)
+            self.log_message(restore_problem_line(conversation.restore_problem or ""), WARNING)
             return
         for line in startup_lines(startup):  # what the terminal prints, in the server's log
             self.log_message(line, INFO)
@@ -494,7 +428,7 @@ class MinoServer:
         self._stop_work(SHUTDOWN_WAIT_S)
 
     def _stop_work(self, timeout: float) -> None:
-        """Interrupt what runs, wait for it (bounded), close the agent: its session is released."""
+        """Interrupt what runs, wait for it (bounded), close the conversation: its session is released."""
         self.stopping.cancel()  # wakes every wait for a client answer
         self.cancels.cancel_all()
         deadline = time.monotonic() + timeout
@@ -507,16 +441,16 @@ class MinoServer:
         if self._watcher is not None:  # started by the start-up thread, which is done (or stuck) now
             self._watcher.stop()
         with self._close_lock:
-            if self._closed or self._agent is None:
+            if self._closed or self._conversation is None:
                 return
             if running is not None or (self._startup_thread is not None and self._startup_thread.is_alive()):
                 log.warning("%s did not end in %.0f s; leaving without closing the log", running, timeout)
                 return
             self._closed = True
             try:
-                self.agent.close()
+                self.conversation.close()
             except Exception:
-                log.exception("closing the agent failed")
+                log.exception("closing the conversation failed")
 
     def finish(self) -> int:
         self._stop_work(SHUTDOWN_WAIT_S)
@@ -529,34 +463,34 @@ class MinoServer:
         # on changed: the session, the mode and the memory folder's entries (names, inodes, times).
         # busy and usage are read fresh: usage changes after every turn that reported one, so in
         # the key it would re-read the memory folder on every turn's way out (~1.5 ms for 200).
-        agent = self.agent
+        conversation = self.conversation
         key = self._state_key()
         cached = self._state_cache
         if cached is not None and cached[0] == key and key[0] is not None:
             data = dict(cached[1])
         else:
-            data = P.dump(agent.state())
+            data = P.dump(conversation.state())
             if self._state_key() == key:
                 self._state_cache = (key, data)
             data = dict(data)
         with self._op_cond:
-            data["busy"] = bool(agent.busy) or (self._op is not None and self._op.shows_busy)
-        data["usage"] = P.dump(agent.usage)
+            data["busy"] = bool(conversation.busy) or (self._op is not None and self._op.shows_busy)
+        data["usage"] = P.dump(conversation.usage)
         return P.parse(P.State, data)
 
     def _state_key(self) -> tuple[Any, ...]:
-        agent = self.agent
+        conversation = self.conversation
         return (
-            _memory_signature(agent.config.memory_dir),
-            agent.session_id,
-            agent.restore_problem,
-            agent.mode,
+            _memory_signature(conversation.config.memory_dir),
+            conversation.session_id,
+            conversation.restore_problem,
+            conversation.mode,
         )
 
     def state_changed(self, force: bool = False) -> None:
         """`mino/stateChanged` when session, restore problem, mode or busy differ from the last one sent."""
-        if self._agent is None or self.stopping.cancelled:
-            return  # after shutdown the agent is being closed; nobody needs the state any more
+        if self._conversation is None or self.stopping.cancelled:
+            return  # after shutdown the conversation is being closed; nobody needs the state any more
         try:
             with self._state_lock:
                 state = P.dump(self.state())
@@ -568,107 +502,12 @@ class MinoServer:
         except Exception:
             log.exception("mino/stateChanged not sent")
 
-    def do_state(self, params: P.Empty, cancel: None) -> P.State:
-        return self.state()
-
-    def do_turn(self, params: P.TurnParams, cancel: CancelToken) -> P.TurnResult:
-        from ..core.context import find_mentions, request_of
-        from ..core.errors import ContextError
-
-        agent = self.agent
-        # The editor's items first, then what `@path` in the text names (the same parser as the CLI's).
-        items = [request_of(item, f"params.context[{i}]") for i, item in enumerate(params.context or [])]
-        try:
-            items += find_mentions(params.text, agent.workdir, agent.config.home)
-            return agent.run_turn(params.text, cancel, items)
-        except ContextError as exc:  # checked before anything was sent or logged
-            raise P.ProtocolError(P.INVALID_PARAMS, f"Invalid params: {exc}") from None
-
-    def do_command(self, params: P.CommandParams, cancel: CancelToken) -> P.CommandResult:
-        from ..core.commands import run_command
-
-        output: list[str] = []
-        run_command(self.agent, params.line, output.append, lambda prompt: None, cancel)
-        self.state_changed()
-        return P.CommandResult(output=output, state=self.state())
-
-    def do_sessions_list(self, params: P.Empty, cancel: None) -> P.SessionList:
-        active = self.agent.session_id
-        return P.SessionList(
-            sessions=[
-                P.SessionInfo(
-                    id=s.id,
-                    updatedAt=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(s.mtime)),
-                    active=s.id == active,
-                    openElsewhere=other is not None,
-                )
-                for s, other in self.agent.list_sessions()
-            ]
-        )
-
-    def do_sessions_new(self, params: P.Empty, cancel: None) -> P.State:
-        self.agent.new_session()
-        self.state_changed()
-        return self.state()
-
-    def do_sessions_resume(self, params: P.ResumeParams, cancel: None) -> P.State:
-        for notice in self.agent.resume(params.id):
-            self.show_message(WARNING, notice)
-        self.state_changed()
-        return self.state()
-
-    def do_sessions_clear(self, params: P.ClearParams, cancel: None) -> P.ClearResult:
-        from ..core.commands import NOTHING_TO_CLEAR
-        from ..core.errors import CommandError
-
-        self.agent.check_not_elsewhere(params.id)  # -32006 before any other refusal
-        active = self.agent.session_id
-        if active is None:
-            raise CommandError(NOTHING_TO_CLEAR)
-        if params.id != active:
-            raise CommandError(
-                f"Only the active session can be cleared; the active session is {active}, not {params.id}."
-            )
-        cleared = self.agent.clear(params.typedId)
-        if cleared:
-            self.state_changed(force=True)  # same ID, but the chat panel must drop its history
-        return P.ClearResult(cleared=cleared, state=self.state())
-
-    def do_mode(self, params: P.ModeParams, cancel: None) -> P.State:
-        self.agent.set_mode(params.mode)
-        self.state_changed()
-        return self.state()
-
-    def do_compact(self, params: P.Empty, cancel: CancelToken) -> P.CompactResult:
-        compacted, message = self.agent.compact(cancel)
-        return P.CompactResult(compacted=compacted, message=message)
-
-    def _workspace_files(self) -> Any:
+    def workspace_files(self) -> WorkspaceFiles:
         if self.files is None:
             from ..core.workspace_files import WorkspaceFiles
 
-            self.files = WorkspaceFiles(self.agent.workdir, self.agent.config.home)
+            self.files = WorkspaceFiles(self.conversation.workdir, self.conversation.config.home)
         return self.files
-
-    def do_files(self, params: P.FilesParams, cancel: None) -> P.FileList:
-        return P.FileList(paths=self._workspace_files().complete(params.prefix, P.MAX_FILE_RESULTS))
-
-    def do_memory_list(self, params: P.Empty, cancel: None) -> P.MemoryList:
-        entries, problems = self.agent.memory_snapshot()
-        return P.MemoryList(
-            dir=str(self.agent.config.memory_dir),
-            memories=[
-                P.MemoryInfo(
-                    name=e.name, type=e.type, summary=e.summary, details=e.has_details, path=str(e.path)
-                )
-                for e in entries
-            ],
-            problems=[P.MemoryProblem(file=f, reason=r) for f, r in problems],
-        )
-
-    def do_history(self, params: P.HistoryParams, cancel: None) -> P.History:
-        items, more = self.agent.history(params.before, params.limit)
-        return P.History(items=items, more=more)
 
     # ---- talking to the client ---------------------------------------------------------------
     def notify(self, method: str, params: Any) -> None:
