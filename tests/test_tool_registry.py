@@ -46,3 +46,27 @@ def test_an_unknown_tool_is_other_for_acp_and_refused_in_an_eval_case() -> None:
     assert mapping.tool_kind("no_such_tool") == "other"
     with pytest.raises(CaseError):
         _tool("no_such_tool", "expect.tools_called")
+
+
+def test_a_new_tool_is_its_module_and_a_registry_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The walk-through of docs/ARCHITECTURE.md, "A tool": a `web_fetch` class added to the registry
+    is offered to the model, accepted by eval cases and shown by ACP with its kind, with no other
+    file touched."""
+    from mino_server.core.tools import registry
+    from mino_server.core.tools.base import schema
+
+    class WebFetchTool:
+        name = "web_fetch"
+        category = "fetch"
+        description = "Fetch a web page."
+        parameters = schema({"url": {"type": "string"}}, ["url"])
+
+    real = registry.default_tools
+    monkeypatch.setattr(registry, "default_tools", lambda: {**real(), "web_fetch": WebFetchTool()})
+    registry.tool_categories.cache_clear()
+    try:
+        assert "web_fetch" in [s["name"] for s in tool_schemas(registry.default_tools())]
+        assert mapping.tool_kind("web_fetch") == "fetch"
+        assert _tool("web_fetch", "expect.tools_called") == "web_fetch"
+    finally:
+        registry.tool_categories.cache_clear()
