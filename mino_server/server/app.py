@@ -42,6 +42,7 @@ from ..jsonrpc import Cancels, Outgoing, core_error, error_message, valid_id
 from ..stdio import Terminated, claim_stdio, configure_logging, raise_on_sigterm
 from . import protocol as P
 from .handlers import EARLY, ROUTES
+from .state import StateReporter
 from .transport import FrameError, FrameWriter, decode, read_frames
 from .ui import ServerUI
 
@@ -97,9 +98,7 @@ class MinoServer:
         self.cancels = Cancels()  # the running cancellable requests, by id
         self.outgoing = Outgoing()  # mino/approve and mino/confirm waiting for the client
         self.stopping = CancelToken()
-        self._state_lock = threading.Lock()
-        self._last_state: tuple[Any, ...] | None = None
-        self._state_cache: tuple[tuple[Any, ...], dict[str, Any]] | None = None
+        self._states = StateReporter()
         self._close_lock = threading.Lock()
         self._closed = False
         self.files: WorkspaceFiles | None = None  # once the conversation is open
@@ -458,49 +457,15 @@ class MinoServer:
 
     # ---- client requests -----------------------------------------------------------------------
     def state(self) -> P.State:
-        # Conversation.state() reads and parses every memory file (~5 ms for 200): a turn's two busy
-        # notifications would pay that on the way in and out. Reuse it while nothing it depends
-        # on changed: the session, the mode and the memory folder's entries (names, inodes, times).
-        # busy and usage are read fresh: usage changes after every turn that reported one, so in
-        # the key it would re-read the memory folder on every turn's way out (~1.5 ms for 200).
-        conversation = self.conversation
-        key = self._state_key()
-        cached = self._state_cache
-        if cached is not None and cached[0] == key and key[0] is not None:
-            data = dict(cached[1])
-        else:
-            data = P.dump(conversation.state())
-            if self._state_key() == key:
-                self._state_cache = (key, data)
-            data = dict(data)
         with self._op_cond:
-            data["busy"] = bool(conversation.busy) or (self._op is not None and self._op.shows_busy)
-        data["usage"] = P.dump(conversation.usage)
-        return P.parse(P.State, data)
-
-    def _state_key(self) -> tuple[Any, ...]:
-        conversation = self.conversation
-        return (
-            _memory_signature(conversation.config.memory_dir),
-            conversation.session_id,
-            conversation.restore_problem,
-            conversation.mode,
-        )
+            op_busy = self._op is not None and self._op.shows_busy
+        return self._states.state(self.conversation, op_busy)
 
     def state_changed(self, force: bool = False) -> None:
         """`mino/stateChanged` when session, restore problem, mode or busy differ from the last one sent."""
         if self._conversation is None or self.stopping.cancelled:
             return  # after shutdown the conversation is being closed; nobody needs the state any more
-        try:
-            with self._state_lock:
-                state = P.dump(self.state())
-                key = (state["sessionId"], state["restoreProblem"], state["mode"], state["busy"])
-                if key == self._last_state and not force:
-                    return
-                self._last_state = key
-                self.notify("mino/stateChanged", state)
-        except Exception:
-            log.exception("mino/stateChanged not sent")
+        self._states.changed(self.state, self.notify, force)
 
     def workspace_files(self) -> WorkspaceFiles:
         if self.files is None:
@@ -544,22 +509,6 @@ class MinoServer:
         except Exception as exc:
             log.info("%s answered with an error (treated as no): %s", method, P.one_line(exc))
             return None
-
-
-def _memory_signature(directory: Path) -> tuple[Any, ...] | None:
-    """What the memory folder looks like without reading it; None when it cannot be told."""
-    try:
-        top = os.stat(directory)
-        entries = []
-        with os.scandir(directory) as it:
-            for entry in it:
-                st = entry.stat(follow_symlinks=False)
-                entries.append(
-                    (entry.name, st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_nlink)
-                )
-    except OSError:
-        return None
-    return (top.st_ino, top.st_mtime_ns, tuple(sorted(entries)))
 
 
 def _shape_problem(message: dict[str, Any]) -> str | None:
