@@ -43,7 +43,8 @@ class StateReporter:
             data = dict(data)
         data["busy"] = bool(conversation.busy) or op_busy
         data["usage"] = P.dump(conversation.usage)
-        return P.parse(P.State, data)
+        state: P.State = P.parse(P.State, data)
+        return state
 
     def changed(self, state: Callable[[], P.State], notify: Callable[[str, Any], None], force: bool) -> None:
         """Notify `mino/stateChanged` when session, restore problem, mode or busy differ from the
