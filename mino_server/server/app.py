@@ -33,15 +33,11 @@ from urllib.parse import unquote, urlsplit
 
 from .. import __version__
 from ..core.cancel import CancelToken
-from ..core.words import (
-    restore_problem_line,
-    started_new_session,
-    startup_lines,
-)
 from ..jsonrpc import Cancels, Outgoing, core_error, error_message, valid_id
 from ..stdio import Terminated, claim_stdio, configure_logging, raise_on_sigterm
 from . import protocol as P
 from .handlers import EARLY, ROUTES
+from .opening import open_conversation
 from .state import StateReporter
 from .transport import FrameError, FrameWriter, decode, read_frames
 from .ui import ServerUI
@@ -54,7 +50,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("mino.server")
 
-SESSION_WAIT_S = 1.0  # a reloaded window's new server may start before the old one has let go of its session
 SHUTDOWN_WAIT_S = 5.0  # how long shutdown/exit wait for an interrupted turn to write its end
 ERROR, WARNING, INFO, LOG = P.MESSAGE_ERROR, P.MESSAGE_WARNING, P.MESSAGE_INFO, P.MESSAGE_LOG
 
@@ -375,45 +370,19 @@ class MinoServer:
             self._load_now.set()
 
     def _open_conversation(self) -> None:
-        from ..core.config import load_config
-        from ..core.conversation import Conversation
-        from ..core.errors import ConfigError, RecoveryRefused, StorageError, StoreLocked
-        from ..core.store import Store
-
-        try:
-            config = load_config(mode=self.mode)
-        except ConfigError as exc:
-            self._set_unavailable("config", f"Mino cannot start: {exc}")
+        opened = open_conversation(self.mode, self.workdir, self.ui, self.session_hint)
+        if opened.conversation is None:
+            why, line, data = opened.unavailable or ("startup", "Mino could not start.", {})
+            self._set_unavailable(why, line, **data)
             return
-        conversation = Conversation(Store(config), self.workdir, self.ui)
-        startup = None
-        try:
-            startup = conversation.open(
-                session_id=self.session_hint, wait_s=SESSION_WAIT_S if self.session_hint else 0.0
-            )
-        except StoreLocked as exc:  # only a Mino from before many windows holds it that long
-            conversation.close()
-            extra = {"pid": exc.pid} if exc.pid is not None else {}
-            self._set_unavailable("storeLocked", str(exc), **extra)
-            return
-        except RecoveryRefused as exc:
-            conversation.restore_problem = str(exc)
-        except StorageError as exc:  # the store cannot be opened or written: the CLI exits here
-            conversation.close()
-            self._set_unavailable("storage", str(exc))
-            return
-        self._conversation = conversation
+        self._conversation = opened.conversation
         if not self.stopping.cancelled:
-            self._watcher = conversation.store.watch(self._sessions_changed)
-        if startup is None:
-            self.log_message(restore_problem_line(conversation.restore_problem or ""), WARNING)
-            return
-        for line in startup_lines(startup):  # what the terminal prints, in the server's log
-            self.log_message(line, INFO)
-        if startup.open_elsewhere is not None:  # the window's session is a new one: say why
-            self.show_message(INFO, started_new_session(startup.open_elsewhere))
-        for line in startup.notices + startup.warnings:  # e.g. a torn last line was cut off (a copy kept)
-            self.show_message(WARNING, line)
+            self._watcher = opened.conversation.store.watch(self._sessions_changed)
+        for kind, text, shown in opened.messages:
+            if shown:
+                self.show_message(kind, text)
+            else:
+                self.log_message(text, kind)
 
     def _sessions_changed(self) -> None:
         if not self.stopping.cancelled:
