@@ -489,7 +489,6 @@ class Conversation:
         return resolve_context(self.workdir, self.config.home, items)
 
     def _turn(self, log: SessionLog, text: str, cancel: CancelToken, items: list[ResolvedItem]) -> TurnResult:
-        from .compaction import Compactor
         from .tools.registry import tool_schemas
         from .turn import Turn
 
