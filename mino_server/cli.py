@@ -38,9 +38,9 @@ from .core.contract import (
     TurnResult,
     Usage,
 )
-from .core.display import escape_value, terminal_text
+from .core.display import approval_lines, escape_value, fit_approval, terminal_text
 from .core.values import Mutable
-from .core.words import NO_SESSION, context_line
+from .core.words import NO_SESSION, context_line, startup_lines
 
 if TYPE_CHECKING:
     from .core.context import ResolvedItem
@@ -282,8 +282,6 @@ class TerminalUI:
     ) -> list[str]:
         """The approval block; before a question at a terminal, cut to fit its height with the
         question below it, so what decides is on screen when the person answers."""
-        from .core.display import approval_lines, fit_approval
-
         size = self._size() if decision == "ask" and self.interactive else None
         if size is None:
             return approval_lines(tool, fields, warning)
@@ -370,11 +368,10 @@ def _preview(text: str) -> list[str]:
 
 
 def run_cli(model: str | None, base_url: str | None, mode: str | None) -> int:
-    from .core.config import ConfigError, load_config
-    from .core.conversation import Conversation, RecoveryRefused
-    from .core.sessions.store import StorageError, StoreLocked
+    from .core.config import load_config
+    from .core.conversation import Conversation
+    from .core.errors import ConfigError, RecoveryRefused, StorageError, StoreLocked
     from .core.store import Store
-    from .core.words import startup_lines
 
     interactive = sys.stdin.isatty()
     ui = TerminalUI(interactive)
@@ -384,7 +381,7 @@ def run_cli(model: str | None, base_url: str | None, mode: str | None) -> int:
     except ConfigError as exc:
         ui.error_line(f"mino: {exc}")
         return 2
-    agent = Conversation(Store(config), Path.cwd(), ui)
+    conversation = Conversation(Store(config), Path.cwd(), ui)
     try:
         try:
             # Piped input: the first line is read and its request sent without waiting for the sandbox
@@ -392,12 +389,14 @@ def run_cli(model: str | None, base_url: str | None, mode: str | None) -> int:
             # lines after it are held, and written before anything else is (waiting for the verdict
             # then); a turn waits for the verdict before any tool call. At a terminal the verdict
             # comes before the prompt: the person reads the lines before typing.
-            lines = startup_lines(replace(agent.open(sandbox_later=not interactive), sandbox_line=_PENDING))
+            lines = startup_lines(
+                replace(conversation.open(sandbox_later=not interactive), sandbox_line=_PENDING)
+            )
             at = lines.index(_PENDING)
             for text in lines[:at]:
                 ui.line(text)
             rest = lines[at + 1 :]
-            ui.hold(lambda: [agent.sandbox_verdict(), *rest])
+            ui.hold(lambda: [conversation.sandbox_verdict(), *rest])
             if interactive:
                 ui.flush_held()
         except StoreLocked as exc:
@@ -408,19 +407,19 @@ def run_cli(model: str | None, base_url: str | None, mode: str | None) -> int:
             return 1
         ui.interrupts.raising = False  # from here a press is a turn's or a prompt's (or is ignored)
         try:
-            return _loop(agent, ui)
+            return _loop(conversation, ui)
         finally:
             ui.flush_held()  # when nothing was written after them (empty input), they come now
     finally:
         ui.interrupts.raising = False  # a press while closing cannot cut the close short
-        agent.close()
+        conversation.close()
 
 
 _PENDING = "\0sandbox line\0"  # where the sandbox's start-up line goes (no real line has a NUL)
 
 
-def _loop(agent: Conversation, ui: TerminalUI) -> int:
-    from .core.commands import is_command, run_command
+def _loop(conversation: Conversation, ui: TerminalUI) -> int:
+    from .core.commands import COMMANDS, command_name, is_command, run_command
 
     if ui.interactive:
         try:
@@ -443,15 +442,16 @@ def _loop(agent: Conversation, ui: TerminalUI) -> int:
         if not text:
             continue
         if is_command(text):
-            if text.split()[0] in CANCELLABLE_COMMANDS:
-                result = _in_worker(ui, partial(run_command, agent, text, ui.line, ui.ask_text))
+            row = COMMANDS.get(command_name(text))
+            if row is not None and row.waits_on_model:  # like a turn: on a worker, so Ctrl-C cancels it
+                result = _in_worker(ui, partial(run_command, conversation, text, ui.line, ui.ask_text))
             else:
-                result = run_command(agent, text, ui.line, ui.ask_text)
+                result = run_command(conversation, text, ui.line, ui.ask_text)
             ui.line()
             if result.stop:
                 return 1
             continue
-        if agent.log is None and not agent.stopped:
+        if conversation.log is None and not conversation.stopped:
             ui.line(NO_SESSION)
             ui.line()
             unanswered = True
@@ -461,10 +461,13 @@ def _loop(agent: Conversation, ui: TerminalUI) -> int:
         # `@path` and `@path:A-B` attach files, as in the editor's chat box; without an @ there is no
         # mention, and core/context.py (~1.5 ms to import) stays off the start path.
         if "@" in text:
-            from .core.context import ContextError, find_mentions
+            from .core.context import find_mentions
+            from .core.errors import ContextError
 
             try:
-                context = agent.resolve_context(find_mentions(text, agent.workdir, agent.config.home))
+                context = conversation.resolve_context(
+                    find_mentions(text, conversation.workdir, conversation.config.home)
+                )
             except ContextError as exc:
                 ui.error_line(f"Not sent: {exc}")
                 ui.line()
@@ -473,7 +476,7 @@ def _loop(agent: Conversation, ui: TerminalUI) -> int:
         for item in context:  # behind the start-up lines if they are still held
             ui.hold(context_line_for(item))
         ui.hold("")
-        outcome = _run_turn(agent, ui, text, context)
+        outcome = _run_turn(conversation, ui, text, context)
         unanswered = unanswered or outcome.status != "completed"
         if outcome.status == "interrupted":
             ui.line("Interrupted.")
@@ -481,7 +484,7 @@ def _loop(agent: Conversation, ui: TerminalUI) -> int:
         elif outcome.status == "failed" and outcome.error:
             ui.error_line(f"Error: {outcome.error}")
             ui.line()
-        if agent.stopped:
+        if conversation.stopped:
             return 1
 
 
@@ -505,12 +508,11 @@ def context_line_for(item: ResolvedItem) -> str:
     return f"[{item_label(replace(item, path=escape_value(item.path)))}]"
 
 
-def _run_turn(agent: Conversation, ui: TerminalUI, text: str, context: list[ResolvedItem]) -> TurnResult:
-    return _in_worker(ui, lambda cancel: agent.run_turn(text, cancel, context))
+def _run_turn(
+    conversation: Conversation, ui: TerminalUI, text: str, context: list[ResolvedItem]
+) -> TurnResult:
+    return _in_worker(ui, lambda cancel: conversation.run_turn(text, cancel, context))
 
-
-# Commands that wait on the model run like a turn: on a worker, so Ctrl-C cancels them.
-CANCELLABLE_COMMANDS = frozenset({"/compact"})
 
 R = TypeVar("R")
 

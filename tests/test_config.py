@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from mino_server.core.config import DEFAULT_SOUL, ConfigError, load_config
+from mino_server.core.config import DEFAULT_SOUL, load_config
+from mino_server.core.errors import ConfigError
 
 
 def write_config(home: Path, text: str) -> Path:

@@ -32,6 +32,7 @@ FRONT_ENDS = (
     "mino_server.evals",
     "mino_server.acp",
     "mino_server.stdio",
+    "mino_server.jsonrpc",
 )
 TESTING = "mino_server.testing"
 TESTING_USERS = ("mino_server.testing", "mino_server.evals")

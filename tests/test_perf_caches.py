@@ -141,7 +141,7 @@ def test_editor_state_after_a_turn_keeps_the_memory_status_cached(
     agent.open()
     try:
         server = MinoServer(None, FrameWriter(io.BytesIO()))
-        server._agent = agent  # what the start-up thread sets
+        server._conversation = agent  # what the start-up thread sets
         before = server.state()
         assert before.usage is None and before.memory.count == 1
         reads: list[object] = []

@@ -15,9 +15,10 @@ import pytest
 from helpers import RecordingUI, command, make_agent, turn
 
 from mino_server.core.config import load_config
-from mino_server.core.conversation import CommandError, Conversation, SessionOpenElsewhere
+from mino_server.core.conversation import Conversation
+from mino_server.core.errors import CommandError, SessionOpenElsewhere, StoreLocked
 from mino_server.core.sessions import store as store_mod
-from mino_server.core.sessions.store import SessionStore, StoreLocked
+from mino_server.core.sessions.store import SessionStore
 from mino_server.core.store import Store
 from mino_server.core.words import startup_lines
 from mino_server.testing.scripted_model import ScriptedModel

@@ -33,54 +33,52 @@ to stderr.
 
 from __future__ import annotations
 
-import itertools
 import logging
 import os
 import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from .. import __version__
 from ..core.cancel import CancelToken
+from ..jsonrpc import (
+    BUSY,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    UNAVAILABLE,
+    Cancels,
+    ClientError,
+    Outgoing,
+    RpcError,
+    core_error,
+    error_message,
+    valid_id,
+)
 from ..stdio import Terminated, claim_stdio, configure_logging, raise_on_sigterm
 from . import mapping as M
+from .session import AcpSession, SessionUI
 from .transport import LineError, Writer, read_messages
 
 if TYPE_CHECKING:
     from ..core.config import Config
-    from ..core.contract import ApprovalRequest, Event
     from ..core.conversation import Conversation
     from ..core.store import Store
 
 log = logging.getLogger("mino.acp")
 
-# JSON-RPC and ACP error codes; -32001 … -32006 keep the meaning they have in docs/PROTOCOL.md.
-INVALID_REQUEST = -32600
-METHOD_NOT_FOUND = -32601
-INVALID_PARAMS = -32602
-INTERNAL_ERROR = -32603
-BUSY = -32001
+# The JSON-RPC layer's codes (mino_server/jsonrpc.py) keep the meaning they have in docs/PROTOCOL.md;
+# -32002 is ACP's own.
 NOT_FOUND = -32002  # ACP's "resource not found": an unknown or malformed session ID
-UNAVAILABLE = -32003
-REFUSED = -32004
-STORAGE_FAILED = -32005
-SESSION_IN_USE = -32006
 AUTH_REQUIRED = -32000  # ACP's "authentication required": the client offers the authMethods
 
 STOP_WAIT_S = 5.0  # how long an exit waits for interrupted turns to write their end
 SESSION_CHANGING = "This session is being loaded; wait for session/load to answer."
-
-
-class RpcError(Exception):
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = " ".join(message.split())  # one line, whatever the cause wrote
-        self.data = data
 
 
 @dataclass
@@ -91,119 +89,8 @@ class Reply:
     after: Callable[[], None] | None = None
 
 
-@dataclass
-class _Ask:
-    done: threading.Event = field(default_factory=threading.Event)
-    response: dict[str, Any] | None = None
-
-
 def one_line(exc: BaseException) -> str:
     return " ".join((str(exc).strip() or exc.__class__.__name__).split())
-
-
-class AcpSession:
-    """One ACP session: a conversation, its UI, and the turn (or command) running in it."""
-
-    def __init__(self, agent: AcpAgent, conversation: Conversation, ui: SessionUI, mcp_servers: int) -> None:
-        self.agent = agent
-        self.conversation = conversation
-        self.ui = ui
-        if conversation.session_id is None:  # made once session/new or session/load selected one
-            raise ValueError("an ACP session needs a conversation with a selected session")
-        self.id: str = conversation.session_id
-        self.mcp_servers = mcp_servers  # said once, in the first agent_message_chunk
-        self._running = threading.Lock()
-        self.cancel: CancelToken | None = None
-
-    def begin(self) -> CancelToken:
-        from ..core.words import TURN_RUNNING
-
-        if not self._running.acquire(blocking=False):
-            raise RpcError(BUSY, "busy", {"detail": TURN_RUNNING, "running": "session/prompt"})
-        self.cancel = CancelToken()
-        return self.cancel
-
-    def end(self) -> None:
-        self.cancel = None
-        self._running.release()
-
-    @property
-    def busy(self) -> bool:
-        return self._running.locked()
-
-    def close(self) -> None:
-        try:
-            self.conversation.close()
-        except Exception:
-            log.exception("closing session %s failed", self.id)
-
-
-class SessionUI:
-    """The core's UI port for one ACP session: events become session/update, questions become
-    session/request_permission."""
-
-    def __init__(self, agent: AcpAgent, workdir: Path) -> None:
-        self.agent = agent
-        self.workdir = str(workdir)
-        self.session_id: str | None = None  # known once the conversation has its session
-        self._announced: set[str] = set()  # tool calls of this session the client was shown
-
-    def update(self, update: dict[str, Any]) -> None:
-        if self.session_id is not None:
-            self.agent.notify("session/update", {"sessionId": self.session_id, "update": update})
-
-    # ---- the UI protocol -------------------------------------------------------------------------
-    def event(self, event: Event) -> None:
-        from ..core.contract import ApprovalResolved, Notice, TextDelta, ToolCall, ToolResultEvent, TurnEnd
-
-        if isinstance(event, TextDelta):
-            self.update(M.text_chunk(event.text))
-        elif isinstance(event, ToolCall):
-            self._announced.add(event.callId)
-            self.update(
-                M.tool_call_start(
-                    event.callId, event.tool, event.fields, event.warning, self.workdir, event.diff
-                )
-            )
-            if event.decision != "ask":
-                self.update(M.in_progress(event.callId))
-        elif isinstance(event, ApprovalResolved):
-            if event.outcome == "approved":
-                self.update(M.in_progress(event.callId))
-        elif isinstance(event, ToolResultEvent):
-            announced = event.callId in self._announced
-            self._announced.discard(event.callId)
-            self.update(M.tool_call_result(event.callId, event.tool, event.status, event.text, announced))
-        elif isinstance(event, Notice):
-            self.update(M.text_chunk(f"\n{event.text}\n"))
-        elif isinstance(event, TurnEnd):
-            self._announced.clear()
-        # AssistantMessage repeats the deltas already sent; usage has no stable ACP update.
-
-    def approve(self, request: ApprovalRequest, cancel: CancelToken) -> bool:
-        if self.session_id is None:
-            return False
-        params = {
-            "sessionId": self.session_id,
-            "toolCall": M.permission_tool_call(
-                request.callId, request.tool, request.fields, request.warning, request.diff, request.question
-            ),
-            "options": M.PERMISSION_OPTIONS,
-        }
-        return M.granted(self.agent.ask("session/request_permission", params, cancel))
-
-    def confirm(self, kind: str, session_id: str, message: str, cancel: CancelToken | None = None) -> bool:
-        params = {
-            "sessionId": session_id,
-            "toolCall": M.confirm_tool_call(kind, session_id, message),
-            "options": M.PERMISSION_OPTIONS,
-        }
-        return M.granted(self.agent.ask("session/request_permission", params, cancel))
-
-    def memory_problems(self, directory: str, problems: list[Any]) -> None:
-        lines = [f"Some memory files in {directory} were not loaded:"]
-        lines += [f"  {p.file}: {p.reason}" for p in problems]
-        self.update(M.text_chunk("\n".join(lines) + "\n\n"))
 
 
 class AcpAgent:
@@ -219,8 +106,8 @@ class AcpAgent:
         self.sessions: dict[str, AcpSession] = {}
         self._changing: set[str] = set()  # session IDs being created or loaded
         self._lock = threading.Lock()
-        self._asks: dict[str, _Ask] = {}
-        self._ids = itertools.count(1)
+        self.outgoing = Outgoing()  # session/request_permission waiting for the client
+        self.cancels = Cancels()  # the running session/prompt of each session, by session ID
         self._store: Store | None = None
         self._config: Config | None = None
         self._store_lock = threading.RLock()  # store() loads the config under it
@@ -262,7 +149,7 @@ class AcpAgent:
             self._notification(method, params or {})
             return
         msg_id = message["id"]
-        if not (isinstance(msg_id, str) or (isinstance(msg_id, int) and not isinstance(msg_id, bool))):
+        if not valid_id(msg_id):
             self.send_error(None, INVALID_REQUEST, 'Invalid request: "id" must be a number or a string.')
             return
         self._request(msg_id, method, params or {})
@@ -326,46 +213,29 @@ class AcpAgent:
 
     @staticmethod
     def _error_for(method: str, exc: Exception) -> tuple[int, str, Any]:
-        """The error answer for what a request raised. The core's classes are imported here, not
-        before every answer: `initialize` must not wait for the core to load."""
+        """The error answer for what a request raised (the JSON-RPC layer's table for the core's)."""
         if isinstance(exc, RpcError):
             return exc.code, exc.message, exc.data
         if isinstance(exc, M.ParamsError):
             return INVALID_PARAMS, str(exc), None
-        from ..core.conversation import CommandError
-        from ..core.sessions.store import StorageError
-
-        if isinstance(exc, CommandError):
-            # conversation.SessionOpenElsewhere: a CommandError that names the connection (another
-            # window, terminal or ACP process) holding the session open.
-            other = getattr(exc, "other", None)
-            if other is not None:
-                data = {"sessionId": other.session_id, "pid": other.pid, "workdir": other.workdir}
-                return SESSION_IN_USE, str(exc), data
-            return REFUSED, str(exc), None
-        if isinstance(exc, StorageError):
-            return STORAGE_FAILED, str(exc), None
-        log.error(
-            "%s failed", method, exc_info=exc
-        )  # a bug: one line for the client, the traceback on stderr
+        answer = core_error(exc)
+        if answer is not None:
+            return answer.code, answer.message, answer.data
+        # A bug: one line for the client, the traceback on stderr.
+        log.error("%s failed", method, exc_info=exc)
         return INTERNAL_ERROR, f"Internal error: {one_line(exc)}", None
 
     def _notification(self, method: str, params: dict[str, Any]) -> None:
         if method == "session/cancel":
             sid = params.get("sessionId")
-            session = self.sessions.get(sid) if isinstance(sid, str) else None
-            token = session.cancel if session is not None else None
-            if token is not None:
-                token.cancel()  # pending permissions count as denied now; late answers are ignored
+            if isinstance(sid, str):  # pending permissions count as denied now; late answers are ignored
+                self.cancels.cancel(sid)
         else:
             log.debug("ignored notification %s", method)
 
     # ---- talking to the client -------------------------------------------------------------------
     def send_error(self, msg_id: Any, code: int, message: str, data: Any = None) -> None:
-        error: dict[str, Any] = {"code": code, "message": " ".join(message.split())}
-        if data is not None:
-            error["data"] = data
-        self.writer.send({"jsonrpc": "2.0", "id": msg_id, "error": error})
+        self.writer.send(error_message(msg_id, code, message, data))
 
     def notify(self, method: str, params: dict[str, Any]) -> None:
         self.writer.send({"jsonrpc": "2.0", "method": method, "params": params})
@@ -375,36 +245,25 @@ class AcpAgent:
         (then the request is forgotten: an answer that comes later is ignored)."""
         if self.stopping.cancelled:
             return None
-        msg_id = f"mino-{next(self._ids)}"
-        waiter = _Ask()
-        with self._lock:
-            self._asks[msg_id] = waiter
-        undo = [self.stopping.on_cancel(waiter.done.set)]
-        if cancel is not None:
-            undo.append(cancel.on_cancel(waiter.done.set))
-        try:
-            self.writer.send({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
-            waiter.done.wait()
-        finally:
-            for unregister in undo:
-                unregister()
-            with self._lock:
-                self._asks.pop(msg_id, None)
-        response = waiter.response
-        if response is None or "error" in response:
-            if response is not None:
-                log.info("%s answered with an error (a denial): %s", method, response.get("error"))
+        msg_id = self.outgoing.new_id()
+        future = self.outgoing.open(msg_id)
+        self.writer.send({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
+        if not self.outgoing.wait(msg_id, future, self.stopping, cancel):
             return None
-        return response.get("result")
+        try:
+            return future.result()
+        except ClientError as exc:
+            log.info("%s answered with an error (a denial): %s", method, exc)
+            return None
 
     def _answered(self, message: dict[str, Any]) -> None:
-        with self._lock:
-            waiter = self._asks.pop(message["id"], None) if _hashable(message["id"]) else None
-        if waiter is None:
+        error = message.get("error")
+        failure = None
+        if "error" in message:
+            body = error if isinstance(error, dict) else {}
+            failure = ClientError(body.get("code", 0), str(body.get("message", "")), body.get("data"))
+        if not self.outgoing.answered(message["id"], message.get("result"), failure):
             log.debug("an answer to %r came after it was no longer awaited; ignored", message.get("id"))
-            return
-        waiter.response = message
-        waiter.done.set()
 
     # ---- the store -------------------------------------------------------------------------------
     def store(self) -> Any:
@@ -419,7 +278,8 @@ class AcpAgent:
     def config(self) -> Config:
         """The process's Config, loaded once (initialize needs it for authMethods, before the rest
         of the core loads); -32003 when it is unusable."""
-        from ..core.config import ConfigError, load_config
+        from ..core.config import load_config
+        from ..core.errors import ConfigError
 
         with self._store_lock:
             if self._config is None:
@@ -441,7 +301,7 @@ class AcpAgent:
     def _conversation(self, workdir: Path) -> tuple[Any, SessionUI, list[str]]:
         """A conversation opened on the store without a session (the request picks one)."""
         from ..core.conversation import Conversation
-        from ..core.sessions.store import StorageError, StoreLocked
+        from ..core.errors import StorageError, StoreLocked
 
         ui = SessionUI(self, workdir)
         conversation = Conversation(self.store(), workdir, ui)
@@ -654,13 +514,11 @@ class AcpAgent:
         return session
 
     def set_mode(self, params: dict[str, Any]) -> Reply:
-        from ..core.contract import MODES
-
         session = self._session(params)
         mode = params.get("modeId")
-        if mode not in MODES:
+        if mode not in M.MODES:
             raise M.ParamsError(
-                f"Invalid params: modeId must be one of {', '.join(MODES)}; got {M._short(mode)!r}."
+                f"Invalid params: modeId must be one of {', '.join(M.MODES)}; got {M._short(mode)!r}."
             )
         session.conversation.set_mode(mode)
         return Reply({}, lambda: session.ui.update(M.current_mode_update(session.conversation.mode)))
@@ -692,7 +550,7 @@ class AcpAgent:
     def _turn(
         self, session: AcpSession, text: str, requests: list[Any], cancel: CancelToken
     ) -> dict[str, Any]:
-        from ..core.context import ContextError
+        from ..core.errors import ContextError
         from ..core.sessions import places
 
         conversation = session.conversation
@@ -716,7 +574,7 @@ class AcpAgent:
         raise RpcError(INTERNAL_ERROR, result.error or "The turn failed.")
 
     def _command(self, session: AcpSession, line: str, cancel: CancelToken) -> None:
-        from ..core.commands import NOT_CLEARED, run_command
+        from ..core.commands import COMMANDS, NOT_CLEARED, THREAD_HELP, run_command
         from ..core.words import session_line
 
         conversation = session.conversation
@@ -724,10 +582,11 @@ class AcpAgent:
         words = line.split()
         name, args = words[0], words[1:]
         mode_before = conversation.mode
-        if name in M.THREAD_COMMANDS:
-            lines.append(M.THREAD_COMMANDS[name])
+        row = COMMANDS.get(name)
+        if row is not None and row.instead is not None:  # the editor's threads do it
+            lines.append(row.instead)
         elif name == "/help":
-            lines.extend(M.HELP_LINES if not args else ["/help takes no arguments."])
+            lines.extend(THREAD_HELP if not args else ["/help takes no arguments."])
         elif name == "/clear" and len(args) != 1:
             lines += [session_line(session.id), NOT_CLEARED + f" Type /clear {session.id} to clear it."]
         elif name == "/clear":  # the ID typed after the command is the answer to "type the complete ID"
@@ -744,9 +603,7 @@ class AcpAgent:
     def stop(self, timeout: float = STOP_WAIT_S) -> None:
         """Interrupt every turn, wait for them (bounded) and close the sessions that ended."""
         self.stopping.cancel()
-        for session in list(self.sessions.values()):
-            if session.cancel is not None:
-                session.cancel.cancel()
+        self.cancels.cancel_all()
         deadline = time.monotonic() + timeout
         with self._lock:
             workers = list(self._workers)
@@ -763,11 +620,7 @@ class AcpAgent:
 
 def _id_or_none(message: dict[str, Any]) -> Any:
     msg_id = message.get("id")
-    return msg_id if isinstance(msg_id, str | int) and not isinstance(msg_id, bool) else None
-
-
-def _hashable(value: Any) -> bool:
-    return isinstance(value, str | int | float) or value is None
+    return msg_id if valid_id(msg_id) else None
 
 
 def serve(mode: str | None = None, model: str | None = None, base_url: str | None = None) -> int:

@@ -21,10 +21,10 @@ if TYPE_CHECKING:
     from ..core.context import ContextRequest
     from ..core.contract import ApprovalField, FileDiff, HistoryItem, SetupProblem
 
-# The core's modules are imported where they are used: `initialize` is answered before any of them
-# has loaded (the editor waits for that answer at every start).
-MODES = ("manual", "accept-edits", "bypass")  # contract.MODES; tests/test_acp.py checks they agree
+from ..core.vocab import MODE_HELP, MODE_NAMES, MODES  # noqa: F401  (vocab: no core import)
 
+# The rest of the core is imported where it is used: `initialize` is answered before any of it has
+# loaded (the editor waits for that answer at every start).
 PROTOCOL_VERSION = 1
 AUTH_METHOD_ID = "api-key"
 
@@ -41,50 +41,13 @@ def env_var_auth_method(problem: SetupProblem) -> dict[str, Any]:
     }
 
 
-MODE_NAMES = {"manual": "Manual", "accept-edits": "Accept edits", "bypass": "Bypass"}
-MODE_DESCRIPTIONS = {
-    "manual": "Asks before every command, file change and memory save",
-    "accept-edits": "Runs project file edits and sandboxed commands without asking; asks for the rest",
-    "bypass": "Runs everything without asking, showing each call",
-}
-
-# Slash commands an ACP client can offer (names without the leading /). /new and /resume are the
-# editor's own thread actions (a new thread is session/new, an old one session/load).
-COMMANDS: list[tuple[str, str, str | None]] = [
-    ("compact", "Summarise older history to save context", None),
-    ("mode", "Show or set the permission mode: manual, accept-edits, bypass", "mode name (optional)"),
-    ("sessions", "List Mino's sessions, newest first (* marks this one)", None),
-    ("help", "Show the commands", None),
-    ("clear", "Clear this session's saved history (type its complete ID)", "the complete session ID"),
-]
-HELP_LINES = [
-    "Commands:",
-    "  /compact        summarise older history to save context",
-    "  /mode [NAME]    show or set the permission mode: manual, accept-edits, bypass",
-    "  /sessions       list sessions, newest first (* marks this one)",
-    "  /clear ID       clear this session's saved history (type its complete 32-character ID)",
-    "  /help           show this list",
-    "A new thread in the editor starts a new session; its thread history opens an earlier one.",
-]
-THREAD_COMMANDS = {
-    "/new": "In an editor, start a new thread instead of /new: each thread is its own Mino session.",
-    "/resume": "In an editor, open the session from the thread history instead of /resume.",
-}
+MODE_DESCRIPTIONS = {m: text[0].upper() + text[1:] for m, text in MODE_HELP.items()}
 
 PERMISSION_OPTIONS = [
     {"optionId": "approve", "name": "Approve", "kind": "allow_once"},
     {"optionId": "deny", "name": "Deny", "kind": "reject_once"},
 ]
 
-TOOL_KINDS = {
-    "read_file": "read",
-    "skill_view": "read",
-    "memory_view": "read",
-    "write_file": "edit",
-    "edit_file": "edit",
-    "memory_save": "edit",
-    "bash": "execute",
-}
 TITLE_MAX = 120
 _LINES = re.compile(r"^L(\d+)(?:[-:]L?(\d+))?$")
 
@@ -106,11 +69,16 @@ def modes_state(current: str) -> dict[str, Any]:
 
 
 def available_commands_update() -> dict[str, Any]:
+    """The slash-command table's rows an ACP client offers (names without the leading /)."""
+    from ..core.commands import THREAD_COMMANDS
+
     commands = []
-    for name, description, hint in COMMANDS:
-        command: dict[str, Any] = {"name": name, "description": description}
-        if hint is not None:
-            command["input"] = {"hint": hint}
+    for row in THREAD_COMMANDS:
+        if row.threads is None:
+            continue
+        command: dict[str, Any] = {"name": row.name.lstrip("/"), "description": row.threads.description}
+        if row.threads.hint is not None:
+            command["input"] = {"hint": row.threads.hint}
         commands.append(command)
     return {"sessionUpdate": "available_commands_update", "availableCommands": commands}
 
@@ -214,7 +182,10 @@ def _short(value: Any, limit: int = 200) -> str:
 
 
 def tool_kind(tool: str) -> str:
-    return TOOL_KINDS.get(tool, "other")
+    """ACP's tool kind is the tool's category (core/tools/registry.py); "other" for an unknown name."""
+    from ..core.tools.registry import tool_categories
+
+    return tool_categories().get(tool, "other")
 
 
 # The field a title names: what the call acts on (fields arrive in display order, deciding ones last).

@@ -1,6 +1,8 @@
-"""Slash commands: one implementation for the CLI and the editor server.
+"""Slash commands: one table (`COMMANDS`) for every front end.
 
-See docs/BEHAVIOUR.md, "Slash commands".
+See docs/BEHAVIOUR.md, "Slash commands". A command is one `cmd_NAME` function and one row: the CLI's
+and the editor server's /help, the editor server's "must run alone" rule, and what an ACP client is
+offered (`available_commands_update`, its /help) all derive from the row.
 
 Commands are recognised before anything reaches the model; they are never saved as user messages
 and never sent. Unknown slash commands are errors.
@@ -13,11 +15,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .cancel import CancelToken
-from .contract import MODES
-from .conversation import CommandError, Conversation
-from .sessions.store import StorageError
-from .values import Mutable
-from .words import mode_line, open_elsewhere_mark, session_line
+from .contract import MODE_HELP, MODES
+from .conversation import Conversation
+from .errors import CommandError, StorageError
+from .values import Frozen, Mutable
+from .words import COMPACT_RUNNING, SESSION_CHANGING, mode_line, open_elsewhere_mark, session_line
 
 CLEAR_QUESTION = (
     "Clear this session's saved history? This does not undo executed commands or delete recovery copies "
@@ -26,24 +28,6 @@ CLEAR_QUESTION = (
 CLEAR_PROMPT = "Type the complete session ID to clear it: "
 NOT_CLEARED = "Session was not cleared."
 NOTHING_TO_CLEAR = "No session is selected, so there is nothing to clear."
-
-MODE_HELP = {
-    "manual": "asks before every command, file change and memory save",
-    "accept-edits": "runs project file edits and sandboxed commands without asking; asks for the rest",
-    "bypass": "runs everything without asking, showing each call",
-}
-
-HELP = [
-    "Commands:",
-    "  /new            start a new session and select it",
-    "  /resume <id>    select the session with this complete 32-character ID",
-    "  /sessions       list sessions, newest first (* marks the current one)",
-    "  /clear          clear the current session's saved history (asks for its complete ID)",
-    "  /mode [NAME]    show or set the permission mode: manual, accept-edits, bypass",
-    "  /compact        summarise older history to save context",
-    "  /help           show this list",
-    "Anything else you type is sent to the model. Ctrl-C interrupts a turn; Ctrl-D exits.",
-]
 
 
 @dataclass(eq=False, repr=False)
@@ -60,7 +44,7 @@ def utc(ts: float) -> str:
 
 
 def run_command(
-    agent: Conversation,
+    conversation: Conversation,
     line: str,
     out: Callable[[str], None],
     ask_text: Callable[[str], str | None],
@@ -70,15 +54,15 @@ def run_command(
     parts = line.strip().split()
     name, args = parts[0], parts[1:]
     try:
-        handler = COMMANDS.get(name)
-        if handler is None:
+        command = COMMANDS.get(name)
+        if command is None:
             out(f"Unknown command: {name}. Type /help for the list of commands.")
             return CommandResult()
-        handler(agent, args, out, ask_text, cancel or CancelToken())
+        command.run(conversation, args, out, ask_text, cancel or CancelToken())
     except CommandError as exc:
         out(str(exc))
     except StorageError as exc:
-        agent.stopped = str(exc)
+        conversation.stopped = str(exc)
         out(str(exc))
         return CommandResult(stop=True)
     return CommandResult()
@@ -95,55 +79,55 @@ def _no_args(name: str, args: list[str]) -> None:
 
 
 def cmd_help(
-    agent: Conversation, args: list[str], out: Callable[[str], None], ask: object, cancel: CancelToken
+    conversation: Conversation, args: list[str], out: Callable[[str], None], ask: object, cancel: CancelToken
 ) -> None:
     for line in HELP:
         out(line)
 
 
 def cmd_new(
-    agent: Conversation, args: list[str], out: Callable[[str], None], ask: object, cancel: CancelToken
+    conversation: Conversation, args: list[str], out: Callable[[str], None], ask: object, cancel: CancelToken
 ) -> None:
     _no_args("/new", args)
-    sid = agent.new_session()
+    sid = conversation.new_session()
     out(session_line(sid))
-    out(mode_line(agent.mode))
+    out(mode_line(conversation.mode))
 
 
 def cmd_resume(
-    agent: Conversation, args: list[str], out: Callable[[str], None], ask: object, cancel: CancelToken
+    conversation: Conversation, args: list[str], out: Callable[[str], None], ask: object, cancel: CancelToken
 ) -> None:
     if len(args) != 1:
         raise CommandError("Usage: /resume <id> — the complete 32-character session ID (see /sessions).")
-    for notice in agent.resume(args[0]):
+    for notice in conversation.resume(args[0]):
         out(notice)
-    out(session_line(agent.session_id or ""))
-    out(mode_line(agent.mode))
+    out(session_line(conversation.session_id or ""))
+    out(mode_line(conversation.mode))
 
 
 def cmd_sessions(
-    agent: Conversation, args: list[str], out: Callable[[str], None], ask: object, cancel: CancelToken
+    conversation: Conversation, args: list[str], out: Callable[[str], None], ask: object, cancel: CancelToken
 ) -> None:
     _no_args("/sessions", args)
-    sessions = agent.list_sessions()
+    sessions = conversation.list_sessions()
     if not sessions:
         out("No sessions yet.")
         return
     for s, other in sessions:
-        mark = "*" if s.id == agent.session_id else " "
+        mark = "*" if s.id == conversation.session_id else " "
         out(f"{mark} {s.id}  {utc(s.mtime)}" + (open_elsewhere_mark(other) if other else ""))
 
 
 def cmd_clear(
-    agent: Conversation,
+    conversation: Conversation,
     args: list[str],
     out: Callable[[str], None],
     ask_text: Callable[[str], str | None],
     cancel: CancelToken,
 ) -> None:
     _no_args("/clear", args)
-    agent.check_idle()  # before the question, not after the answer
-    sid = agent.session_id
+    conversation.check_idle()  # before the question, not after the answer
+    sid = conversation.session_id
     if sid is None:
         raise CommandError(NOTHING_TO_CLEAR)
     out("")
@@ -153,40 +137,170 @@ def cmd_clear(
     if typed is None:
         out(NOT_CLEARED + " (Clearing needs the ID typed by a person at an interactive terminal.)")
         return
-    if agent.clear(typed):
+    if conversation.clear(typed):
         out(f"Cleared session: {sid}")
     else:
         out(NOT_CLEARED)
 
 
 def cmd_mode(
-    agent: Conversation, args: list[str], out: Callable[[str], None], ask: object, cancel: CancelToken
+    conversation: Conversation, args: list[str], out: Callable[[str], None], ask: object, cancel: CancelToken
 ) -> None:
     if len(args) > 1:
         raise CommandError(f"Usage: /mode [NAME] — one of {', '.join(MODES)}.")
     if args:
-        agent.set_mode(args[0])
-        out(mode_line(agent.mode))
+        conversation.set_mode(args[0])
+        out(mode_line(conversation.mode))
         return
-    out(mode_line(agent.mode))
+    out(mode_line(conversation.mode))
     for m in MODES:
         out(f"  {m}: {MODE_HELP[m]}")
 
 
 def cmd_compact(
-    agent: Conversation, args: list[str], out: Callable[[str], None], ask: object, cancel: CancelToken
+    conversation: Conversation, args: list[str], out: Callable[[str], None], ask: object, cancel: CancelToken
 ) -> None:
     _no_args("/compact", args)
-    _done, message = agent.compact(cancel)
+    _done, message = conversation.compact(cancel)
     out(message)
 
 
-COMMANDS: dict[str, Handler] = {
-    "/help": cmd_help,
-    "/new": cmd_new,
-    "/resume": cmd_resume,
-    "/sessions": cmd_sessions,
-    "/clear": cmd_clear,
-    "/mode": cmd_mode,
-    "/compact": cmd_compact,
-}
+@dataclass(frozen=True, eq=False, repr=False)
+class InThreads(Frozen):
+    """How a client whose threads are sessions (ACP) offers a command: its /help line, and the
+    command in its list (`description`, `hint` for the input). `rank` orders that list."""
+
+    usage: str
+    help: str
+    description: str
+    rank: int
+    hint: str | None = None
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Command(Frozen):
+    name: str  # with its slash: "/mode"
+    usage: str  # the /help column: "/mode [NAME]"
+    help: str
+    run: Handler
+    # It must run alone in an editor connection: what another request is told while it runs (busy),
+    # and whether the editor shows it as busy (State.busy) meanwhile.
+    alone: str | None = None
+    shows_busy: bool = False
+    # It waits on the model: a front end runs it where a cancel reaches it (the CLI: on a worker,
+    # like a turn, so Ctrl-C cancels it).
+    waits_on_model: bool = False
+    # A client whose threads are sessions (ACP): how it is offered there, or, when its threads do it
+    # (a new thread, the thread history), the sentence it answers instead.
+    threads: InThreads | None = None
+    instead: str | None = None
+
+
+COMMAND_TABLE: tuple[Command, ...] = (
+    Command(
+        "/new",
+        "/new",
+        "start a new session and select it",
+        cmd_new,
+        alone=SESSION_CHANGING,
+        instead="In an editor, start a new thread instead of /new: each thread is its own Mino session.",
+    ),
+    Command(
+        "/resume",
+        "/resume <id>",
+        "select the session with this complete 32-character ID",
+        cmd_resume,
+        alone=SESSION_CHANGING,
+        instead="In an editor, open the session from the thread history instead of /resume.",
+    ),
+    Command(
+        "/sessions",
+        "/sessions",
+        "list sessions, newest first (* marks the current one)",
+        cmd_sessions,
+        threads=InThreads(
+            "/sessions",
+            "list sessions, newest first (* marks this one)",
+            "List Mino's sessions, newest first (* marks this one)",
+            rank=3,
+        ),
+    ),
+    Command(
+        "/clear",
+        "/clear",
+        "clear the current session's saved history (asks for its complete ID)",
+        cmd_clear,
+        alone=SESSION_CHANGING,
+        threads=InThreads(
+            "/clear ID",
+            "clear this session's saved history (type its complete 32-character ID)",
+            "Clear this session's saved history (type its complete ID)",
+            rank=5,
+            hint="the complete session ID",
+        ),
+    ),
+    Command(
+        "/mode",
+        "/mode [NAME]",
+        f"show or set the permission mode: {', '.join(MODES)}",
+        cmd_mode,
+        threads=InThreads(
+            "/mode [NAME]",
+            f"show or set the permission mode: {', '.join(MODES)}",
+            f"Show or set the permission mode: {', '.join(MODES)}",
+            rank=2,
+            hint="mode name (optional)",
+        ),
+    ),
+    Command(
+        "/compact",
+        "/compact",
+        "summarise older history to save context",
+        cmd_compact,
+        alone=COMPACT_RUNNING,
+        shows_busy=True,
+        waits_on_model=True,
+        threads=InThreads(
+            "/compact",
+            "summarise older history to save context",
+            "Summarise older history to save context",
+            rank=1,
+        ),
+    ),
+    Command(
+        "/help",
+        "/help",
+        "show this list",
+        cmd_help,
+        threads=InThreads("/help", "show this list", "Show the commands", rank=4),
+    ),
+)
+COMMANDS: dict[str, Command] = {c.name: c for c in COMMAND_TABLE}
+# What a client whose threads are sessions offers, in its order.
+THREAD_COMMANDS: tuple[Command, ...] = tuple(
+    sorted(
+        (c for c in COMMAND_TABLE if c.threads is not None), key=lambda c: c.threads.rank if c.threads else 0
+    )
+)
+
+
+def _help_line(usage: str, text: str) -> str:
+    return f"  {usage:<16}{text}"
+
+
+HELP = [
+    "Commands:",
+    *(_help_line(c.usage, c.help) for c in COMMAND_TABLE),
+    "Anything else you type is sent to the model. Ctrl-C interrupts a turn; Ctrl-D exits.",
+]
+THREAD_HELP = [
+    "Commands:",
+    *(_help_line(c.threads.usage, c.threads.help) for c in THREAD_COMMANDS if c.threads),
+    "A new thread in the editor starts a new session; its thread history opens an earlier one.",
+]
+
+
+def command_name(line: str) -> str:
+    """The command a line names ("" for a line of blanks)."""
+    words = line.split()
+    return words[0] if words else ""

@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 
 from .contract import MODES, Mode, SetupProblem
 from .durable import ensure_private_dir
+from .errors import ConfigError
 from .values import Mutable
 
 T = TypeVar("T")
@@ -58,10 +59,6 @@ def readme_path() -> str | None:
     """Mino's README.md when it runs from a checkout (an editable install), else None."""
     path = Path(__file__).resolve().parents[2] / "README.md"
     return str(path) if path.is_file() else None
-
-
-class ConfigError(Exception):
-    """A configuration problem, as one line a person can act on."""
 
 
 @dataclass(eq=False, repr=False)

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from .contract import ContextItem
+from .errors import ContextError
 from .values import Frozen
 
 ITEM_MAX_BYTES = 64 * 1024  # a text the editor sends (a selection, an unsaved buffer)
@@ -42,10 +43,6 @@ _MENTION = re.compile(r"(?:^|(?<=\s))@(\S+)")
 _LINES = re.compile(r"^(.+):(\d{1,9})(?:-(\d{1,9}))?$")
 _TRAILING = ".,;:!?)]}>'\""  # punctuation after a mention ("see @a.py, then …") is not part of it
 _SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-class ContextError(ValueError):
-    """An item that cannot be attached; the message names it and says why (nothing was sent)."""
 
 
 @dataclass(frozen=True, eq=False, repr=False)

@@ -16,6 +16,32 @@ from typing import Any, Literal, Union
 
 from .values import Frozen, Mutable
 
+# The vocabularies (core/vocab.py), with the events and requests that use them. The tool names are
+# the registry's (core/tools/registry.py).
+from .vocab import COMPLETED as COMPLETED
+from .vocab import DENIED as DENIED
+from .vocab import FAILED as FAILED
+from .vocab import INVALID_ARGUMENTS as INVALID_ARGUMENTS
+from .vocab import KINDS as KINDS
+from .vocab import MEMORY_TYPES as MEMORY_TYPES
+from .vocab import MODE_HELP as MODE_HELP
+from .vocab import MODE_NAMES as MODE_NAMES
+from .vocab import MODES as MODES
+from .vocab import TOOL_CATEGORIES as TOOL_CATEGORIES
+from .vocab import TOOL_STATUSES as TOOL_STATUSES
+from .vocab import TURN_STATUSES as TURN_STATUSES
+from .vocab import UNKNOWN as UNKNOWN
+from .vocab import Decision as Decision
+from .vocab import Kind as Kind
+from .vocab import MemoryType as MemoryType
+from .vocab import Mode as Mode
+from .vocab import Outcome as Outcome
+from .vocab import Role as Role
+from .vocab import SetupKind as SetupKind
+from .vocab import ToolCategory as ToolCategory
+from .vocab import ToolStatus as ToolStatus
+from .vocab import TurnStatus as TurnStatus
+
 # ---- field helpers (their metadata feeds the generated docs, schema and TypeScript) -------------
 
 
@@ -36,38 +62,6 @@ def doc(text: str, default: object = _NO_DEFAULT, **meta: object) -> Any:
         return field(metadata={"doc": text, **meta})
     return field(default=default, metadata={"doc": text, **meta})
 
-
-# ---- vocabularies: each Literal is the type, each tuple the run-time list ----------------------
-Mode = Literal["manual", "accept-edits", "bypass"]
-MODES: tuple[Mode, ...] = typing.get_args(Mode)
-
-# The rows of the permission decision table (mino_server/core/decision.py; docs/BEHAVIOUR.md).
-Kind = Literal["read_only", "project_write", "sandboxed", "other"]
-KINDS: tuple[Kind, ...] = typing.get_args(Kind)
-
-Decision = Literal["run", "ask", "show"]
-
-ToolStatus = Literal["completed", "denied", "failed", "invalid_arguments", "unknown"]
-TOOL_STATUSES: tuple[ToolStatus, ...] = typing.get_args(ToolStatus)
-COMPLETED: ToolStatus = "completed"
-DENIED: ToolStatus = "denied"
-FAILED: ToolStatus = "failed"
-INVALID_ARGUMENTS: ToolStatus = "invalid_arguments"
-UNKNOWN: ToolStatus = "unknown"
-
-SetupKind = Literal["no-api-key"]
-
-TurnStatus = Literal["completed", "limit", "interrupted", "failed"]
-TURN_STATUSES: tuple[TurnStatus, ...] = typing.get_args(TurnStatus)
-
-Outcome = Literal["approved", "denied", "cancelled"]
-Role = Literal["user", "assistant", "tool"]
-
-MemoryType = Literal["user", "feedback", "project", "reference"]
-MEMORY_TYPES: tuple[MemoryType, ...] = typing.get_args(MemoryType)
-
-ToolName = Literal["read_file", "bash", "write_file", "edit_file", "skill_view", "memory_view", "memory_save"]
-TOOL_NAMES: tuple[ToolName, ...] = typing.get_args(ToolName)
 
 APPROVAL_QUESTION = "Approve this operation?"
 # Questions that name the risk, for the calls that ask in every mode but bypass (the last line a

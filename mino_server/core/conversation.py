@@ -12,14 +12,14 @@ from __future__ import annotations
 import contextlib
 import re
 import secrets
-import time
 import typing
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from . import startup
 from .cancel import CancelToken
-from .compaction import TokenBudget
+from .compaction import Compactor, TokenBudget
 from .config import Config
 from .contract import (
     MODES,
@@ -35,13 +35,30 @@ from .contract import (
     State,
     TurnResult,
 )
+from .errors import (
+    CommandError,
+    RecoveryRefused,
+    SelectionError,
+    SessionOpenElsewhere,
+    StorageError,
+    StoreLocked,
+)
 from .history import history_page
 from .sessions.log import LogError, SessionLog
-from .sessions.store import ID_RE, Holder, SessionClaim, SessionInfo, SessionInUse, StorageError, StoreLocked
+from .sessions.store import ID_RE, SessionClaim, SessionInfo, SessionInUse
+from .startup import workdir_warnings
 from .store import Background, Store
 from .tools.base import Tool, ToolContext
+from .tools.project_files import DISK, ProjectFiles
 from .ui import UI
-from .words import CANNOT_RESTORE, NO_SESSION, TURN_RUNNING, session_in_use
+from .words import (
+    CANNOT_RESTORE,
+    NO_SESSION,
+    SKILLS_NOT_LOADED,
+    TURN_RUNNING,
+    skills_consent_not_saved,
+    skills_question,
+)
 
 if TYPE_CHECKING:
     from .context import ContextRequest, ResolvedItem
@@ -50,28 +67,14 @@ if TYPE_CHECKING:
     from .skills import Skill
     from .tools.sandbox import Sandbox
 
-USAGE_TAIL_BYTES = 64 * 1024
-
-
-class CommandError(Exception):
-    """A command that cannot be done; the message is shown as is and nothing changed."""
-
-
-class SessionOpenElsewhere(CommandError):
-    """The session is open in another conversation (another window, terminal or ACP session)."""
-
-    def __init__(self, other: OpenElsewhere) -> None:
-        super().__init__(session_in_use(other))
-        self.other = other
-
-
-class RecoveryRefused(Exception):
-    """The user did not confirm that a command may have run; the session was not activated."""
-
 
 class Conversation:
-    def __init__(self, store: Store, workdir: Path, ui: UI, mode: Mode | None = None) -> None:
+    def __init__(
+        self, store: Store, workdir: Path, ui: UI, mode: Mode | None = None, files: ProjectFiles | None = None
+    ) -> None:
         self.store = store
+        # The file tools' project files: the disk, unless the front end's client does it (project_files.py).
+        self.files: ProjectFiles = files or DISK
         self.config: Config = store.config
         self.sessions = store.sessions
         self.workdir = workdir.resolve()
@@ -126,7 +129,7 @@ class Conversation:
         self._opened = True
         self._client_for_turn().warm_up()
         Background(self._warm_up_turn, "mino-warm-up")
-        notices, elsewhere = self._startup_selection(session_id, wait_s) if select else ([], None)
+        notices, elsewhere = self._select_at_startup(session_id, wait_s) if select else ([], None)
         if not sandbox_later:
             self.sandbox_verdict()
         return Startup(
@@ -161,50 +164,15 @@ class Conversation:
 
         default_tools()  # imports every tool module; the turn builds its own set (no shared state here)
 
-    def _startup_selection(self, wanted: str | None, wait_s: float) -> tuple[list[str], OpenElsewhere | None]:
-        from .sessions.store import SelectionError
-
-        store = self.sessions
-        if wanted is not None and ID_RE.fullmatch(wanted) and store.exists(wanted):
-            claim = self._claim_waiting(wanted, wait_s)
-            if claim is not None:  # counts as a resume: it becomes the selection
-                return self._restore(wanted, claim, f"session {wanted}", save=True), None
-        with self.store.locked():  # the table's read and the new session's selection: no race
-            sessions = store.list()
-            try:
-                selected = store.read_selection()
-            except SelectionError as exc:
-                self.restore_problem = str(exc)
-                return [], None
-            if selected is None and not sessions:
-                self._new_session_locked()
-                return [], None
-            if selected is None and len(sessions) > 1:
-                self.restore_problem = f"{len(sessions)} sessions exist but none is selected (sessions/active-session.json is missing)"
-                return [], None
-            if selected is None:
-                # The upgrade path: adopt the lone file in place; only active-session.json is added.
-                pick, what, save = sessions[0].id, f"the only session {sessions[0].id}", True
-            else:
-                pick, what, save = selected, f"session {selected}", False
-            claim = None
-            if store.exists(pick):  # one that does not is the restore problem below
-                try:
-                    claim = self.store.claim(pick, str(self.workdir))
-                except SessionInUse as exc:
-                    self._new_session_locked()
-                    return [], _elsewhere(exc.session_id, exc.holder)
-        return self._restore(pick, claim, what, save), None
-
-    def _claim_waiting(self, session_id: str, wait_s: float) -> SessionClaim | None:
-        deadline = time.monotonic() + wait_s
-        while True:
-            try:
-                return self.store.claim(session_id, str(self.workdir))
-            except SessionInUse:
-                if time.monotonic() >= deadline:
-                    return None
-            time.sleep(0.05)
+    def _select_at_startup(self, wanted: str | None, wait_s: float) -> tuple[list[str], OpenElsewhere | None]:
+        """The start-up table's pick (startup.select), restored; notices and who has the session
+        the table picked when a new one was started instead."""
+        pick = startup.select(self.store, self.workdir, wanted, wait_s, self._new_session_locked)
+        if pick.problem is not None:
+            self.restore_problem = pick.problem
+        if pick.session_id is None:
+            return [], pick.elsewhere
+        return self._restore(pick.session_id, pick.claim, pick.what, pick.save), None
 
     def _restore(self, sid: str, claim: SessionClaim | None, what: str, save: bool) -> list[str]:
         """Load, recover and activate `sid` at start-up; a log that cannot be loaded is the restore problem."""
@@ -215,47 +183,11 @@ class Conversation:
             self.restore_problem = f"{what} cannot be loaded: {exc}"
             return []
         with self._dropped_on_failure(claim, log):
-            notices = self._recover(log)
+            notices = startup.recover(log, self.ui)
             if save:
                 with self.store.locked():
                     self.sessions.save_selection(sid)
         self._activate(log, claim)
-        return notices
-
-    def _recover(self, log: SessionLog) -> list[str]:
-        """Mark unknown results, then ask before the session becomes active (docs/BEHAVIOUR.md, "Recovery")."""
-        try:
-            log.recover()
-        except OSError as exc:
-            log.close()
-            raise StorageError(
-                f"Could not write recovery records to session {log.id}: {exc.strerror}"
-            ) from None
-        notices = list(log.notices)
-        pending = log.unacknowledged()
-        if pending:
-            described = []
-            for rec in pending:
-                call = log.tool_call(rec["call_id"]) or {}
-                described.append(f"  {call.get('name', '?')}: {_short(call.get('arguments', ''))}")
-            message = (
-                f"Session {log.id} has {len(pending)} tool call(s) whose result was never recorded "
-                "(Mino stopped while they ran):\n" + "\n".join(described) + "\n"
-                "They may or may not have run. Mino never runs a command from history again.\n"
-                "Do you understand that the command may have run?"
-            )
-            if not self.ui.confirm("recovery", log.id, message):
-                log.close()
-                raise RecoveryRefused(
-                    f"Session {log.id} was not activated: the possible run of its last command was not confirmed."
-                )
-            try:
-                log.append("recovery_ack", call_ids=[r["call_id"] for r in pending])
-            except OSError as exc:
-                log.close()
-                raise StorageError(
-                    f"Could not save the confirmation in session {log.id}: {exc.strerror}"
-                ) from None
         return notices
 
     @contextlib.contextmanager
@@ -280,37 +212,11 @@ class Conversation:
         self._claim = claim
         self.log = log
         self.restore_problem = None
-        self.usage = self._recorded_usage(log)  # a session's own: what its last turn reported
+        self.usage = startup.recorded_usage(
+            log, self.budget.context_window
+        )  # a session's own: what its last turn reported
         self._skills = None
         self._force_memory_report = True
-
-    def _recorded_usage(self, log: SessionLog) -> ContextUsage | None:
-        """The usage saved on the session's last turn_end, read from the file's tail.
-
-        A turn ends with its turn_end, so it sits in the last records; a tail without one (a turn
-        running, a huge last record) just means unknown."""
-        import json
-
-        try:
-            with open(log.path, "rb") as f:
-                f.seek(0, 2)
-                start = max(0, f.tell() - USAGE_TAIL_BYTES)
-                f.seek(start)
-                lines = f.read().split(b"\n")
-        except OSError:
-            return None
-        for line in reversed(lines[1:] if start else lines):
-            if b'"turn_end"' not in line:
-                continue
-            try:
-                usage = json.loads(line).get("usage")
-                tokens = usage["input_tokens"]
-            except (ValueError, AttributeError, KeyError, TypeError):
-                return None
-            if type(tokens) is not int or tokens <= 0:
-                return None
-            return ContextUsage(inputTokens=tokens, contextWindow=self.budget.context_window)
-        return None
 
     def close(self) -> None:
         if self.log is not None:
@@ -368,7 +274,7 @@ class Conversation:
             try:
                 claim = self.store.claim(session_id, str(self.workdir))
             except SessionInUse as exc:
-                raise SessionOpenElsewhere(_elsewhere(exc.session_id, exc.holder)) from None
+                raise SessionOpenElsewhere(startup.elsewhere(exc.session_id, exc.holder)) from None
         # Loading and the recovery question run outside the store lock (nobody waits on a person),
         # under this conversation's claim: no other conversation can open the session meanwhile.
         with self._dropped_on_failure(claim):
@@ -378,7 +284,7 @@ class Conversation:
                 raise CommandError(f"Cannot resume session {session_id}: {exc}") from None
         with self._dropped_on_failure(claim, log):
             try:
-                notices = self._recover(log)
+                notices = startup.recover(log, self.ui)
             except RecoveryRefused as exc:
                 raise CommandError(f"{exc} The selection is unchanged.") from None
             with self._command_lock():
@@ -388,8 +294,6 @@ class Conversation:
 
     def clear(self, typed_id: str | None) -> bool:
         """Clear the current session when `typed_id`, trimmed, equals its ID exactly."""
-        from .sessions.store import SelectionError
-
         self.check_idle()
         if self.log is None:
             raise CommandError(NO_SESSION)
@@ -420,7 +324,7 @@ class Conversation:
             holder = self.store.holder(session_id)
         if holder is None or (holder.claim is not None and holder.claim is self._claim):
             return None
-        return _elsewhere(session_id, holder)
+        return startup.elsewhere(session_id, holder)
 
     def check_not_elsewhere(self, session_id: str) -> None:
         other = self.open_elsewhere(session_id)
@@ -436,7 +340,9 @@ class Conversation:
         for info in sessions:
             holder = holders.get(info.id)
             mine = holder is not None and holder.claim is not None and holder.claim is self._claim
-            out.append((info, _elsewhere(info.id, holder) if holder is not None and not mine else None))
+            out.append(
+                (info, startup.elsewhere(info.id, holder) if holder is not None and not mine else None)
+            )
         return out
 
     def set_mode(self, mode: str) -> None:
@@ -496,7 +402,6 @@ class Conversation:
 
     def _skills_accepted(self, log: SessionLog, found: list[Skill], cancel: CancelToken) -> bool:
         from . import consent, skills
-        from .words import SKILLS_NOT_LOADED, skills_consent_not_saved, skills_question
 
         home = self.config.home
         sha = skills.consent_digest(self.workdir, found)
@@ -584,7 +489,6 @@ class Conversation:
         return resolve_context(self.workdir, self.config.home, items)
 
     def _turn(self, log: SessionLog, text: str, cancel: CancelToken, items: list[ResolvedItem]) -> TurnResult:
-        from .compaction import Compactor
         from .tools.registry import tool_schemas
         from .turn import Turn
 
@@ -603,6 +507,7 @@ class Conversation:
                 memory_dir=self.config.memory_dir,
                 cancel=cancel,
                 sandbox=self._sandbox,
+                files=self.files,
                 hidden_env=frozenset({"MINO_API_KEY", "OPENAI_API_KEY", self.config.api_key_env}),
             ),
             compactor=Compactor(self._client_for_turn(), log, self.budget),
@@ -635,8 +540,6 @@ class Conversation:
 
     # ---- compaction ----------------------------------------------------------------------
     def compact(self, cancel: CancelToken) -> tuple[bool, str]:
-        from .compaction import Compactor
-
         self.check_idle()
         if self.stopped:
             raise CommandError(self.stopped)
@@ -678,31 +581,6 @@ class Conversation:
         )
 
 
-def _elsewhere(session_id: str, holder: Holder) -> OpenElsewhere:
-    return OpenElsewhere(session_id=session_id, pid=holder.pid, workdir=holder.workdir)
-
-
-def workdir_warnings(workdir: Path, home: Path) -> list[str]:
-    """Start-up warnings for a working directory that gives tools more reach than a project should.
-
-    File tools refuse MINO_HOME and the sandbox keeps it read-only or hidden, but a person should still know when their
-    settings, sessions and memories sit inside the folder the model works in (Mino started in ~)."""
-    warnings = []
-    home = home.resolve()
-    if workdir == Path(workdir.anchor):
-        warnings.append(
-            f"Warning: the working directory is {workdir}, the whole file system: tools can read and "
-            "(with your approval) change any file in it. Start Mino in a project folder instead."
-        )
-    if home == workdir or workdir in home.parents:
-        warnings.append(
-            f"Warning: the working directory {workdir} contains Mino's home {home}. File tools will not "
-            "read or write there and sandboxed commands cannot change it, but consider starting Mino in a "
-            "project folder."
-        )
-    return warnings
-
-
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -713,10 +591,3 @@ def _records(items: list[ResolvedItem]) -> list[dict[str, typing.Any]]:
     from .context import to_record
 
     return [to_record(item) for item in items]
-
-
-def _short(text: str, limit: int = 200) -> str:
-    from .display import escape_value
-
-    value = escape_value(text)
-    return value if len(value) <= limit else value[:limit] + "…"

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from .config import FIRST_RUN, Config, ConfigError, home_dir, load_config
+from .config import FIRST_RUN, Config, home_dir, load_config
+from .errors import ConfigError, StorageError, StoreLocked
 from .values import Frozen
 
 if TYPE_CHECKING:
@@ -219,8 +220,6 @@ def check_home(config: Config) -> Check:
 def _holders(sessions: SessionStore) -> tuple[dict[str, Holder], str | None]:
     """Who has which session open, asked as Minos ask it (under the short store lock, so no claim
     races the probe); when that lock stays taken, the lock notes and why."""
-    from .sessions.store import StorageError, StoreLocked
-
     try:
         with sessions.exclusive():
             return sessions.holders(), None

@@ -38,6 +38,7 @@ from .contract import (
     Usage,
 )
 from .decision import decide
+from .errors import StorageError
 from .model_client import FunctionCall
 from .sessions.log import (
     SessionLog,
@@ -48,7 +49,6 @@ from .sessions.log import (
     result_text,
     user_item,
 )
-from .sessions.store import StorageError
 from .tools.base import INTERRUPTED, ArgumentError, Tool, ToolContext, ToolFailure, ToolResult
 from .ui import UI
 from .values import Mutable

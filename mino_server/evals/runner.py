@@ -85,7 +85,7 @@ class EvalUI:
         self.results: list[ToolResultEvent] = []
         self.asked: list[str] = []
         self.output: list[str] = []
-        # Set by the runner: the agent's current session.
+        # Set by the runner: the conversation's current session.
         self.session_id: Callable[[], str | None] = lambda: None
 
     def event(self, event: Event) -> None:
@@ -192,7 +192,8 @@ def _seed(case: Case, home: Path, workspace: Path) -> None:
 
 
 def _config(case: Case, home: Path, base_url: str, live: LiveModel | None) -> Config:
-    from ..core.config import ConfigError, load_config
+    from ..core.config import load_config
+    from ..core.errors import ConfigError
 
     env = {
         "MINO_HOME": str(home),
@@ -215,7 +216,7 @@ def run_case(case: Case, live: LiveModel | None = None) -> CaseResult:
     started = time.monotonic()
     result = CaseResult(case.name, case.file, passed=False)
     with tempfile.TemporaryDirectory(prefix="mino-eval-") as tmp:
-        root = Path(tmp).resolve()  # the agent resolves its workdir; placeholders must match it
+        root = Path(tmp).resolve()  # the conversation resolves its workdir; placeholders must match it
         home, workspace = root / "home", root / "workspace"
         workspace.mkdir()
         try:
@@ -246,10 +247,10 @@ def _run(case: Case, live: LiveModel | None, home: Path, workspace: Path, result
         base_url = model.base_url if model else ""
         config = _config(case, home, base_url, live)
         ui = EvalUI(case)
-        agent = Conversation(Store(config), workspace, ui)
+        conversation = Conversation(Store(config), workspace, ui)
 
         def current() -> str | None:
-            return agent.session_id
+            return conversation.session_id
 
         ui.session_id = current
         sessions: list[str] = []
@@ -262,11 +263,11 @@ def _run(case: Case, live: LiveModel | None, home: Path, workspace: Path, result
         run = Run(home=home, workspace=workspace, substitute=sub)
         failures: list[str] = []
         try:
-            ui.output.extend(startup_lines(agent.open()))
+            ui.output.extend(startup_lines(conversation.open()))
             if started := current():
                 sessions.append(started)
-            if "sandbox" in case.requires and agent.state().sandbox is None:
-                line = agent.sandbox_line
+            if "sandbox" in case.requires and conversation.state().sandbox is None:
+                line = conversation.sandbox_line
                 reason = line.removeprefix("Sandbox: unavailable (").removesuffix(")")
                 return [f"sandbox unavailable: {reason}"]
             for number, raw in enumerate(case.turns, 1):
@@ -276,7 +277,7 @@ def _run(case: Case, live: LiveModel | None, home: Path, workspace: Path, result
                     raise CaseError(f"turns[{number}]", f"{exc.field}: {exc.problem}") from None
                 if is_command(text):
                     start = len(ui.output)
-                    outcome = run_command(agent, text, ui.output.append, ui.ask_text)
+                    outcome = run_command(conversation, text, ui.output.append, ui.ask_text)
                     status = "stopped" if outcome.stop else "completed"
                     run.turns.append(Turn(number, text, True, status, "\n".join(ui.output[start:])))
                     if (selected := current()) and selected not in sessions:
@@ -284,11 +285,11 @@ def _run(case: Case, live: LiveModel | None, home: Path, workspace: Path, result
                     if outcome.stop:
                         break
                     continue
-                turn = agent.run_turn(text, CancelToken())
+                turn = conversation.run_turn(text, CancelToken())
                 run.turns.append(Turn(number, text, False, turn.status, turn.text, turn.error))
             run.final_session = current()
         finally:
-            agent.close()
+            conversation.close()
         run.results, run.asked, run.output = ui.results, ui.asked, ui.output
         if model is not None:
             model.stop()
@@ -379,7 +380,8 @@ def _parse(argv: list[str]) -> Options:
 
 def live_model() -> LiveModel:
     """The configured real model (the user's MINO_HOME and environment). Raises UsageError."""
-    from ..core.config import ConfigError, load_config
+    from ..core.config import load_config
+    from ..core.errors import ConfigError
 
     try:
         config = load_config()

@@ -13,15 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
 
+from ..core.contract import MODES, TOOL_STATUSES, TURN_STATUSES
+from ..core.tools.registry import tool_names
+
 T = TypeVar("T")
 
-# Fixed tool names (docs/BEHAVIOUR.md, "Tools") so that cases can rely on them; checked so that a
-# typo in tools_not_called cannot make an expectation pass vacuously.
-KNOWN_TOOLS = ("read_file", "bash", "write_file", "edit_file", "skill_view", "memory_view", "memory_save")
-TOOL_STATUSES = ("completed", "denied", "failed", "invalid_arguments", "unknown")
-TURN_STATUSES = ("completed", "limit", "interrupted", "failed")
-MODES = ("manual", "accept-edits", "bypass")
-MEMORY_TYPES = ("user", "feedback", "project", "reference")
+# Tool names are the registry's (docs/BEHAVIOUR.md, "Tools"), checked so that a typo in
+# tools_not_called cannot make an expectation pass vacuously.
 CAPABILITIES = ("sandbox",)
 ITEM_TYPES = ("message", "function_call", "function_call_output")
 MAX_MEMORIES = 32
@@ -228,7 +226,7 @@ def _one_of(value: object, where: str, choices: tuple[str, ...]) -> str:
 
 
 def _tool(value: object, where: str) -> str:
-    return _one_of(_str(value, where), where, KNOWN_TOOLS)
+    return _one_of(_str(value, where), where, tool_names())
 
 
 def _tools(value: object, where: str, *, allow_empty: bool = False) -> tuple[str, ...]:

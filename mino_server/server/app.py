@@ -20,7 +20,6 @@ child processes included, and fd 0 at /dev/null so nothing can read the client's
 
 from __future__ import annotations
 
-import itertools
 import logging
 import os
 import sys
@@ -34,9 +33,12 @@ from urllib.parse import unquote, urlsplit
 
 from .. import __version__
 from ..core.cancel import CancelToken
-from ..core.words import TURN_RUNNING
+from ..jsonrpc import Cancels, Outgoing, core_error, error_message, valid_id
 from ..stdio import Terminated, claim_stdio, configure_logging, raise_on_sigterm
 from . import protocol as P
+from .handlers import EARLY, ROUTES
+from .opening import open_conversation
+from .state import StateReporter
 from .transport import FrameError, FrameWriter, decode, read_frames
 from .ui import ServerUI
 
@@ -48,62 +50,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("mino.server")
 
-SESSION_WAIT_S = 1.0  # a reloaded window's new server may start before the old one has let go of its session
 SHUTDOWN_WAIT_S = 5.0  # how long shutdown/exit wait for an interrupted turn to write its end
 ERROR, WARNING, INFO, LOG = P.MESSAGE_ERROR, P.MESSAGE_WARNING, P.MESSAGE_INFO, P.MESSAGE_LOG
-
-COMPACT_RUNNING = "A compaction is running; wait for it to end or cancel it first."
-SESSION_CHANGING = "A session change is in progress; wait for it to finish."
-SESSION_COMMANDS = {"/new": SESSION_CHANGING, "/resume": SESSION_CHANGING, "/clear": SESSION_CHANGING}
-
-
-def _never(params: Any) -> str | None:
-    return None
-
-
-def _command_word(params: Any) -> str:
-    words = params.line.split()
-    return words[0] if words else ""
-
-
-def _command_exclusive(params: Any) -> str | None:
-    word = _command_word(params)
-    return COMPACT_RUNNING if word == "/compact" else SESSION_COMMANDS.get(word)
-
-
-@dataclass(frozen=True)
-class Route:
-    params: Any
-    handler: str  # the MinoServer method that does it
-    exclusive: Callable[[Any], str | None] = _never  # what is running, when it must run alone
-    shows_busy: Callable[[Any], bool] = lambda params: False  # exclusive and State.busy (notified at start)
-    cancellable: bool = False
-    read_only: bool = False  # still answered after a storage failure stopped the chat
-
-
-ROUTES: dict[str, Route] = {
-    "mino/state": Route(P.Empty, "do_state", read_only=True),
-    "mino/turn": Route(P.TurnParams, "do_turn", lambda p: TURN_RUNNING, lambda p: True, cancellable=True),
-    "mino/command": Route(
-        P.CommandParams,
-        "do_command",
-        _command_exclusive,
-        lambda p: _command_word(p) == "/compact",
-        cancellable=True,
-    ),
-    "mino/sessions/list": Route(P.Empty, "do_sessions_list", read_only=True),
-    "mino/sessions/new": Route(P.Empty, "do_sessions_new", lambda p: SESSION_CHANGING),
-    "mino/sessions/resume": Route(P.ResumeParams, "do_sessions_resume", lambda p: SESSION_CHANGING),
-    "mino/sessions/clear": Route(P.ClearParams, "do_sessions_clear", lambda p: SESSION_CHANGING),
-    "mino/mode": Route(P.ModeParams, "do_mode"),
-    "mino/compact": Route(P.Empty, "do_compact", lambda p: COMPACT_RUNNING, lambda p: True, cancellable=True),
-    "mino/memory/list": Route(P.Empty, "do_memory_list", read_only=True),
-    "mino/files": Route(P.FilesParams, "do_files", read_only=True),
-    "mino/history": Route(P.HistoryParams, "do_history", read_only=True),
-}
-# Read-only requests answered before pygls has loaded (dispatch): what an editor asks first.
-EARLY = frozenset({"mino/state", "mino/history"})
-assert set(ROUTES) == {m.name for m in P.CLIENT_REQUESTS}, "protocol.py and ROUTES disagree"
 
 
 @dataclass
@@ -133,7 +81,7 @@ class MinoServer:
         self._loaded = threading.Event()
         self._load_now = threading.Event()  # set when start-up is done or something needs pygls
         self._load_error: BaseException | None = None
-        self._agent: Conversation | None = None  # made by the start-up thread (see agent)
+        self._conversation: Conversation | None = None  # made by the start-up thread (see conversation)
         self.session_hint: str | None = None  # initializationOptions.sessionId
         self._watcher: Watcher | None = None  # once the store is open
         self.unavailable: P.ProtocolError | None = None
@@ -142,23 +90,21 @@ class MinoServer:
         self._startup_thread: threading.Thread | None = None
         self._op: _Operation | None = None
         self._op_cond = threading.Condition()
-        self._cancels: dict[Any, CancelToken] = {}
+        self.cancels = Cancels()  # the running cancellable requests, by id
+        self.outgoing = Outgoing()  # mino/approve and mino/confirm waiting for the client
         self.stopping = CancelToken()
-        self._state_lock = threading.Lock()
-        self._last_state: tuple[Any, ...] | None = None
-        self._state_cache: tuple[tuple[Any, ...], dict[str, Any]] | None = None
+        self._states = StateReporter()
         self._close_lock = threading.Lock()
         self._closed = False
-        self._ids = itertools.count(1)
         self.files: WorkspaceFiles | None = None  # once the conversation is open
         self.ui = ServerUI(self)
 
     @property
-    def agent(self) -> Conversation:
+    def conversation(self) -> Conversation:
         """The conversation; requests other than initialize are answered after start-up made it."""
-        if self._agent is None:
+        if self._conversation is None:
             raise RuntimeError("the conversation is not open")
-        return self._agent
+        return self._conversation
 
     # ---- loading pygls -----------------------------------------------------------------------
     def start_loading(self) -> None:
@@ -177,7 +123,7 @@ class MinoServer:
         finally:
             self._loaded.set()
         try:  # warm what `initialized` needs while the client is still reading the answer
-            from ..core import conversation as agent  # noqa: F401
+            from ..core import conversation  # noqa: F401
         except Exception:
             pass
 
@@ -207,7 +153,7 @@ class MinoServer:
         problem = _shape_problem(message)
         if problem is not None:
             msg_id = message.get("id")
-            self.send_error(msg_id if _valid_id(msg_id) else None, P.INVALID_REQUEST, problem)
+            self.send_error(msg_id if valid_id(msg_id) else None, P.INVALID_REQUEST, problem)
             return
         if not self._loaded.is_set() and message.get("method") == "initialize" and "id" in message:
             # The fast path: answer before pygls has finished importing (same handler as below).
@@ -242,14 +188,14 @@ class MinoServer:
         except P.ProtocolError as exc:
             self.send_error(msg_id, exc.code, exc.message, exc.data)
             return
-        handler = getattr(self, route.handler)
+        handler = route.handler
 
         def answer() -> None:
             self.started.wait()
             try:
                 if self.unavailable is not None:
                     raise self.unavailable
-                result = self._guard(lambda: handler(params, None))
+                result = self._guard(lambda: handler(self, params, None))
                 self.writer.send({"jsonrpc": "2.0", "id": msg_id, "result": P.dump(result)})
             except P.ProtocolError as exc:
                 self.send_error(msg_id, exc.code, exc.message, exc.data)
@@ -260,10 +206,7 @@ class MinoServer:
         threading.Thread(target=answer, name="mino-early", daemon=True).start()
 
     def send_error(self, msg_id: Any, code: int, message: str, data: Any = None) -> None:
-        error: dict[str, Any] = {"code": code, "message": P.one_line(message)}
-        if data is not None:
-            error["data"] = data
-        self.writer.send({"jsonrpc": "2.0", "id": msg_id, "error": error})
+        self.writer.send(error_message(msg_id, code, message, data))
 
     # ---- requests (called by rpc.MinoProtocol on the main thread, in arrival order) ----------
     def prepare_request(self, msg_id: Any, method: str, raw: Any) -> Callable[[], Any] | None:
@@ -282,32 +225,31 @@ class MinoServer:
             return None
         self._check_phase()
         params = self._parse(route.params, raw)
-        self._check_params(method, params)
+        if route.check is not None:
+            route.check(params)
         self.ensure_startup()
         op = None
         detail = route.exclusive(params)
         if detail is not None:
             op = _Operation(method, detail, route.shows_busy(params))
             self._reserve(op)
-        token = CancelToken() if route.cancellable else None
-        if token is not None:
-            self._cancels[msg_id] = token
-        handler = getattr(self, route.handler)
+        token = self.cancels.start(msg_id) if route.cancellable else None
+        handler = route.handler
 
         def answer() -> Any:
             try:
                 self.started.wait()
                 if self.unavailable is not None:
                     raise self.unavailable
-                if self.agent.stopped and not route.read_only:
+                if self.conversation.stopped and not route.read_only:
                     # A storage failure stopped the chat (the CLI exits there): say so to everything.
-                    raise P.ProtocolError(P.STORAGE_FAILED, self.agent.stopped)
+                    raise P.ProtocolError(P.STORAGE_FAILED, self.conversation.stopped)
                 if op is not None and op.shows_busy:
                     self.state_changed()  # busy, before the work starts
-                return self._guard(lambda: handler(params, token))
+                return self._guard(lambda: handler(self, params, token))
             finally:
                 if token is not None:
-                    self._cancels.pop(msg_id, None)
+                    self.cancels.end(msg_id, token)
                 if op is not None:
                     self._release(op)  # before the answer goes out: the next turn must not see busy
 
@@ -333,21 +275,6 @@ class MinoServer:
         except P.ValidationError as exc:
             raise P.ProtocolError(P.INVALID_PARAMS, f"Invalid params: {exc}") from None
 
-    @staticmethod
-    def _check_params(method: str, params: Any) -> None:
-        # Slash commands never reach the model, and only slash commands reach the command table.
-        if method == "mino/turn" and params.text.lstrip().startswith("/"):
-            raise P.ProtocolError(
-                P.INVALID_PARAMS,
-                "Invalid params: params.text is a slash command; send it with mino/command, not mino/turn.",
-            )
-        if method == "mino/command" and not params.line.lstrip().startswith("/"):
-            raise P.ProtocolError(
-                P.INVALID_PARAMS,
-                "Invalid params: params.line must start with / (a slash command such as /help); "
-                "send other text with mino/turn.",
-            )
-
     def _reserve(self, op: _Operation) -> None:
         with self._op_cond:
             if self._op is not None:
@@ -363,22 +290,19 @@ class MinoServer:
         self.state_changed()
 
     def _guard(self, work: Callable[[], Any]) -> Any:
-        from ..core.conversation import CommandError, SessionOpenElsewhere
-        from ..core.sessions.store import StorageError
+        from ..core.errors import StorageError
 
         try:
             return work()
-        except SessionOpenElsewhere as exc:
-            other = exc.other
-            data = {"sessionId": other.session_id, "pid": other.pid, "workdir": other.workdir}
-            raise P.ProtocolError(P.SESSION_IN_USE, str(exc), data) from None
-        except CommandError as exc:
-            raise P.ProtocolError(P.REFUSED, str(exc)) from None
-        except StorageError as exc:
-            if self._agent is not None:
-                self._agent.stopped = str(exc)
-            self.show_message(ERROR, str(exc))
-            raise P.ProtocolError(P.STORAGE_FAILED, str(exc)) from None
+        except Exception as exc:
+            answer = core_error(exc)
+            if answer is None:
+                raise
+            if isinstance(exc, StorageError):
+                if self._conversation is not None:
+                    self._conversation.stopped = str(exc)
+                self.show_message(ERROR, str(exc))
+            raise answer from None
 
     # ---- notifications -----------------------------------------------------------------------
     def on_notification(self, method: str, params: Any) -> None:
@@ -389,10 +313,7 @@ class MinoServer:
             self.exit_requested = True
         elif method == "$/cancelRequest":
             msg_id = params.get("id") if isinstance(params, dict) else None
-            # Only an int or a string can be a request's id (an object or array is not even hashable).
-            token = self._cancels.get(msg_id) if isinstance(msg_id, int | str) else None
-            if token is not None:
-                token.cancel()
+            self.cancels.cancel(msg_id)  # an id that is no request's (an object, an array) does nothing
         else:
             log.debug("ignored notification %s", method)
 
@@ -437,10 +358,10 @@ class MinoServer:
 
     def _startup(self) -> None:
         try:
-            self._open_agent()
+            self._open_conversation()
             self.state_changed()  # before any waiting request is answered
-            if self._agent is not None:  # list the files for `@` completion while the person reads
-                self._workspace_files().warm()
+            if self._conversation is not None:  # list the files for `@` completion while the person reads
+                self.workspace_files().warm()
         except Exception as exc:
             log.exception("start-up failed")
             self._set_unavailable("startup", f"Mino could not start: {P.one_line(exc)}")
@@ -448,47 +369,20 @@ class MinoServer:
             self.started.set()
             self._load_now.set()
 
-    def _open_agent(self) -> None:
-        from ..core.config import ConfigError, load_config
-        from ..core.conversation import Conversation, RecoveryRefused
-        from ..core.sessions.store import StorageError, StoreLocked
-        from ..core.store import Store
-        from ..core.words import restore_problem_line, started_new_session, startup_lines
-
-        try:
-            config = load_config(mode=self.mode)
-        except ConfigError as exc:
-            self._set_unavailable("config", f"Mino cannot start: {exc}")
+    def _open_conversation(self) -> None:
+        opened = open_conversation(self.mode, self.workdir, self.ui, self.session_hint)
+        if opened.conversation is None:
+            why, line, data = opened.unavailable or ("startup", "Mino could not start.", {})
+            self._set_unavailable(why, line, **data)
             return
-        agent = Conversation(Store(config), self.workdir, self.ui)
-        startup = None
-        try:
-            startup = agent.open(
-                session_id=self.session_hint, wait_s=SESSION_WAIT_S if self.session_hint else 0.0
-            )
-        except StoreLocked as exc:  # only a Mino from before many windows holds it that long
-            agent.close()
-            extra = {"pid": exc.pid} if exc.pid is not None else {}
-            self._set_unavailable("storeLocked", str(exc), **extra)
-            return
-        except RecoveryRefused as exc:
-            agent.restore_problem = str(exc)
-        except StorageError as exc:  # the store cannot be opened or written: the CLI exits here
-            agent.close()
-            self._set_unavailable("storage", str(exc))
-            return
-        self._agent = agent
+        self._conversation = opened.conversation
         if not self.stopping.cancelled:
-            self._watcher = agent.store.watch(self._sessions_changed)
-        if startup is None:
-            self.log_message(restore_problem_line(agent.restore_problem or ""), WARNING)
-            return
-        for line in startup_lines(startup):  # what the terminal prints, in the server's log
-            self.log_message(line, INFO)
-        if startup.open_elsewhere is not None:  # the window's session is a new one: say why
-            self.show_message(INFO, started_new_session(startup.open_elsewhere))
-        for line in startup.notices + startup.warnings:  # e.g. a torn last line was cut off (a copy kept)
-            self.show_message(WARNING, line)
+            self._watcher = opened.conversation.store.watch(self._sessions_changed)
+        for kind, text, shown in opened.messages:
+            if shown:
+                self.show_message(kind, text)
+            else:
+                self.log_message(text, kind)
 
     def _sessions_changed(self) -> None:
         if not self.stopping.cancelled:
@@ -502,10 +396,9 @@ class MinoServer:
         self._stop_work(SHUTDOWN_WAIT_S)
 
     def _stop_work(self, timeout: float) -> None:
-        """Interrupt what runs, wait for it (bounded), close the agent: its session is released."""
+        """Interrupt what runs, wait for it (bounded), close the conversation: its session is released."""
         self.stopping.cancel()  # wakes every wait for a client answer
-        for token in list(self._cancels.values()):
-            token.cancel()
+        self.cancels.cancel_all()
         deadline = time.monotonic() + timeout
         with self._op_cond:
             while self._op is not None and (left := deadline - time.monotonic()) > 0:
@@ -516,16 +409,16 @@ class MinoServer:
         if self._watcher is not None:  # started by the start-up thread, which is done (or stuck) now
             self._watcher.stop()
         with self._close_lock:
-            if self._closed or self._agent is None:
+            if self._closed or self._conversation is None:
                 return
             if running is not None or (self._startup_thread is not None and self._startup_thread.is_alive()):
                 log.warning("%s did not end in %.0f s; leaving without closing the log", running, timeout)
                 return
             self._closed = True
             try:
-                self.agent.close()
+                self.conversation.close()
             except Exception:
-                log.exception("closing the agent failed")
+                log.exception("closing the conversation failed")
 
     def finish(self) -> int:
         self._stop_work(SHUTDOWN_WAIT_S)
@@ -533,150 +426,22 @@ class MinoServer:
 
     # ---- client requests -----------------------------------------------------------------------
     def state(self) -> P.State:
-        # Conversation.state() reads and parses every memory file (~5 ms for 200): a turn's two busy
-        # notifications would pay that on the way in and out. Reuse it while nothing it depends
-        # on changed: the session, the mode and the memory folder's entries (names, inodes, times).
-        # busy and usage are read fresh: usage changes after every turn that reported one, so in
-        # the key it would re-read the memory folder on every turn's way out (~1.5 ms for 200).
-        agent = self.agent
-        key = self._state_key()
-        cached = self._state_cache
-        if cached is not None and cached[0] == key and key[0] is not None:
-            data = dict(cached[1])
-        else:
-            data = P.dump(agent.state())
-            if self._state_key() == key:
-                self._state_cache = (key, data)
-            data = dict(data)
         with self._op_cond:
-            data["busy"] = bool(agent.busy) or (self._op is not None and self._op.shows_busy)
-        data["usage"] = P.dump(agent.usage)
-        return P.parse(P.State, data)
-
-    def _state_key(self) -> tuple[Any, ...]:
-        agent = self.agent
-        return (
-            _memory_signature(agent.config.memory_dir),
-            agent.session_id,
-            agent.restore_problem,
-            agent.mode,
-        )
+            op_busy = self._op is not None and self._op.shows_busy
+        return self._states.state(self.conversation, op_busy)
 
     def state_changed(self, force: bool = False) -> None:
         """`mino/stateChanged` when session, restore problem, mode or busy differ from the last one sent."""
-        if self._agent is None or self.stopping.cancelled:
-            return  # after shutdown the agent is being closed; nobody needs the state any more
-        try:
-            with self._state_lock:
-                state = P.dump(self.state())
-                key = (state["sessionId"], state["restoreProblem"], state["mode"], state["busy"])
-                if key == self._last_state and not force:
-                    return
-                self._last_state = key
-                self.notify("mino/stateChanged", state)
-        except Exception:
-            log.exception("mino/stateChanged not sent")
+        if self._conversation is None or self.stopping.cancelled:
+            return  # after shutdown the conversation is being closed; nobody needs the state any more
+        self._states.changed(self.state, self.notify, force)
 
-    def do_state(self, params: P.Empty, cancel: None) -> P.State:
-        return self.state()
-
-    def do_turn(self, params: P.TurnParams, cancel: CancelToken) -> P.TurnResult:
-        from ..core.context import ContextError, find_mentions, request_of
-
-        agent = self.agent
-        # The editor's items first, then what `@path` in the text names (the same parser as the CLI's).
-        items = [request_of(item, f"params.context[{i}]") for i, item in enumerate(params.context or [])]
-        try:
-            items += find_mentions(params.text, agent.workdir, agent.config.home)
-            return agent.run_turn(params.text, cancel, items)
-        except ContextError as exc:  # checked before anything was sent or logged
-            raise P.ProtocolError(P.INVALID_PARAMS, f"Invalid params: {exc}") from None
-
-    def do_command(self, params: P.CommandParams, cancel: CancelToken) -> P.CommandResult:
-        from ..core.commands import run_command
-
-        output: list[str] = []
-        run_command(self.agent, params.line, output.append, lambda prompt: None, cancel)
-        self.state_changed()
-        return P.CommandResult(output=output, state=self.state())
-
-    def do_sessions_list(self, params: P.Empty, cancel: None) -> P.SessionList:
-        active = self.agent.session_id
-        return P.SessionList(
-            sessions=[
-                P.SessionInfo(
-                    id=s.id,
-                    updatedAt=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(s.mtime)),
-                    active=s.id == active,
-                    openElsewhere=other is not None,
-                )
-                for s, other in self.agent.list_sessions()
-            ]
-        )
-
-    def do_sessions_new(self, params: P.Empty, cancel: None) -> P.State:
-        self.agent.new_session()
-        self.state_changed()
-        return self.state()
-
-    def do_sessions_resume(self, params: P.ResumeParams, cancel: None) -> P.State:
-        for notice in self.agent.resume(params.id):
-            self.show_message(WARNING, notice)
-        self.state_changed()
-        return self.state()
-
-    def do_sessions_clear(self, params: P.ClearParams, cancel: None) -> P.ClearResult:
-        from ..core.commands import NOTHING_TO_CLEAR
-        from ..core.conversation import CommandError
-
-        self.agent.check_not_elsewhere(params.id)  # -32006 before any other refusal
-        active = self.agent.session_id
-        if active is None:
-            raise CommandError(NOTHING_TO_CLEAR)
-        if params.id != active:
-            raise CommandError(
-                f"Only the active session can be cleared; the active session is {active}, not {params.id}."
-            )
-        cleared = self.agent.clear(params.typedId)
-        if cleared:
-            self.state_changed(force=True)  # same ID, but the chat panel must drop its history
-        return P.ClearResult(cleared=cleared, state=self.state())
-
-    def do_mode(self, params: P.ModeParams, cancel: None) -> P.State:
-        self.agent.set_mode(params.mode)
-        self.state_changed()
-        return self.state()
-
-    def do_compact(self, params: P.Empty, cancel: CancelToken) -> P.CompactResult:
-        compacted, message = self.agent.compact(cancel)
-        return P.CompactResult(compacted=compacted, message=message)
-
-    def _workspace_files(self) -> Any:
+    def workspace_files(self) -> WorkspaceFiles:
         if self.files is None:
             from ..core.workspace_files import WorkspaceFiles
 
-            self.files = WorkspaceFiles(self.agent.workdir, self.agent.config.home)
+            self.files = WorkspaceFiles(self.conversation.workdir, self.conversation.config.home)
         return self.files
-
-    def do_files(self, params: P.FilesParams, cancel: None) -> P.FileList:
-        return P.FileList(paths=self._workspace_files().complete(params.prefix, P.MAX_FILE_RESULTS))
-
-    def do_memory_list(self, params: P.Empty, cancel: None) -> P.MemoryList:
-        entries, problems = self.agent.memory_snapshot()
-        return P.MemoryList(
-            dir=str(self.agent.config.memory_dir),
-            memories=[
-                P.MemoryInfo(
-                    name=e.name, type=e.type, summary=e.summary, details=e.has_details, path=str(e.path)
-                )
-                for e in entries
-            ],
-            problems=[P.MemoryProblem(file=f, reason=r) for f, r in problems],
-        )
-
-    def do_history(self, params: P.HistoryParams, cancel: None) -> P.History:
-        items, more = self.agent.history(params.before, params.limit)
-        return P.History(items=items, more=more)
 
     # ---- talking to the client ---------------------------------------------------------------
     def notify(self, method: str, params: Any) -> None:
@@ -701,22 +466,11 @@ class MinoServer:
             self._loaded.wait()  # start-up's recovery question can come before pygls is there
         if self.rpc is None or self.stopping.cancelled:
             return None
-        msg_id = f"mino-{next(self._ids)}"
+        msg_id = self.outgoing.new_id()
         future = self.rpc.send_request(method, params, msg_id=msg_id)
-        done = threading.Event()
-        future.add_done_callback(lambda _f: done.set())
-        undo = [self.stopping.on_cancel(done.set)]
-        if cancel is not None:
-            undo.append(cancel.on_cancel(done.set))
-        try:
-            done.wait()
-        finally:
-            for unregister in undo:
-                unregister()
-        if not future.done():
-            # Nobody needs the answer any more: forget the request and let the client dismiss it.
-            self.rpc.forget_request(msg_id)
-            future.cancel()
+        if not self.outgoing.wait(msg_id, future, self.stopping, cancel):
+            # Nobody needs the answer any more (forgotten: a late one is ignored); let the client
+            # dismiss the question.
             self.notify("$/cancelRequest", {"id": msg_id})
             return None
         try:
@@ -726,33 +480,13 @@ class MinoServer:
             return None
 
 
-def _memory_signature(directory: Path) -> tuple[Any, ...] | None:
-    """What the memory folder looks like without reading it; None when it cannot be told."""
-    try:
-        top = os.stat(directory)
-        entries = []
-        with os.scandir(directory) as it:
-            for entry in it:
-                st = entry.stat(follow_symlinks=False)
-                entries.append(
-                    (entry.name, st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_nlink)
-                )
-    except OSError:
-        return None
-    return (top.st_ino, top.st_mtime_ns, tuple(sorted(entries)))
-
-
-def _valid_id(value: Any) -> bool:
-    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
-
-
 def _shape_problem(message: dict[str, Any]) -> str | None:
     if message.get("jsonrpc") != "2.0":
         return 'Invalid request: "jsonrpc" must be "2.0".'
     if "method" in message:
         if not isinstance(message["method"], str):
             return 'Invalid request: "method" must be a string.'
-        if "id" in message and not _valid_id(message["id"]):
+        if "id" in message and not valid_id(message["id"]):
             return 'Invalid request: "id" must be a number or a string.'
         params = message.get("params")
         if params is not None and not isinstance(params, dict | list):

@@ -23,24 +23,29 @@ import typing
 from dataclasses import dataclass
 from typing import Any, Literal, Union
 
+from ..jsonrpc import (  # noqa: F401  (re-exported: the protocol's names for the shared codes)
+    BUSY,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    REFUSED,
+    REQUEST_CANCELLED,
+    SESSION_IN_USE,
+    STORAGE_FAILED,
+    UNAVAILABLE,
+    one_line,
+)
+from ..jsonrpc import RpcError as ProtocolError  # noqa: F401  (the server's name for an error answer)
+
 PROTOCOL_VERSION = 2
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024  # a message body larger than this is skipped with an error
 MAX_HEADER_LINE_BYTES = 8 * 1024
 MAX_FILE_RESULTS = 50  # mino/files answers at most this many paths (core/workspace_files.py)
 
-# ---- error codes -------------------------------------------------------------------------------
-PARSE_ERROR = -32700
-INVALID_REQUEST = -32600
-METHOD_NOT_FOUND = -32601
-INVALID_PARAMS = -32602
-INTERNAL_ERROR = -32603
-BUSY = -32001
+# ---- error codes: the JSON-RPC layer's (mino_server/jsonrpc.py) and this protocol's -32002 -------
 NOT_INITIALIZED = -32002
-UNAVAILABLE = -32003
-REFUSED = -32004
-STORAGE_FAILED = -32005
-SESSION_IN_USE = -32006
-REQUEST_CANCELLED = -32800
 
 ERROR_CODES: list[tuple[int, str, str]] = [
     (
@@ -111,21 +116,6 @@ ERROR_CODES: list[tuple[int, str, str]] = [
         'error: it answers with `status: "interrupted"`.',
     ),
 ]
-
-
-class ProtocolError(Exception):
-    """An error answer: code, a one-line message a person can act on, optional data."""
-
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.data = data
-
-
-def one_line(text: object) -> str:
-    """Error messages are one line: every run of whitespace, newlines included, becomes one space."""
-    return " ".join(str(text).split())
 
 
 def internal_error_message(exc: BaseException) -> str:

@@ -18,11 +18,11 @@ background thread. It knows the server only through `Server` below.
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable
-from concurrent.futures import Future, InvalidStateError
+from concurrent.futures import Future
 from typing import Any, Protocol
 
+from ..jsonrpc import ClientError, Outgoing
 from . import protocol as P
 from .pygls_fence import Channel, ErrorBody, Message, MsgId
 from .transport import FrameWriter
@@ -36,22 +36,13 @@ class Server(Protocol):
     """What rpc needs from the server (app.MinoServer)."""
 
     writer: FrameWriter
+    outgoing: Outgoing  # the server's requests waiting for an answer
 
     def prepare_request(self, msg_id: Any, method: str, raw: Any) -> Callable[[], Any] | None:
         """Check a request now; the function that answers it, or None for an unknown method."""
         ...
 
     def on_notification(self, method: str, params: Any) -> None: ...
-
-
-class ClientError(Exception):
-    """The client answered one of the server's requests with an error."""
-
-    def __init__(self, error: ErrorBody) -> None:
-        super().__init__(f"{error.message} (code {error.code})")
-        self.code = error.code
-        self.message = error.message
-        self.data = error.data
 
 
 class _PoolCall:
@@ -78,9 +69,7 @@ class MinoProtocol:
 
     def __init__(self, server: Server) -> None:
         self._server = server
-        # Requests the server sent and still waits for, by id: the only ids a response may answer.
-        self._waiting: dict[Any, Future[Any]] = {}
-        self._waiting_lock = threading.Lock()
+        self._outgoing = server.outgoing
         self._channel = Channel(self, server.writer.send, MAX_WORKERS)
 
     # ---- incoming (on the reading thread) ----------------------------------------------------
@@ -119,19 +108,10 @@ class MinoProtocol:
             log.exception("notification %s failed", method)
 
     def on_response(self, msg_id: MsgId, result: Any, error: ErrorBody | None) -> None:
-        with self._waiting_lock:
-            future = self._waiting.pop(msg_id, None)
-        if future is None or future.done():
+        failure = None if error is None else ClientError(error.code, error.message, error.data)
+        if not self._outgoing.answered(msg_id, result, failure):
             # Not an id the server is waiting on: never issued, answered already, or given up on.
             log.warning("ignored a response to id %r: the server is not waiting for it", msg_id)
-            return
-        try:
-            if error is not None:
-                future.set_exception(ClientError(error))
-            else:
-                future.set_result(result)
-        except InvalidStateError:  # the waiting side gave up (cancel, shutdown) at this moment
-            log.info("ignored a late response to id %r", msg_id)
 
     def _answer(self, msg_id: MsgId, future: Future[Any]) -> None:
         if future.cancelled():
@@ -154,18 +134,9 @@ class MinoProtocol:
 
     def send_request(self, method: str, params: Any, *, msg_id: Any) -> Future[Any]:
         """A request to the client; its future is completed by the matching response only."""
-        future: Future[Any] = Future()
-        with self._waiting_lock:
-            if msg_id in self._waiting:
-                raise ValueError(f"request id {msg_id!r} is already waiting for an answer")
-            self._waiting[msg_id] = future
+        future = self._outgoing.open(msg_id)
         self._channel.request(msg_id, method, P.dump(params))
         return future
-
-    def forget_request(self, msg_id: Any) -> None:
-        """Stop waiting for the answer to a request the server sent; a late answer is ignored."""
-        with self._waiting_lock:
-            self._waiting.pop(msg_id, None)
 
     def _send_error(self, msg_id: MsgId, code: int, message: str, data: Any = None) -> None:
         self._channel.respond_error(msg_id, ErrorBody(code, P.one_line(message) or "error", data))

@@ -20,8 +20,8 @@ from helpers import Agent, RecordingUI, command, command_result, make_agent, tur
 from invariants import log_consistency, memory_problems, pair_calls, read_log, read_selection
 from tally import TALLY, whole
 
+from mino_server.core.errors import StorageError
 from mino_server.core.memory import render_memory
-from mino_server.core.sessions.store import StorageError
 from mino_server.core.words import startup_lines
 from mino_server.testing.scripted_model import ScriptedModel
 

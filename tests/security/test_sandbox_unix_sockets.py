@@ -22,7 +22,8 @@ import pytest
 from helpers import RecordingUI, make_agent
 from tool_helpers import SANDBOX, needs_bwrap, project_ctx, run_bash
 
-from mino_server.core.config import ConfigError, load_config
+from mino_server.core.config import load_config
+from mino_server.core.errors import ConfigError
 from mino_server.core.tools.sandbox import detect
 from mino_server.core.words import startup_lines
 from mino_server.testing.scripted_model import ScriptedModel

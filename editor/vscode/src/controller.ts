@@ -6,33 +6,21 @@ import { randomBytes } from 'node:crypto';
 import * as vscode from 'vscode';
 import { errorMessage, isRpcError } from './client/minoClient';
 import { ApprovalBroker, type ApprovalChange, type PendingApproval } from './core/approvals';
-import { MODE_INFO, memoryIndexLine, sessionPickItems, shortId, statusText, statusTooltip, type SessionPickItem } from './core/format';
+import { statusText, statusTooltip } from './core/format';
 import { classifyInput, type WebviewToHost } from './core/messages';
 import { PAGE_SIZE, Transcript } from './core/transcript';
 import { ChatViewProvider, CHAT_VIEW_ID } from './chatView';
-import { ContextChips, toContextItems, type ContextChip } from './core/context';
+import { toContextItems } from './core/context';
 import { isFileDiff } from './core/diffs';
 import { DiffView } from './diffView';
-import { fromFiles, fromSelection, type Taken } from './editorContext';
+import { callDiffKey, EditorCommands } from './editorCommands';
+import { SessionCommands } from './sessionCommands';
 import { MinoServer } from './server';
-import {
-  ErrorCodes,
-  MODES,
-  type ApprovalRequest,
-  type ConfirmParams,
-  type Event,
-  type Mode,
-  type SessionInfo,
-  type State,
-  type Usage,
-} from './protocol';
+import { ErrorCodes, type ApprovalRequest, type ConfirmParams, type Event, type State, type Usage } from './protocol';
 import type { CancellationTokenLike , MinoClient} from './client/minoClient';
 
 /** workspaceState: the session this window shows, restored after a reload (initializationOptions.sessionId). */
 const SESSION_KEY = 'mino.sessionId';
-
-const CLEAR_PROMPT =
-  "Clear this session's saved history? This does not undo executed commands or delete recovery copies or manual backups.";
 
 /** Tool names in the notification text: plain characters only, so nothing can form a link. */
 /** The question of an ordinary approval; any other question names a risk. */
@@ -47,10 +35,6 @@ function commandLink(label: string, command: string, args: unknown[]): string {
   return `[${label}](command:${command}?${encodeURIComponent(JSON.stringify(args))})`;
 }
 
-/** Where a tool call's diff is kept (approvals use their unguessable key). */
-function callDiffKey(turnId: string, callId: string): string {
-  return `call:${turnId}:${callId}`;
-}
 
 export class Controller implements vscode.Disposable {
   private readonly disposables: vscode.Disposable[] = [];
@@ -67,16 +51,16 @@ export class Controller implements vscode.Disposable {
   private shownSession: string | null | undefined;
   private readonly notificationEnds = new Map<string, () => void>();
   private readonly workspaceState: vscode.Memento;
-  /** Refreshes the open Resume Session picker (another window changed the sessions). */
-  private refreshSessions: (() => void) | undefined;
   /** An earlier page of history is being asked for. */
   private earlierLoading = false;
   /** The latest usage event: its output count is shown while State.usage is that request's. */
   private lastUsage: Usage | undefined;
-  /** The context chips of the next message (the panel shows them above the chat box). */
-  private readonly chips = new ContextChips();
   /** Diffs of write_file / edit_file calls and approvals, shown in VS Code's diff editor. */
   private readonly diffs: DiffView;
+  /** Chips, @ completion and diffs (editorCommands.ts). */
+  private readonly editor: EditorCommands;
+  /** The palette's session commands (sessionCommands.ts). */
+  private readonly sessions: SessionCommands;
 
   constructor(context: vscode.ExtensionContext) {
     this.channel = vscode.window.createOutputChannel('Mino', { log: true });
@@ -97,6 +81,24 @@ export class Controller implements vscode.Disposable {
     this.statusItem.name = 'Mino';
     this.statusItem.command = 'mino.resumeSession';
     this.diffs = new DiffView((line) => this.channel.info(line));
+    this.editor = new EditorCommands(
+      this.view,
+      this.server,
+      this.channel,
+      this.broker,
+      this.diffs,
+      () => this.state,
+      () => this.requireClient(),
+    );
+    this.sessions = new SessionCommands({
+      channel: this.channel,
+      transcript: this.transcript,
+      requireClient: () => this.requireClient(),
+      state: () => this.state,
+      setState: (st) => this.setState(st),
+      reloading: () => this.reloading,
+      reloadHistory: () => this.reloadHistory(),
+    });
 
     this.disposables.push(
       this.channel,
@@ -137,7 +139,7 @@ export class Controller implements vscode.Disposable {
     client.onConfirm((p) => this.onConfirm(p));
     client.onSessionsChanged(() => {
       this.channel.info('sessions changed in another window or terminal');
-      this.refreshSessions?.();
+      this.sessions.sessionsChanged();
     });
   }
 
@@ -345,7 +347,7 @@ export class Controller implements vscode.Disposable {
       case 'ready':
         this.sendSnapshot();
         this.view.setBadge(this.broker.count);
-        this.postChips();
+        this.editor.postChips();
         return;
       case 'stop':
         this.stopTurn();
@@ -365,16 +367,16 @@ export class Controller implements vscode.Disposable {
         await this.submit(m.text);
         return;
       case 'removeContext':
-        if (this.chips.remove(m.id)) this.postChips();
+        if (this.editor.chips.remove(m.id)) this.editor.postChips();
         return;
       case 'files':
-        await this.completeFiles(m.requestId, m.prefix);
+        await this.editor.completeFiles(m.requestId, m.prefix);
         return;
       case 'attachFile':
-        this.addChips({ ok: true, items: [{ path: m.path }] });
+        this.editor.addChips({ ok: true, items: [{ path: m.path }] });
         return;
       case 'openDiff':
-        await this.openCallDiff(m.turnId, m.callId);
+        await this.editor.openCallDiff(m.turnId, m.callId);
         return;
     }
   }
@@ -431,8 +433,8 @@ export class Controller implements vscode.Disposable {
     const cts = new vscode.CancellationTokenSource();
     this.turn = { cts, stopping: false };
     this.view.post({ type: 'turn', running: true });
-    const chips = this.chips.take(); // they go with this message
-    if (chips.length) this.postChips();
+    const chips = this.editor.chips.take(); // they go with this message
+    if (chips.length) this.editor.postChips();
     this.transcript.addUser(text, chips.map((c) => c.label));
     let turnId: string | undefined;
     try {
@@ -442,13 +444,13 @@ export class Controller implements vscode.Disposable {
       if (r?.status === 'failed') this.transcript.addNotice(r.error || r.text || 'The turn failed.', 'error');
       else if (r?.status === 'limit') this.transcript.addNotice(r.error || r.text || 'The turn stopped at a limit.', 'warning');
       else if (r?.status === 'interrupted') this.transcript.addNotice('Interrupted.', 'warning');
-      if (r && !r.turnId) this.giveBackChips(chips); // the turn never started (no session selected)
+      if (r && !r.turnId) this.editor.giveBackChips(chips); // the turn never started (no session selected)
     } catch (e) {
       this.transcript.endTurn(turnId);
       if (isRpcError(e) && e.code === ErrorCodes.requestCancelled) this.transcript.addNotice('Interrupted.', 'warning');
       else this.transcript.addNotice(this.describeError(e), 'error');
       // refused before anything was sent (bad item, busy, unavailable): the chips come back, to fix or send again
-      if (isRpcError(e) && e.code !== ErrorCodes.requestCancelled) this.giveBackChips(chips);
+      if (isRpcError(e) && e.code !== ErrorCodes.requestCancelled) this.editor.giveBackChips(chips);
     } finally {
       cts.dispose();
       if (this.turn?.cts === cts) this.turn = undefined;
@@ -491,13 +493,13 @@ export class Controller implements vscode.Disposable {
   }
 
   private registerCommands(): void {
-    this.registerCommand('mino.newSession', () => this.newSession());
-    this.registerCommand('mino.resumeSession', () => this.resumeSession());
-    this.registerCommand('mino.clearSession', () => this.clearSession());
-    this.registerCommand('mino.setMode', () => this.setMode());
-    this.registerCommand('mino.compact', () => this.compact());
-    this.registerCommand('mino.showMemories', () => this.showMemories());
-    this.registerCommand('mino.openMemoryFolder', () => this.openMemoryFolder());
+    this.registerCommand('mino.newSession', () => this.sessions.newSession());
+    this.registerCommand('mino.resumeSession', () => this.sessions.resumeSession());
+    this.registerCommand('mino.clearSession', () => this.sessions.clearSession());
+    this.registerCommand('mino.setMode', () => this.sessions.setMode());
+    this.registerCommand('mino.compact', () => this.sessions.compact());
+    this.registerCommand('mino.showMemories', () => this.sessions.showMemories());
+    this.registerCommand('mino.openMemoryFolder', () => this.sessions.openMemoryFolder());
     this.registerCommand('mino.showLog', () => this.channel.show());
     this.registerCommand('mino.restartServer', () => this.server.restart());
     this.registerCommand('mino.openSettings', () => vscode.commands.executeCommand('workbench.action.openSettings', 'mino.env'));
@@ -518,296 +520,10 @@ export class Controller implements vscode.Disposable {
   // the editor as context and as reviewer: chips, @ completion, diffs
 
   private registerEditorCommands(): void {
-    this.registerCommand('mino.askAboutSelection', () => this.askAboutSelection());
-    this.registerCommand('mino.addFileToChat', (uri, uris) => this.addFileToChat(uri, uris));
-    this.registerCommand('mino.diff.approve', (uri) => this.answerFromDiff(uri, true));
-    this.registerCommand('mino.diff.deny', (uri) => this.answerFromDiff(uri, false));
-  }
-
-  /** Where editor files must lie: the workspace folder Mino was started in. */
-  private workdir(): string | undefined {
-    return vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ?? this.state?.workdir;
-  }
-
-  /** Editor context needs protocol 2; an older Mino is said so, once per try. */
-  private contextSupported(): boolean {
-    if (!this.requireClient()) return false;
-    if ((this.server.protocolVersion ?? 1) >= 2) return true;
-    void vscode.window.showWarningMessage(
-      'Mino: this version of Mino cannot take editor context (it speaks protocol 1). Update Mino to attach selections and files.',
-    );
-    return false;
-  }
-
-  private async askAboutSelection(): Promise<void> {
-    const editor = vscode.window.activeTextEditor;
-    const workdir = this.workdir();
-    if (!editor || !workdir) {
-      void vscode.window.showInformationMessage('Mino: open a file and select the lines to ask about.');
-      return;
-    }
-    if (!this.contextSupported()) return;
-    if (this.addChips(fromSelection(editor, workdir))) await this.focusChat();
-  }
-
-  private async addFileToChat(uri: unknown, uris: unknown): Promise<void> {
-    const workdir = this.workdir();
-    // the explorer passes the clicked file and the whole selection; the palette, nothing
-    let picked = Array.isArray(uris) ? uris.filter((u): u is vscode.Uri => u instanceof vscode.Uri) : [];
-    if (!picked.length && uri instanceof vscode.Uri) picked = [uri];
-    if (!picked.length && vscode.window.activeTextEditor) picked = [vscode.window.activeTextEditor.document.uri];
-    if (!picked.length || !workdir) {
-      void vscode.window.showInformationMessage('Mino: open a file (or pick one in the Explorer) to add it to the chat.');
-      return;
-    }
-    if (!this.contextSupported()) return;
-    if (this.addChips(await fromFiles(picked, workdir))) await this.focusChat();
-  }
-
-  /** Adds what was taken as chips; says why when it cannot. True when something was added. */
-  private addChips(taken: Taken): boolean {
-    if (!taken.ok) {
-      void vscode.window.showWarningMessage(`Mino: ${taken.message}`);
-      return false;
-    }
-    let added = false;
-    for (const item of taken.items) {
-      const r = this.chips.add(item);
-      if (!r.ok) {
-        void vscode.window.showWarningMessage(`Mino: ${r.message}`);
-        break;
-      }
-      added = true;
-      this.channel.info(`context: ${r.chip.label}${r.replaced ? ' (replaced)' : ''}`);
-    }
-    this.postChips();
-    return added;
-  }
-
-  private giveBackChips(chips: ContextChip[]): void {
-    if (!chips.length) return;
-    this.chips.restore(chips);
-    this.postChips();
-  }
-
-  private postChips(): void {
-    this.view.post({ type: 'context', chips: this.chips.views() });
-  }
-
-  /** Shows the panel with the keyboard in the chat box: the question comes next. */
-  private async focusChat(): Promise<void> {
-    await this.view.reveal(false);
-    this.postChips();
-    this.view.post({ type: 'focusInput' });
-  }
-
-  private async completeFiles(requestId: number, prefix: string): Promise<void> {
-    const client = this.server.client;
-    let paths: string[] = [];
-    if (client && (this.server.protocolVersion ?? 1) >= 2) {
-      try {
-        const r = await client.files(prefix);
-        paths = Array.isArray(r?.paths) ? r.paths.filter((p): p is string => typeof p === 'string') : [];
-      } catch (e) {
-        this.channel.warn(`mino/files: ${errorMessage(e)}`);
-      }
-    }
-    this.view.post({ type: 'files', requestId, paths });
-  }
-
-  /** A card's "Open diff": the pending approval's proposal (with Approve / Deny), else the call's change. */
-  private async openCallDiff(turnId: string, callId: string): Promise<void> {
-    const pending = this.broker.list().find((a) => a.params.callId === callId && a.params.turnId === turnId);
-    if (pending && (await this.diffs.open(pending.key))) return;
-    if (await this.diffs.open(callDiffKey(turnId, callId))) return;
-    void vscode.window.showInformationMessage('Mino: this change is no longer kept for the diff view (only recent ones are).');
-  }
-
-  /** Approve or Deny in a diff editor's title. */
-  private answerFromDiff(uri: unknown, approved: boolean): void {
-    const key = (uri instanceof vscode.Uri ? this.diffs.keyOf(uri) : undefined) ?? this.diffs.activeKey();
-    if (!key || !this.broker.answer(key, approved, 'diff')) {
-      void vscode.window.showInformationMessage('Mino: this approval was already answered.');
-    }
-  }
-
-  private async newSession(): Promise<void> {
-    const client = this.requireClient();
-    if (!client) return;
-    const s = await client.newSession();
-    this.setState(s); // another session: setState (or the mino/stateChanged before it) reloads the history
-    await this.reloading;
-    this.transcript.addNotice(`Session: ${s.sessionId ?? '(none)'}`);
-  }
-
-  private async resumeSession(): Promise<void> {
-    const client = this.requireClient();
-    if (!client) return;
-    const { sessions } = await client.listSessions();
-    if (!sessions?.length) {
-      void vscode.window.showInformationMessage('Mino: there are no saved sessions yet.');
-      return;
-    }
-    const pick = await this.pickSession(sessions, () => client.listSessions());
-    if (!pick) return;
-    if (pick.current && !this.state?.restoreProblem) {
-      void vscode.window.showInformationMessage(`Mino: session ${shortId(pick.id)} is already the current session.`);
-      return;
-    }
-    let s: State;
-    try {
-      // a session marked open elsewhere is asked for too: the server says which window has it (-32006,
-      // nothing changes), or resumes it when that window let it go meanwhile
-      s = await client.resumeSession(pick.id);
-    } catch (e) {
-      if (isRpcError(e) && e.code === ErrorCodes.sessionInUse) {
-        void vscode.window.showWarningMessage(
-          `Mino: ${e.message} Switch to that window, or start a new session there (or close it), then resume it here.`,
-        );
-        return;
-      }
-      throw e;
-    }
-    this.setState(s);
-    await this.reloading;
-    this.transcript.addNotice(`Session: ${s.sessionId ?? pick.id}`);
-  }
-
-  /**
-   * The Resume Session picker. It stays current while open: when another window or terminal
-   * creates, clears, opens or closes a session (mino/sessionsChanged), the rows are listed again.
-   */
-  private async pickSession(
-    sessions: SessionInfo[],
-    list: () => Promise<{ sessions: SessionInfo[] }>,
-  ): Promise<SessionPickItem | undefined> {
-    const qp = vscode.window.createQuickPick<SessionPickItem>();
-    qp.title = 'Mino: Resume Session';
-    qp.placeholder = 'Pick a session (newest first; times in local time and UTC)';
-    qp.matchOnDetail = true;
-    qp.ignoreFocusOut = true;
-    const fill = (all: SessionInfo[]) => {
-      const active = qp.activeItems[0]?.id;
-      qp.items = sessionPickItems(all, this.state?.sessionId ?? null);
-      const again = qp.items.find((i) => i.id === active);
-      if (again) qp.activeItems = [again];
-    };
-    fill(sessions);
-    const refresh = () =>
-      void list().then(
-        (r) => {
-          if (this.refreshSessions === refresh) fill(Array.isArray(r?.sessions) ? r.sessions : []);
-        },
-        (e: unknown) => this.channel.warn(`mino/sessions/list: ${errorMessage(e)}`),
-      );
-    this.refreshSessions = refresh;
-    try {
-      return await new Promise<SessionPickItem | undefined>((resolve) => {
-        qp.onDidAccept(() => resolve(qp.selectedItems[0] ?? qp.activeItems[0]));
-        qp.onDidHide(() => resolve(undefined));
-        qp.show();
-      });
-    } finally {
-      if (this.refreshSessions === refresh) this.refreshSessions = undefined;
-      qp.dispose();
-    }
-  }
-
-  private async clearSession(): Promise<void> {
-    const client = this.requireClient();
-    if (!client) return;
-    const id = this.state?.sessionId ?? (await client.state()).sessionId;
-    if (!id) {
-      void vscode.window.showInformationMessage('Mino: there is no current session to clear.');
-      return;
-    }
-    const typed = await vscode.window.showInputBox({
-      title: `Mino: Clear Session ${id}`,
-      prompt: `${CLEAR_PROMPT} Type the complete session ID to clear it.`,
-      placeHolder: 'the complete 32-character session ID',
-      ignoreFocusOut: true,
-    });
-    if (typed === undefined) {
-      void vscode.window.showInformationMessage('Session was not cleared.');
-      return;
-    }
-    const r = await client.clearSession(id, typed);
-    if (r?.state) this.setState(r.state);
-    if (r?.cleared) {
-      await this.reloadHistory();
-      this.transcript.addNotice(`Cleared session: ${id}`);
-      void vscode.window.showInformationMessage(`Cleared session: ${id}`);
-    } else {
-      const why = typed.trim() === '' ? 'Nothing was typed.' : 'The typed ID does not match.';
-      this.transcript.addNotice(`Session was not cleared. ${why}`, 'warning');
-      void vscode.window.showWarningMessage(`Session was not cleared. ${why}`);
-    }
-  }
-
-  private async setMode(): Promise<void> {
-    const client = this.requireClient();
-    if (!client) return;
-    const current = this.state?.mode;
-    const items = MODES.map((m) => ({
-      label: `${m === current ? '$(check) ' : ''}${MODE_INFO[m].label}`,
-      description: m === current ? 'current' : '',
-      detail: MODE_INFO[m].detail,
-      mode: m,
-    }));
-    const pick = await vscode.window.showQuickPick(items, { title: 'Mino: Set Permission Mode', placeHolder: 'How much may Mino do without asking?' });
-    if (!pick) return;
-    const mode: Mode = pick.mode;
-    if (mode === 'bypass') {
-      const ok = await vscode.window.showWarningMessage(
-        'Switch Mino to bypass mode?',
-        {
-          modal: true,
-          detail:
-            'In bypass mode Mino runs every command, file edit and memory save without asking you first. Use it only in a workspace you can throw away.',
-        },
-        'Use bypass',
-      );
-      if (ok !== 'Use bypass') return;
-    }
-    this.setState(await client.setMode(mode));
-    void vscode.window.setStatusBarMessage(`Mino: permission mode ${mode}`, 3000);
-  }
-
-  private async compact(): Promise<void> {
-    const client = this.requireClient();
-    if (!client) return;
-    const r = await vscode.window.withProgress(
-      { location: vscode.ProgressLocation.Notification, title: 'Mino: compacting the session…', cancellable: true },
-      (_progress, token) => client.compact(token),
-    );
-    this.transcript.addNotice(r.message);
-    void vscode.window.showInformationMessage(`Mino: ${r.message}`);
-  }
-
-  private async showMemories(): Promise<void> {
-    const client = this.requireClient();
-    if (!client) return;
-    const r = await client.listMemories();
-    type Item = vscode.QuickPickItem & { path?: string };
-    const items: Item[] = (r.memories ?? []).map((m) => ({ label: memoryIndexLine(m), path: m.path }));
-    if (r.problems?.length) {
-      items.push({ label: 'Not loaded', kind: vscode.QuickPickItemKind.Separator });
-      for (const p of r.problems) {
-        items.push({ label: `$(warning) ${p.file}`, detail: p.reason, path: vscode.Uri.joinPath(vscode.Uri.file(r.dir), p.file).fsPath });
-      }
-    }
-    if (!items.length) {
-      void vscode.window.showInformationMessage(`Mino: no memories yet (in ${r.dir}).`);
-      return;
-    }
-    const pick = await vscode.window.showQuickPick(items, {
-      title: `Mino: Memories (${r.memories?.length ?? 0}) in ${r.dir}`,
-      placeHolder: 'Open a memory file',
-      matchOnDetail: true,
-    });
-    if (!pick?.path) return;
-    const doc = await vscode.workspace.openTextDocument(vscode.Uri.file(pick.path));
-    await vscode.window.showTextDocument(doc, { preview: true });
+    this.registerCommand('mino.askAboutSelection', () => this.editor.askAboutSelection());
+    this.registerCommand('mino.addFileToChat', (uri, uris) => this.editor.addFileToChat(uri, uris));
+    this.registerCommand('mino.diff.approve', (uri) => this.editor.answerFromDiff(uri, true));
+    this.registerCommand('mino.diff.deny', (uri) => this.editor.answerFromDiff(uri, false));
   }
 
   /** Mino's README at its "First run" section (what to set for OpenAI or a local server), when the
@@ -822,21 +538,6 @@ export class Controller implements vscode.Disposable {
     const line = Math.max(0, doc.getText().split('\n').findIndex((l) => l.trim() === '## First run'));
     const at = new vscode.Position(line, 0);
     await vscode.window.showTextDocument(doc, { selection: new vscode.Range(at, at), preview: true });
-  }
-
-  private async openMemoryFolder(): Promise<void> {
-    let dir = this.state?.memory?.dir;
-    if (!dir) {
-      const client = this.requireClient();
-      if (!client) return;
-      dir = (await client.listMemories()).dir;
-    }
-    const uri = vscode.Uri.file(dir);
-    if (vscode.env.uiKind === vscode.UIKind.Desktop && !vscode.env.remoteName) {
-      await vscode.commands.executeCommand('revealFileInOS', uri);
-    } else {
-      await vscode.commands.executeCommand('vscode.openFolder', uri, { forceNewWindow: true });
-    }
   }
 
   private onConfigChanged(e: vscode.ConfigurationChangeEvent): void {

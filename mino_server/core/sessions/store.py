@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..durable import atomic_write, ensure_private_dir, fsync_dir
+from ..errors import SelectionError, StorageError, StoreLocked
 from ..values import Frozen
 from .log import LogError, SessionLog
 
@@ -47,22 +48,6 @@ STORE_LOCK_WAIT_S = (
     10.0  # the lock is held for milliseconds; only a Mino before version 2 holds it for longer
 )
 NOTE_BYTES = 16 * 1024  # a note is one short line; read no more than this of a file someone else wrote
-
-
-class StoreLocked(Exception):
-    """The store lock stayed taken for STORE_LOCK_WAIT_S; `pid` is the holder's, when its note could be read."""
-
-    def __init__(self, message: str, pid: int | None) -> None:
-        super().__init__(message)
-        self.pid = pid
-
-
-class StorageError(Exception):
-    """Saving the selection or clearing failed: the chat must stop (docs/BEHAVIOUR.md, "Durability")."""
-
-
-class SelectionError(Exception):
-    """active-session.json exists but cannot be used."""
 
 
 @dataclass(frozen=True, eq=False, repr=False)

@@ -22,26 +22,17 @@ from ..contract import DENIED as DENIED
 from ..contract import FAILED as FAILED
 from ..contract import INVALID_ARGUMENTS as INVALID_ARGUMENTS
 from ..contract import UNKNOWN as UNKNOWN
-from ..contract import FileDiff, Kind, ToolStatus
+from ..contract import FileDiff, Kind, ToolCategory, ToolStatus
+from ..errors import ArgumentError as ArgumentError
+from ..errors import ToolFailure as ToolFailure
 from ..values import Frozen, Mutable
+from .project_files import DISK, ProjectFiles
 
 if TYPE_CHECKING:
     from .sandbox import Sandbox
 
 A = TypeVar("A")  # a tool's validated arguments: validate() makes them, prepare() and run() take them
 S = TypeVar("S")  # the state a tool captures in prepare() and checks again in run()
-
-
-class ArgumentError(Exception):
-    """The arguments are not acceptable; the message goes to the model as an invalid_arguments result."""
-
-
-class ToolFailure(Exception):
-    """The call cannot go ahead; ends it with `status` and `message` (before or after asking)."""
-
-    def __init__(self, message: str, status: ToolStatus = FAILED) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 INTERRUPTED = "Interrupted by the user while running."
@@ -83,6 +74,8 @@ class ToolContext(Mutable):
     # name -> sha256 of the SKILL.md bytes the person accepted this session (skills scanned this
     # session; a catalogue taken from a session record has none): skill_view returns only those.
     skill_digests: dict[str, str] = field(default_factory=dict)
+    # Where the file tools open, read and write project files: the disk, or a client doing it for Mino.
+    files: ProjectFiles = DISK
     # Environment variables commands never see: Mino's own model API key must not be one `echo` away.
     hidden_env: frozenset[str] = frozenset({"MINO_API_KEY", "OPENAI_API_KEY"})
 
@@ -91,6 +84,7 @@ class ToolOf(Protocol[A, S]):
     """A tool whose validated arguments are A and whose prepare() binds state S."""
 
     name: ClassVar[str]
+    category: ClassVar[ToolCategory]  # what it does, as a client groups tool calls (read, edit, execute, …)
     description: ClassVar[str]
     parameters: ClassVar[dict[str, Any]]  # JSON Schema of the arguments object
 

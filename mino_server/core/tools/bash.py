@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..cancel import Cancelled, CancelToken
-from ..contract import NO_SANDBOX_QUESTION, OUTSIDE_SANDBOX_QUESTION, Kind
+from ..contract import NO_SANDBOX_QUESTION, OUTSIDE_SANDBOX_QUESTION, Kind, ToolCategory
 from ..values import Frozen
 from ..words import protected_folders_changed, protected_walk_incomplete
 from . import protected
@@ -58,6 +58,7 @@ class BashArgs(Frozen):
 
 class BashTool(ToolOf[BashArgs, protected.Found]):
     name: ClassVar[str] = "bash"
+    category: ClassVar[ToolCategory] = "execute"
     description: ClassVar[str] = (
         "Run a shell command with `bash -c` in the working directory and return its output "
         "(stdout and stderr together) followed by a line `[exit code: N]`. stdin is empty, so "

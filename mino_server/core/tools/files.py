@@ -4,9 +4,9 @@ Paths are judged by paths.locate (inside the working directory, never MINO_HOME)
 paths.open_parent (folder by folder from the working directory, no link followed), so a folder
 swapped for a link during the call cannot lead outside. Writes are bound to what the user
 approved: prepare() records the real path and the sha256 of the file's bytes (None when absent),
-run() checks both again and writes nothing if either changed. Every write goes through
-durable.atomic_write_at in the folder already opened, so a crash leaves the old or the new file,
-never a mix. Writes into .git/, .mino/ or .vscode/ take the "other" row of the decision table.
+run() checks both again and writes nothing if either changed. Files are opened, read and written
+through `ctx.files` (project_files.py: the disk by default, or a client that does it for Mino), so a
+crash leaves the old or the new file, never a mix. Writes into .git/, .mino/ or .vscode/ take the "other" row of the decision table.
 prepare() also keeps the whole file before and after (`Prepared.diff`, decoded from the same bytes
 the hash is taken of) for an editor's diff view, when both are small UTF-8 text.
 """
@@ -14,17 +14,12 @@ the hash is taken of) for an editor's diff view, when both are small UTF-8 text.
 from __future__ import annotations
 
 import difflib
-import errno
-import functools
-import hashlib
 import os
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, ClassVar
 
-from .. import durable
-from ..contract import DIFF_MAX_BYTES, FileDiff, Kind, protected_question
+from ..contract import DIFF_MAX_BYTES, FileDiff, Kind, ToolCategory, protected_question
 from ..display import escape_value, field_value, preview, split_lines, utf8_boundary
 from ..values import Frozen
 from .base import (
@@ -39,13 +34,13 @@ from .base import (
     require_str,
     schema,
 )
-from .paths import Target, changed_while_in_use, check_path_syntax, final_name, locate, open_parent
+from .paths import Target, check_path_syntax, locate
+from .project_files import CHANGED_AFTER_APPROVAL, sha256
 
 READ_MAX_BYTES = 256 * 1024
 READ_MAX_LINES = 2000
 EDIT_MAX_BYTES = 8 * 1024 * 1024  # edit_file holds the file, its new text and a diff in memory
 BINARY_SNIFF_BYTES = 8192
-CHANGED_AFTER_APPROVAL = "File changed after approval; nothing was written."
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -97,84 +92,8 @@ def _line_arg(args: dict[str, Any], key: str) -> int | None:
     return value
 
 
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
 def _locate(ctx: ToolContext, rel: str, *, writing: bool) -> Target:
     return locate(ctx.workdir, ctx.home, rel, writing=writing)
-
-
-def _open_regular_at(parent: int, name: str, rel: str) -> int | None:
-    """A read descriptor for the regular file `name` in folder `parent`, None when absent;
-    directories and devices are refused."""
-    try:
-        # O_NOFOLLOW: the name comes from a resolved path, so a link here was swapped in since.
-        # O_NONBLOCK: opening a FIFO must not hang the turn before the type check refuses it.
-        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=parent)
-    except FileNotFoundError:
-        return None
-    except OSError as e:
-        if e.errno == errno.ELOOP:
-            raise changed_while_in_use(rel) from None
-        raise ToolFailure(f"Cannot open {rel}: {e.strerror or e}.") from None
-    try:
-        _require_regular(os.fstat(fd), rel)
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
-
-
-def _open_regular(target: Target) -> int | None:
-    parent = open_parent(target)
-    if parent is None:
-        return None
-    try:
-        return _open_regular_at(parent, final_name(target), target.rel)
-    finally:
-        os.close(parent)
-
-
-def _read_fd(fd: int, rel: str) -> tuple[bytes, os.stat_result]:
-    """All bytes and the stat of an open file; closes it."""
-    try:
-        chunks = []
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-        return b"".join(chunks), os.fstat(fd)
-    except OSError as e:
-        raise ToolFailure(f"Cannot read {rel}: {e.strerror or e}.") from None
-    finally:
-        os.close(fd)
-
-
-def _read_at(parent: int | None, target: Target) -> tuple[bytes, os.stat_result] | None:
-    """The bytes and stat of the target in the open folder `parent`, None when either is absent."""
-    fd = None if parent is None else _open_regular_at(parent, final_name(target), target.rel)
-    return None if fd is None else _read_fd(fd, target.rel)
-
-
-def _read_regular(target: Target) -> tuple[bytes, os.stat_result] | None:
-    fd = _open_regular(target)
-    return None if fd is None else _read_fd(fd, target.rel)
-
-
-def _exists_at(parent: int, name: str) -> bool:
-    try:
-        os.stat(name, dir_fd=parent, follow_symlinks=False)
-    except FileNotFoundError:
-        return False
-    except OSError:
-        return True  # something is there that cannot even be looked at: not "absent"
-    return True
-
-
-def _require_regular(st: os.stat_result, rel: str) -> None:
-    if stat.S_ISDIR(st.st_mode):
-        raise ToolFailure(f"{rel} is a directory, not a file.")
-    if not stat.S_ISREG(st.st_mode):
-        raise ToolFailure(f"{rel} is not a regular file.")
 
 
 def _decode_text(data: bytes, rel: str) -> str:
@@ -193,34 +112,6 @@ def _path_fields(rel: str, resolved: Path, workdir: Path) -> list[tuple[str, str
         fields.append(("Target", str(resolved)))
     fields.append(("Directory", str(workdir)))
     return fields
-
-
-@functools.cache
-def _new_file_mode() -> int:
-    """0666 minus the umask, as a shell redirection would create the file (0644 under umask 022)."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("Umask:"):
-                    return 0o666 & ~int(line.split()[1], 8)
-    except (OSError, ValueError):
-        pass
-    mask = os.umask(0o022)  # no /proc (macOS): read the umask by setting it and putting it back
-    os.umask(mask)
-    return 0o666 & ~mask
-
-
-def _write(parent: int, target: Target, data: bytes, mode: int) -> None:
-    rel = target.rel
-    try:
-        durable.atomic_write_at(parent, final_name(target), data, mode)
-    except durable.NotDurable as e:
-        raise ToolFailure(
-            f"Wrote {rel}, but could not sync its folder to disk ({e.strerror or e}); "
-            "the change may not survive a power cut."
-        ) from None
-    except OSError as e:
-        raise ToolFailure(f"Cannot write {rel}: {e.strerror or e}; nothing was written.") from None
 
 
 def _protected_folder(target: Target) -> str:
@@ -276,24 +167,13 @@ def _file_diff(path: Path, before: bytes | str | None, after: str) -> FileDiff |
     return FileDiff(path=str(path), before=before, after=after)
 
 
-def _as_approved(
-    ctx: ToolContext, rel: str, prepared: Prepared[FileState]
-) -> tuple[Target, int | None, tuple[bytes, os.stat_result] | None]:
-    """The target, its folder opened (None when missing; the caller closes it) and the file there
-    (None when absent), once both are still what the user approved; else nothing may be written."""
+def _as_approved(ctx: ToolContext, rel: str, prepared: Prepared[FileState]) -> Target:
+    """The target, once its path still resolves where the user approved; else nothing may be written.
+    (That the file's bytes are unchanged is checked by the write itself, ProjectFiles.write.)"""
     target = _locate(ctx, rel, writing=True)
     if not isinstance(prepared.state, FileState) or target.path != prepared.state.path:
         raise ToolFailure(CHANGED_AFTER_APPROVAL)  # the path now resolves elsewhere
-    parent = open_parent(target)
-    try:
-        found = _read_at(parent, target)
-        if (None if found is None else _sha256(found[0])) != prepared.state.sha256:
-            raise ToolFailure(CHANGED_AFTER_APPROVAL)
-    except BaseException:
-        if parent is not None:
-            os.close(parent)
-        raise
-    return target, parent, found
+    return target
 
 
 def _find_all(text: str, needle: str) -> list[int]:
@@ -310,6 +190,7 @@ def _find_all(text: str, needle: str) -> list[int]:
 
 class ReadFileTool(ToolOf[ReadArgs, None]):
     name: ClassVar[str] = "read_file"
+    category: ClassVar[ToolCategory] = "read"
     description: ClassVar[str] = (
         "Read a UTF-8 text file in the working directory. `path` is relative to the working directory "
         "(an absolute path must lie inside it). Returns the file's text exactly as it is, without line "
@@ -346,11 +227,11 @@ class ReadFileTool(ToolOf[ReadArgs, None]):
         return Prepared(fields)
 
     def run(self, args: ReadArgs, ctx: ToolContext, prepared: Prepared[None]) -> ToolResult:
-        fd = _open_regular(_locate(ctx, args.path, writing=False))
-        if fd is None:
+        f = ctx.files.open(_locate(ctx, args.path, writing=False))
+        if f is None:
             raise ToolFailure(f"{args.path} does not exist.")
         try:
-            with open(fd, "rb") as f:
+            with f:
                 text = _read_lines(f, args)
         except OSError as e:
             raise ToolFailure(f"Cannot read {args.path}: {e.strerror or e}.") from None
@@ -417,6 +298,7 @@ def _read_lines(f: BinaryIO, args: ReadArgs) -> str:
 
 class WriteFileTool(ToolOf[WriteArgs, FileState]):
     name: ClassVar[str] = "write_file"
+    category: ClassVar[ToolCategory] = "edit"
     description: ClassVar[str] = (
         "Write a whole file in the working directory. mode 'create' makes a new file and fails if the "
         "path already exists (missing parent folders are created); mode 'overwrite' replaces all of an "
@@ -452,8 +334,8 @@ class WriteFileTool(ToolOf[WriteArgs, FileState]):
     def prepare(self, args: WriteArgs, ctx: ToolContext) -> Prepared[FileState]:
         target = _locate(ctx, args.path, writing=True)
         path = target.path
-        found = _read_regular(target)
-        state = None if found is None else _sha256(found[0])
+        found = ctx.files.read(target)
+        state = None if found is None else sha256(found.data)
         if args.mode == "create" and state is not None:
             raise ToolFailure(f"{args.path} already exists; use mode 'overwrite' to replace it.")
         if args.mode == "overwrite" and state is None:
@@ -464,26 +346,13 @@ class WriteFileTool(ToolOf[WriteArgs, FileState]):
             mode_text = "Replace the existing file"
         head, note = preview(args.content)
         fields = [*_path_fields(args.path, path, ctx.workdir), ("Mode", mode_text), ("Content", head)]
-        diff = _file_diff(path, None if found is None else found[0], args.content)
+        diff = _file_diff(path, None if found is None else found.data, args.content)
         return _write_prepared(target, fields, note, FileState(path, state), diff)
 
     def run(self, args: WriteArgs, ctx: ToolContext, prepared: Prepared[FileState]) -> ToolResult:
-        target, parent, found = _as_approved(ctx, args.path, prepared)
-        try:
-            if parent is None:  # missing folders: make them, each opened without following links
-                parent = open_parent(target, create=True)
-                assert parent is not None
-            if found is None:
-                if _exists_at(parent, final_name(target)):  # appeared since the check above
-                    raise ToolFailure(CHANGED_AFTER_APPROVAL)
-                mode = _new_file_mode()
-            else:
-                mode = stat.S_IMODE(found[1].st_mode) & 0o777  # keep rwx bits, never setuid/setgid
-            data = args.content.encode("utf-8")
-            _write(parent, target, data, mode)
-        finally:
-            if parent is not None:
-                os.close(parent)
+        target = _as_approved(ctx, args.path, prepared)
+        data = args.content.encode("utf-8")
+        ctx.files.write(target, data, prepared.state.sha256)
         return ToolResult(COMPLETED, f"Wrote {len(data)} bytes to {args.path}")
 
 
@@ -492,6 +361,7 @@ class WriteFileTool(ToolOf[WriteArgs, FileState]):
 
 class EditFileTool(ToolOf[EditArgs, FileState]):
     name: ClassVar[str] = "edit_file"
+    category: ClassVar[ToolCategory] = "edit"
     description: ClassVar[str] = (
         "Replace one exact piece of text in an existing UTF-8 file in the working directory. "
         "old_text must occur exactly once in the file: it is matched character for character, "
@@ -523,10 +393,10 @@ class EditFileTool(ToolOf[EditArgs, FileState]):
 
     def prepare(self, args: EditArgs, ctx: ToolContext) -> Prepared[FileState]:
         target = _locate(ctx, args.path, writing=True)
-        found = _read_regular(target)
+        found = ctx.files.read(target)
         if found is None:
             raise ToolFailure(f"{args.path} does not exist; use write_file to create it.")
-        data, _ = found
+        data = found.data
         old, new = self._replace(data, args)
         diff = "".join(
             line if line.endswith("\n") else line + "\n"
@@ -540,18 +410,15 @@ class EditFileTool(ToolOf[EditArgs, FileState]):
             ("Diff", head),
         ]
         whole = _file_diff(target.path, old, new)
-        return _write_prepared(target, fields, note, FileState(target.path, _sha256(data)), whole)
+        return _write_prepared(target, fields, note, FileState(target.path, sha256(data)), whole)
 
     def run(self, args: EditArgs, ctx: ToolContext, prepared: Prepared[FileState]) -> ToolResult:
-        target, parent, found = _as_approved(ctx, args.path, prepared)
-        try:
-            if parent is None or found is None:  # cannot be: the approved file existed, and was hashed
-                raise ToolFailure(CHANGED_AFTER_APPROVAL)
-            _, new = self._replace(found[0], args)
-            _write(parent, target, new.encode("utf-8"), stat.S_IMODE(found[1].st_mode) & 0o777)
-        finally:
-            if parent is not None:
-                os.close(parent)
+        target = _as_approved(ctx, args.path, prepared)
+        found = ctx.files.read(target)
+        if found is None or sha256(found.data) != prepared.state.sha256:
+            raise ToolFailure(CHANGED_AFTER_APPROVAL)
+        _, new = self._replace(found.data, args)
+        ctx.files.write(target, new.encode("utf-8"), prepared.state.sha256)
         return ToolResult(COMPLETED, f"Edited {args.path}: replaced 1 occurrence")
 
     @staticmethod

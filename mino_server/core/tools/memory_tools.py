@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from .. import memory
-from ..contract import MEMORY_QUESTION, Kind, MemoryType
+from ..contract import MEMORY_QUESTION, Kind, MemoryType, ToolCategory
 from ..display import preview
 from ..values import Frozen
 from .base import (
@@ -52,6 +52,7 @@ def _check_name(args: dict[str, Any]) -> str:
 
 class MemoryViewTool(ToolOf[str, None]):
     name: ClassVar[str] = "memory_view"
+    category: ClassVar[ToolCategory] = "read"
     description: ClassVar[str] = (
         "Read one saved user memory by its exact name from the memory index, and get the whole memory file "
         "(front matter and details). Use it for entries marked (+details) when the details matter to the "
@@ -98,6 +99,7 @@ class SaveArgs(Frozen):
 
 class MemorySaveTool(ToolOf[SaveArgs, str | None]):
     name: ClassVar[str] = "memory_save"
+    category: ClassVar[ToolCategory] = "edit"
     description: ClassVar[str] = (
         "Save one short fact about the user or their work as a user memory. Saved memories are data shown "
         "to the model at the start of every turn in every later session and project, so use this only when "

@@ -17,8 +17,8 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import ArgumentError, ToolFailure
 from ..values import Frozen
-from .base import ArgumentError, ToolFailure
 
 # Files here run commands or instruct Mino later: git hooks and config (also a `.git` file, which
 # names the real git folder), Mino's project skills and settings, editor tasks and settings.

@@ -1,9 +1,15 @@
-"""The tool set. Adding a tool is adding one module and one line here."""
+"""The tool set. Adding a tool is adding one module and one line here.
+
+Everything a front end needs to know about a tool comes from its class (name, category, description,
+parameters), read here: the eval cases' tool names, ACP's tool kinds. tests/test_tool_registry.py
+fails when a registered tool lacks any of it."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
+from ..contract import ToolCategory
 from .base import Tool
 
 
@@ -32,3 +38,13 @@ def tool_schemas(tools: dict[str, Tool]) -> list[dict[str, Any]]:
         {"type": "function", "name": t.name, "description": t.description, "parameters": t.parameters}
         for t in tools.values()
     ]
+
+
+@functools.cache
+def tool_categories() -> dict[str, ToolCategory]:
+    """Each tool's name and category, in the registry's order (imports every tool module once)."""
+    return {name: tool.category for name, tool in default_tools().items()}
+
+
+def tool_names() -> tuple[str, ...]:
+    return tuple(tool_categories())

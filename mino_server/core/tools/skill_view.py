@@ -6,7 +6,7 @@ import hashlib
 from typing import Any, ClassVar
 
 from .. import frontmatter, skills
-from ..contract import Kind
+from ..contract import Kind, ToolCategory
 from .base import (
     COMPLETED,
     ArgumentError,
@@ -23,6 +23,7 @@ from .base import (
 
 class SkillViewTool(ToolOf[str, None]):
     name: ClassVar[str] = "skill_view"
+    category: ClassVar[ToolCategory] = "read"
     description: ClassVar[str] = (
         "Read the full SKILL.md of one project skill listed in the skills catalogue of the instructions. "
         "The argument is the skill's name exactly as listed, not a path."

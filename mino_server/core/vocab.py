@@ -1,0 +1,52 @@
+"""The core's vocabularies, defined once: each Literal is the type, each tuple the run-time list.
+
+`contract.py` re-exports them with the events and requests that use them; this module is apart so a
+front end can read a list (ACP's modes, the eval cases' statuses) before the core has loaded: it
+imports nothing but `typing`.
+"""
+
+from __future__ import annotations
+
+import typing
+from typing import Literal
+
+Mode = Literal["manual", "accept-edits", "bypass"]
+MODES: tuple[Mode, ...] = typing.get_args(Mode)
+# What each mode is called where a client shows a name, and what it does (`/mode`, ACP's modes).
+MODE_NAMES: dict[Mode, str] = {"manual": "Manual", "accept-edits": "Accept edits", "bypass": "Bypass"}
+MODE_HELP: dict[Mode, str] = {
+    "manual": "asks before every command, file change and memory save",
+    "accept-edits": "runs project file edits and sandboxed commands without asking; asks for the rest",
+    "bypass": "runs everything without asking, showing each call",
+}
+
+# The rows of the permission decision table (mino_server/core/decision.py; docs/BEHAVIOUR.md).
+Kind = Literal["read_only", "project_write", "sandboxed", "other"]
+KINDS: tuple[Kind, ...] = typing.get_args(Kind)
+
+Decision = Literal["run", "ask", "show"]
+
+# What a tool does, as a client groups tool calls (an icon, a title): each tool names its own
+# (`category` on its class). The values are the Agent Client Protocol's tool kinds.
+ToolCategory = Literal["read", "edit", "delete", "move", "search", "execute", "think", "fetch", "other"]
+TOOL_CATEGORIES: tuple[ToolCategory, ...] = typing.get_args(ToolCategory)
+
+ToolStatus = Literal["completed", "denied", "failed", "invalid_arguments", "unknown"]
+TOOL_STATUSES: tuple[ToolStatus, ...] = typing.get_args(ToolStatus)
+COMPLETED: ToolStatus = "completed"
+DENIED: ToolStatus = "denied"
+FAILED: ToolStatus = "failed"
+INVALID_ARGUMENTS: ToolStatus = "invalid_arguments"
+UNKNOWN: ToolStatus = "unknown"
+
+# Something missing that fails every turn before a request is sent (contract.SetupProblem).
+SetupKind = Literal["no-api-key"]
+
+TurnStatus = Literal["completed", "limit", "interrupted", "failed"]
+TURN_STATUSES: tuple[TurnStatus, ...] = typing.get_args(TurnStatus)
+
+Outcome = Literal["approved", "denied", "cancelled"]
+Role = Literal["user", "assistant", "tool"]
+
+MemoryType = Literal["user", "feedback", "project", "reference"]
+MEMORY_TYPES: tuple[MemoryType, ...] = typing.get_args(MemoryType)
