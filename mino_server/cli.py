@@ -29,6 +29,7 @@ from .core.contract import (
     ApprovalResolved,
     AssistantMessage,
     Event,
+    FileDiff,
     MemoryProblem,
     Notice,
     TextDelta,
@@ -327,7 +328,14 @@ class TerminalUI:
         """input() on the main thread; Ctrl-C ends it with KeyboardInterrupt (Interrupts.read)."""
         return self.interrupts.read(lambda: input(prompt))
 
-    def confirm(self, kind: str, session_id: str, message: str, cancel: CancelToken | None = None) -> bool:
+    def confirm(
+        self,
+        kind: str,
+        session_id: str,
+        message: str,
+        cancel: CancelToken | None = None,
+        diffs: list[FileDiff] | None = None,
+    ) -> bool:
         self._begin_block()  # like an approval: from a fresh line and reset attributes
         self.line(message)  # its project text is escaped by the core and sanitised by write()
         if not self.interactive:
