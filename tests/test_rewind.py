@@ -197,3 +197,47 @@ def test_torn_store_tail_is_cut(tmp_path: Path) -> None:
 def _records(agent: Agent) -> list[dict]:
     assert agent.log is not None
     return [json.loads(x) for x in agent.log.path.read_text().splitlines()]
+
+
+# ---- the editor server: mino/checkpoints, mino/rewind, mino/confirm kind rewind -----------------
+def test_server_checkpoints_and_rewind(model: ScriptedModel, tmp_path: Path) -> None:
+    from helpers import quiet_home
+    from server_client import servers
+
+    home = quiet_home(tmp_path)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("one\ntwo\n")
+    model.add(
+        call("edit_file", path="a.txt", old_text="one", new_text="ONE"),
+        call("write_file", path="new.txt", content="fresh\n", mode="create"),
+        {"text": "done"},
+    )
+    answers = [False, True]
+    with servers(home, model.base_url, ws) as spawn:
+        client = spawn(handlers={"mino/confirm": lambda params: {"confirmed": answers.pop(0)}}, mode="bypass")
+        result = client.request("mino/turn", {"text": "change things"})
+        (t,) = client.request("mino/checkpoints")["turns"]
+        assert t["n"] == 1 and t["turnId"] == result["turnId"] and t["text"] == "change things"
+        assert t["bash"] is False
+        assert t["files"] == [{"path": "a.txt", "action": "restore"}, {"path": "new.txt", "action": "delete"}]
+        assert client.request("mino/state")["checkpointBytes"] > 0
+
+        no = client.request("mino/rewind", {"turnId": t["turnId"]})
+        assert no["confirmed"] is False and no["rewound"] == [] and (ws / "new.txt").exists()
+        yes = client.request("mino/rewind", {"turnId": t["turnId"]})
+        assert yes["confirmed"] is True and yes["rewound"] == ["a.txt", "new.txt"] and yes["kept"] == []
+        assert (ws / "a.txt").read_text() == "one\ntwo\n" and not (ws / "new.txt").exists()
+
+        asked = [r["params"] for r in client.incoming_requests if r["method"] == "mino/confirm"]
+        assert asked[-1]["kind"] == "rewind"
+        assert asked[-1]["message"] == "restore a.txt\ndelete new.txt\nRewind 2 file(s) to before turn 1?"
+        assert {(d["path"].rsplit("/", 1)[-1], d["before"], d["after"]) for d in asked[-1]["diffs"]} == {
+            ("a.txt", "ONE\ntwo\n", "one\ntwo\n"),
+            ("new.txt", "fresh\n", ""),
+        }
+        assert client.request("mino/checkpoints")["turns"] == []
+        items = client.request("mino/history")["items"]
+        assert items and all(i.get("rewound") is True for i in items)
+        assert client.error("mino/rewind", {"turnId": "nope"}).code == -32602
+        assert client.request("mino/command", {"line": "/rewind"})["output"][0] == "Nothing to rewind."

@@ -272,12 +272,13 @@ def run_with_question(
 
 
 def rewind(
-    conv: Conversation, n: int, cancel: CancelToken, out: Callable[[str], None] = lambda line: None
+    conv: Conversation, n: int, cancel: CancelToken | None, out: Callable[[str], None] = lambda line: None
 ) -> tuple[list[str], list[KeptFile]] | None:
     """/rewind N (every front end): asks through the conversation's UI, "rewind" kind."""
     if conv.log is None:
         raise CommandError("No session is selected, so there is nothing to rewind.")
     sid = conv.log.id
+    cancel = cancel or CancelToken()
 
     def ask(message: str, shown: list[FileDiff]) -> bool:
         try:
@@ -294,6 +295,6 @@ def rewind(
 
 
 def rewind_turn(
-    conv: Conversation, turn_id: str, cancel: CancelToken
+    conv: Conversation, turn_id: str, cancel: CancelToken | None
 ) -> tuple[list[str], list[KeptFile]] | None:
     return rewind(conv, turn_number(conv, turn_id), cancel)
