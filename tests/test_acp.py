@@ -742,7 +742,11 @@ def test_rewind_through_request_permission(spawn: Spawn, model: ScriptedModel, w
     """/rewind as an ACP command: the list, then /rewind 1 asks with the diff first (docs/BEHAVIOUR.md, "Rewind")."""
     (ws / "a.txt").write_text("one\n")
     model.add(
-        {"calls": [{"name": "edit_file", "arguments": {"path": "a.txt", "old_text": "one", "new_text": "ONE"}}]},
+        {
+            "calls": [
+                {"name": "edit_file", "arguments": {"path": "a.txt", "old_text": "one", "new_text": "ONE"}}
+            ]
+        },
         {"calls": [{"name": "bash", "arguments": {"command": "true"}}]},
         {"text": "done"},
     )

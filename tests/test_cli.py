@@ -359,6 +359,8 @@ def test_piped_rewind_is_refused(model: ScriptedModel, mino_env: dict[str, str],
     edit = {"name": "edit_file", "arguments": {"path": "a.txt", "old_text": "one", "new_text": "ONE"}}
     model.add({"calls": [edit]}, {"text": "Edited."})
     proc = piped(mino_env, workdir, "shout\n/rewind 1\n", "--mode", "accept-edits")
-    assert "Rewind 1 file(s) to before turn 1? [y/N] no — input is piped, so nobody can confirm." in proc.stdout
+    assert (
+        "Rewind 1 file(s) to before turn 1? [y/N] no — input is piped, so nobody can confirm." in proc.stdout
+    )
     assert "Nothing was rewound." in proc.stdout
     assert (workdir / "a.txt").read_text() == "ONE\n"
