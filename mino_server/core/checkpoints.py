@@ -175,11 +175,10 @@ class CheckpointStore:
 
     def _append(self, parts: list[bytes], blob: tuple[str, int, int] | None) -> None:
         fd = self._open_for_append()
-        data = b"".join(parts)
-        append_line(fd, data)  # one fsync; whole or cut back
+        append_line(fd, parts)  # one fsync; whole or cut back
         if blob is not None:
             self._blobs[blob[0]] = (self._size + blob[1], blob[2])
-        self._size += len(data)
+        self._size += sum(len(p) for p in parts)
 
     def keep(
         self,
