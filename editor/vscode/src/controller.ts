@@ -215,6 +215,7 @@ export class Controller implements vscode.Disposable {
         this.channel.warn(`mino/history: ${errorMessage(e)}`);
       }
       this.sendSnapshot();
+      await this.refreshRewindable();
     };
     this.reloading = this.reloading.then(run, run);
     return this.reloading;
@@ -326,6 +327,7 @@ export class Controller implements vscode.Disposable {
   }
 
   private async onConfirm(p: ConfirmParams): Promise<boolean> {
+    if (p.kind === 'rewind') return this.confirmRewind(p);
     const choice = await vscode.window.showWarningMessage(
       p.kind === 'recovery'
         ? 'Mino: confirm recovery'
@@ -337,6 +339,29 @@ export class Controller implements vscode.Disposable {
       'No',
     );
     return choice === 'Yes';
+  }
+
+  /** The rewind question: each file's diff (as it is ↔ as the rewind leaves it) in VS Code's diff
+   *  editor first, then a modal question with every line; the diffs close with the answer. */
+  private async confirmRewind(p: ConfirmParams): Promise<boolean> {
+    const keys: string[] = [];
+    for (const d of p.diffs ?? []) {
+      if (!isFileDiff(d)) continue;
+      const key = `rewind-${randomBytes(8).toString('hex')}`;
+      this.diffs.put(key, d, false);
+      keys.push(key);
+      await this.diffs.open(key, { preserveFocus: true, title: `${d.path.split(/[\\/]/u).pop() ?? d.path} ↔ after the rewind` }).catch((e: unknown) =>
+        this.channel.warn(`diff: ${errorMessage(e)}`),
+      );
+    }
+    try {
+      const lines = p.message.split('\n');
+      const question = lines.pop() ?? p.message;
+      const choice = await vscode.window.showWarningMessage(`Mino: ${question}`, { modal: true, detail: lines.join('\n') }, 'Rewind');
+      return choice === 'Rewind';
+    } finally {
+      for (const key of keys) void this.diffs.settle(key);
+    }
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -378,7 +403,46 @@ export class Controller implements vscode.Disposable {
       case 'openDiff':
         await this.editor.openCallDiff(m.turnId, m.callId);
         return;
+      case 'rewind':
+        await this.rewindTo(m.turnId);
+        return;
     }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // rewind: "Rewind to here" on a user message whose turn changed files
+
+  /** Which user messages offer "Rewind to here": the turns `mino/checkpoints` lists. */
+  private async refreshRewindable(): Promise<void> {
+    const client = this.server.client;
+    if (!client) return;
+    try {
+      const { turns } = await client.checkpoints();
+      this.transcript.setRewindable(new Set(turns.map((t) => t.turnId)));
+    } catch (e) {
+      this.channel.warn(`mino/checkpoints: ${errorMessage(e)}`);
+    }
+  }
+
+  /** `mino/rewind`: the server asks first (onConfirm, kind rewind, with the diffs); then the panel
+   *  shows the history again, the rewound turns marked. */
+  private async rewindTo(turnId: string): Promise<void> {
+    const client = this.requireClient();
+    if (!client) return;
+    if (this.turn) {
+      this.transcript.addNotice('Mino is still answering. Press Stop to interrupt it.', 'warning');
+      return;
+    }
+    try {
+      const r = await client.rewind(turnId);
+      if (!r.confirmed) return;
+      await this.reloadHistory();
+      const kept = r.kept.map((k) => `keep ${k.path}: ${k.reason}`);
+      this.transcript.addNotice([`Rewound ${r.rewound.length} file(s).`, ...kept].join('\n'), kept.length ? 'warning' : 'info');
+    } catch (e) {
+      this.transcript.addNotice(this.describeError(e), 'error');
+    }
+    await this.refreshRewindable();
   }
 
   private async submit(raw: string): Promise<void> {
@@ -441,6 +505,7 @@ export class Controller implements vscode.Disposable {
       const r = await client.turn(text, cts.token, toContextItems(chips));
       turnId = r?.turnId;
       this.transcript.endTurn(turnId);
+      if (turnId) this.transcript.userTurn(turnId);
       if (r?.status === 'failed') this.transcript.addNotice(r.error || r.text || 'The turn failed.', 'error');
       else if (r?.status === 'limit') this.transcript.addNotice(r.error || r.text || 'The turn stopped at a limit.', 'warning');
       else if (r?.status === 'interrupted') this.transcript.addNotice('Interrupted.', 'warning');
@@ -456,6 +521,7 @@ export class Controller implements vscode.Disposable {
       if (this.turn?.cts === cts) this.turn = undefined;
       this.view.post({ type: 'turn', running: false });
     }
+    await this.refreshRewindable();
   }
 
   private stopTurn(): void {
