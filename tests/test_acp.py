@@ -169,6 +169,7 @@ def test_new_session_and_a_streamed_turn(spawn: Spawn, model: ScriptedModel, ws:
         "sessions",
         "help",
         "clear",
+        "rewind",
     ]
     # saved as the selection, as /new
     assert json.loads((sessions_dir(home) / "active-session.json").read_text())["session_id"] == sid

@@ -270,7 +270,9 @@ class CheckpointedFiles:
     def read(self, target: Target) -> FileBytes | None:
         return self.inner.read(target)
 
-    def write(self, target: Target, data: bytes, expected: str | None, before_write: BeforeWrite | None = None) -> None:
+    def write(
+        self, target: Target, data: bytes, expected: str | None, before_write: BeforeWrite | None = None
+    ) -> None:
         def keep(found: FileBytes | None) -> None:
             try:
                 self.store.keep(

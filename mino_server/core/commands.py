@@ -19,7 +19,14 @@ from .contract import MODE_HELP, MODES
 from .conversation import Conversation
 from .errors import CommandError, StorageError
 from .values import Frozen, Mutable
-from .words import COMPACT_RUNNING, REWIND_RUNNING, SESSION_CHANGING, mode_line, open_elsewhere_mark, session_line
+from .words import (
+    COMPACT_RUNNING,
+    REWIND_RUNNING,
+    SESSION_CHANGING,
+    mode_line,
+    open_elsewhere_mark,
+    session_line,
+)
 
 CLEAR_QUESTION = (
     "Clear this session's saved history? This does not undo executed commands or delete recovery copies "

@@ -23,8 +23,8 @@ import functools
 import hashlib
 import os
 import stat
-from dataclasses import dataclass
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import BinaryIO, Protocol
 
 from .. import durable
