@@ -14,6 +14,7 @@ import { toContextItems } from './core/context';
 import { isFileDiff } from './core/diffs';
 import { DiffView } from './diffView';
 import { callDiffKey, EditorCommands } from './editorCommands';
+import { RewindCommands } from './rewindCommands';
 import { SessionCommands } from './sessionCommands';
 import { MinoServer } from './server';
 import { ErrorCodes, type ApprovalRequest, type ConfirmParams, type Event, type State, type Usage } from './protocol';
@@ -61,6 +62,8 @@ export class Controller implements vscode.Disposable {
   private readonly editor: EditorCommands;
   /** The palette's session commands (sessionCommands.ts). */
   private readonly sessions: SessionCommands;
+  /** "Rewind to here" and the rewind question (rewindCommands.ts). */
+  private readonly rewind: RewindCommands;
 
   constructor(context: vscode.ExtensionContext) {
     this.channel = vscode.window.createOutputChannel('Mino', { log: true });
@@ -98,6 +101,16 @@ export class Controller implements vscode.Disposable {
       setState: (st) => this.setState(st),
       reloading: () => this.reloading,
       reloadHistory: () => this.reloadHistory(),
+    });
+    this.rewind = new RewindCommands({
+      channel: this.channel,
+      transcript: this.transcript,
+      diffs: this.diffs,
+      client: () => this.server.client,
+      requireClient: () => this.requireClient(),
+      turnRunning: () => !!this.turn,
+      reloadHistory: () => this.reloadHistory(),
+      describeError: (e) => this.describeError(e),
     });
 
     this.disposables.push(
@@ -215,7 +228,7 @@ export class Controller implements vscode.Disposable {
         this.channel.warn(`mino/history: ${errorMessage(e)}`);
       }
       this.sendSnapshot();
-      await this.refreshRewindable();
+      await this.rewind.refresh();
     };
     this.reloading = this.reloading.then(run, run);
     return this.reloading;
@@ -327,7 +340,7 @@ export class Controller implements vscode.Disposable {
   }
 
   private async onConfirm(p: ConfirmParams): Promise<boolean> {
-    if (p.kind === 'rewind') return this.confirmRewind(p);
+    if (p.kind === 'rewind') return this.rewind.confirm(p);
     const choice = await vscode.window.showWarningMessage(
       p.kind === 'recovery'
         ? 'Mino: confirm recovery'
@@ -339,29 +352,6 @@ export class Controller implements vscode.Disposable {
       'No',
     );
     return choice === 'Yes';
-  }
-
-  /** The rewind question: each file's diff (as it is ↔ as the rewind leaves it) in VS Code's diff
-   *  editor first, then a modal question with every line; the diffs close with the answer. */
-  private async confirmRewind(p: ConfirmParams): Promise<boolean> {
-    const keys: string[] = [];
-    for (const d of p.diffs ?? []) {
-      if (!isFileDiff(d)) continue;
-      const key = `rewind-${randomBytes(8).toString('hex')}`;
-      this.diffs.put(key, d, false);
-      keys.push(key);
-      await this.diffs.open(key, { preserveFocus: true, title: `${d.path.split(/[\\/]/u).pop() ?? d.path} ↔ after the rewind` }).catch((e: unknown) =>
-        this.channel.warn(`diff: ${errorMessage(e)}`),
-      );
-    }
-    try {
-      const lines = p.message.split('\n');
-      const question = lines.pop() ?? p.message;
-      const choice = await vscode.window.showWarningMessage(`Mino: ${question}`, { modal: true, detail: lines.join('\n') }, 'Rewind');
-      return choice === 'Rewind';
-    } finally {
-      for (const key of keys) void this.diffs.settle(key);
-    }
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -404,45 +394,9 @@ export class Controller implements vscode.Disposable {
         await this.editor.openCallDiff(m.turnId, m.callId);
         return;
       case 'rewind':
-        await this.rewindTo(m.turnId);
+        await this.rewind.rewindTo(m.turnId);
         return;
     }
-  }
-
-  // ---------------------------------------------------------------------------------------------
-  // rewind: "Rewind to here" on a user message whose turn changed files
-
-  /** Which user messages offer "Rewind to here": the turns `mino/checkpoints` lists. */
-  private async refreshRewindable(): Promise<void> {
-    const client = this.server.client;
-    if (!client) return;
-    try {
-      const { turns } = await client.checkpoints();
-      this.transcript.setRewindable(new Set(turns.map((t) => t.turnId)));
-    } catch (e) {
-      this.channel.warn(`mino/checkpoints: ${errorMessage(e)}`);
-    }
-  }
-
-  /** `mino/rewind`: the server asks first (onConfirm, kind rewind, with the diffs); then the panel
-   *  shows the history again, the rewound turns marked. */
-  private async rewindTo(turnId: string): Promise<void> {
-    const client = this.requireClient();
-    if (!client) return;
-    if (this.turn) {
-      this.transcript.addNotice('Mino is still answering. Press Stop to interrupt it.', 'warning');
-      return;
-    }
-    try {
-      const r = await client.rewind(turnId);
-      if (!r.confirmed) return;
-      await this.reloadHistory();
-      const kept = r.kept.map((k) => `keep ${k.path}: ${k.reason}`);
-      this.transcript.addNotice([`Rewound ${r.rewound.length} file(s).`, ...kept].join('\n'), kept.length ? 'warning' : 'info');
-    } catch (e) {
-      this.transcript.addNotice(this.describeError(e), 'error');
-    }
-    await this.refreshRewindable();
   }
 
   private async submit(raw: string): Promise<void> {
@@ -521,7 +475,7 @@ export class Controller implements vscode.Disposable {
       if (this.turn?.cts === cts) this.turn = undefined;
       this.view.post({ type: 'turn', running: false });
     }
-    await this.refreshRewindable();
+    await this.rewind.refresh();
   }
 
   private stopTurn(): void {
