@@ -1213,6 +1213,84 @@ def bench_million(ctx: Context, model_cls: type) -> None:
     )
 
 
+def bench_rewind(ctx: Context, model_cls: type) -> None:
+    """The checkpoint a write keeps (docs/BEHAVIOUR.md, "Rewind"): CPU and fsyncs per edit of a
+    1 MiB file (the hash of the new bytes and the store append; the old bytes' hash is the approval's),
+    and /rewind N of a turn that changed 100 files (plan, journal record, 100 atomic restores)."""
+    import hashlib
+
+    from mino_server.core import checkpoints, rewind
+
+    cpu = ctx.row(
+        "checkpoint_cpu", "Checkpoint per edit of a 1 MiB file: CPU (user + system)", "ms", "≤ 1", digits=2
+    )
+    small = ctx.row(
+        "checkpoint_cpu_256k", "Checkpoint per edit of a 256 KiB file: CPU", "ms", "≤ 1", digits=2
+    )
+    syncs = ctx.row("checkpoint_fsyncs", "Checkpoint per edit: extra fsyncs", "count", "≤ 1", digits=0)
+    whole = ctx.row(
+        "rewind_100", "/rewind N of a turn that changed 100 files (plan + restore)", "ms", "≤ 200"
+    )
+    home, work = ctx.scratch("rewind")
+    store = checkpoints.CheckpointStore(home, "b" * 32)
+    counted = [0]
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        counted[0] += 1
+        real_fsync(fd)
+
+    store.keep("t0", "warm", b"w", "0" * 64, "1" * 64, 0o644)  # makes the folder and the pack once
+    for i in range(ctx.runs * 10):
+        size = 1 << 20 if i % 2 else 256 << 10
+        before = os.urandom(size)  # new bytes each time: the blob is stored, not found
+        before_sha = hashlib.sha256(before).hexdigest()  # computed by the approval, not the checkpoint
+        after = before[:-8] + b"%08d" % i
+        os.fsync = fsync  # type: ignore[assignment]
+        counted[0] = 0
+        try:
+            t = time.process_time()
+            store.keep("t1", f"f{i}.txt", before, before_sha, hashlib.sha256(after).hexdigest(), 0o644)
+            spent = time.process_time() - t
+        finally:
+            os.fsync = real_fsync
+        (cpu if size == 1 << 20 else small).mino.add(spent * 1000)
+        syncs.mino.add(counted[0])
+    store.close()
+
+    with model_cls() as model:
+        agent = open_agent(home, work, model.base_url)
+        try:
+            yes = lambda message, diffs: True  # noqa: E731
+            for i in range(ctx.runs):
+                log = agent.log
+                tid = f"turn{i}"
+                log.append("user_message", tid, text=f"change 100 files ({i})")
+                store = agent.checkpoints
+                for k in range(100):
+                    path = work / f"d{k % 10}" / f"f{k}.txt"
+                    path.parent.mkdir(exist_ok=True)
+                    old = path.read_bytes() if path.exists() else None
+                    new = f"version {i} of file {k}\n".encode() * 40
+                    store.keep(
+                        tid,
+                        f"d{k % 10}/f{k}.txt",
+                        old,
+                        None if old is None else hashlib.sha256(old).hexdigest(),
+                        hashlib.sha256(new).hexdigest(),
+                        None if old is None else 0o644,
+                    )
+                    path.write_bytes(new)
+                log.append("turn_end", tid, status="completed")
+                n = log.turns()[tid][0]
+                t = time.perf_counter()
+                done = rewind.run_with_question(agent, n, lambda line: None, yes)
+                whole.mino.add((time.perf_counter() - t) * 1000)
+                check(done is not None and len(done[0]) == 100 and not done[1], "rewind of 100 files")
+        finally:
+            agent.close()
+
+
 def _cancel_token() -> Any:
     from mino_server.core.cancel import CancelToken
 
@@ -1227,6 +1305,7 @@ BENCHMARKS: list[tuple[str, Callable[[Context, type], None]]] = [
     ("turn", bench_turn),
     ("resume", bench_resume),
     ("million", bench_million),
+    ("rewind", bench_rewind),
 ]
 
 
@@ -1308,7 +1387,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--only",
         action="append",
-        help="run only these benchmarks (cli, tool, server, acp, turn, resume, million)",
+        help="run only these benchmarks (cli, tool, server, acp, turn, resume, million, rewind)",
     )
     parser.add_argument(
         "--tree",

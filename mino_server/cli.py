@@ -29,6 +29,7 @@ from .core.contract import (
     ApprovalResolved,
     AssistantMessage,
     Event,
+    FileDiff,
     MemoryProblem,
     Notice,
     TextDelta,
@@ -327,15 +328,27 @@ class TerminalUI:
         """input() on the main thread; Ctrl-C ends it with KeyboardInterrupt (Interrupts.read)."""
         return self.interrupts.read(lambda: input(prompt))
 
-    def confirm(self, kind: str, session_id: str, message: str, cancel: CancelToken | None = None) -> bool:
+    def confirm(
+        self,
+        kind: str,
+        session_id: str,
+        message: str,
+        cancel: CancelToken | None = None,
+        diffs: list[FileDiff] | None = None,
+    ) -> bool:
         self._begin_block()  # like an approval: from a fresh line and reset attributes
-        self.line(message)  # its project text is escaped by the core and sanitised by write()
+        prompt = "[y/N] "
+        if kind == "rewind":  # its last line is the question: `Rewind K file(s) to before turn N? [y/N]`
+            message, _, question = message.rpartition("\n")
+            prompt = terminal_text(question) + " " + prompt
+        if message:
+            self.line(message)  # its project text is escaped by the core and sanitised by write()
         if not self.interactive:
-            self.line("[y/N] no — input is piped, so nobody can confirm.")
+            self.line(prompt + "no — input is piped, so nobody can confirm.")
             return False
         if threading.current_thread() is not threading.main_thread():
-            return self._ask_main("[y/N] ", cancel or CancelToken())  # asked during a turn (skills)
-        return self.ask_yes_no("[y/N] ")
+            return self._ask_main(prompt, cancel or CancelToken())  # asked during a turn (skills)
+        return self.ask_yes_no(prompt)
 
     def ask_text(self, prompt: str) -> str | None:
         if not self.interactive:

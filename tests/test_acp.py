@@ -169,6 +169,7 @@ def test_new_session_and_a_streamed_turn(spawn: Spawn, model: ScriptedModel, ws:
         "sessions",
         "help",
         "clear",
+        "rewind",
     ]
     # saved as the selection, as /new
     assert json.loads((sessions_dir(home) / "active-session.json").read_text())["session_id"] == sid
@@ -736,3 +737,42 @@ def test_loading_a_session_this_process_has_open_reopens_it(
     model.add({"text": "second answer", "require": ["first question", "first answer"]})
     assert client.prompt(sid, "second question") == {"stopReason": "end_turn"}
     assert model.errors == []
+
+
+def test_rewind_through_request_permission(spawn: Spawn, model: ScriptedModel, ws: Path) -> None:
+    """/rewind as an ACP command: the list, then /rewind 1 asks with the diff first (docs/BEHAVIOUR.md, "Rewind")."""
+    (ws / "a.txt").write_text("one\n")
+    model.add(
+        {
+            "calls": [
+                {"name": "edit_file", "arguments": {"path": "a.txt", "old_text": "one", "new_text": "ONE"}}
+            ]
+        },
+        {"calls": [{"name": "bash", "arguments": {"command": "true"}}]},
+        {"text": "done"},
+    )
+    client = spawn(args=["--mode", "bypass"], handlers={"session/request_permission": lambda p: APPROVE})
+    sid = client.new_session(ws)
+    client.prompt(sid, "change a")
+    assert (ws / "a.txt").read_text() == "ONE\n"
+
+    def said(text: str) -> str:
+        before = len(client.agent_text(sid))
+        assert client.prompt(sid, text) == {"stopReason": "end_turn"}
+        return client.agent_text(sid)[before:]
+
+    listed = said("/rewind")
+    assert listed.startswith("1. ") and "1 file(s): change a (bash commands are not undone)" in listed
+    assert "Rewound 1 file(s); the conversation continues from before turn 1." in said("/rewind 1")
+    assert (ws / "a.txt").read_text() == "one\n"
+    (asked,) = [r for r in client.incoming_requests if r["method"] == "session/request_permission"]
+    call = asked["params"]["toolCall"]
+    assert call["title"] == "Rewind 1 file(s) to before turn 1?" and call["kind"] == "edit"
+    assert call["content"][0] == {
+        "type": "diff",
+        "path": str(ws.resolve() / "a.txt"),
+        "oldText": "ONE\n",
+        "newText": "one\n",
+    }
+    assert "restore a.txt\n(bash commands are not undone)" in call["content"][1]["content"]["text"]
+    assert said("/rewind").startswith("Nothing to rewind.\nCheckpoints of this session: ")

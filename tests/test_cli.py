@@ -316,3 +316,51 @@ def test_home_and_files_are_private(model: ScriptedModel, mino_env: dict[str, st
             assert f.stat().st_mode & 0o777 == 0o600, f
     sel = json.loads((home / "sessions" / "active-session.json").read_text())
     assert re.fullmatch("[0-9a-f]{32}", sel["session_id"])
+
+
+def test_rewind_through_the_pty(model: ScriptedModel, mino_env: dict[str, str], workdir: Path) -> None:
+    """/rewind lists, /rewind 1 shows each file and asks; no keeps everything, yes puts it back and
+    the next request no longer sends the rewound turn (docs/BEHAVIOUR.md, "Rewind")."""
+    (workdir / "a.txt").write_text("one\n")
+    edit = {"name": "edit_file", "arguments": {"path": "a.txt", "old_text": "one", "new_text": "ONE"}}
+    model.add({"calls": [edit]}, {"text": "Edited."}, {"text": "Fresh start."})
+    child = spawn(mino_env, workdir, "--mode", "accept-edits")
+    child.expect_exact(PROMPT)
+    child.sendline("shout the word")
+    child.expect_exact("Assistant> Edited.")
+    child.expect_exact(PROMPT)
+    child.sendline("/rewind")
+    child.expect(r"1\. \d{4}-\d\d-\d\d \d\d:\d\d UTC 1 file\(s\): shout the word")
+    child.expect_exact("Checkpoints of this session: ")
+    child.expect_exact(PROMPT)
+    child.sendline("/rewind 1")
+    child.expect_exact("restore a.txt")
+    child.expect_exact("Rewind 1 file(s) to before turn 1? [y/N] ")
+    child.sendline("")  # Enter alone is a no
+    child.expect_exact("Nothing was rewound.")
+    child.expect_exact(PROMPT)
+    assert (workdir / "a.txt").read_text() == "ONE\n"
+    child.sendline("/rewind 1")
+    child.expect_exact("Rewind 1 file(s) to before turn 1? [y/N] ")
+    child.sendline("y")
+    child.expect_exact("Rewound 1 file(s); the conversation continues from before turn 1.")
+    child.expect_exact(PROMPT)
+    assert (workdir / "a.txt").read_text() == "one\n"
+    child.sendline("start again")
+    child.expect_exact("Assistant> Fresh start.")
+    child.expect_exact(PROMPT)
+    child.sendeof()
+    child.expect(pexpect.EOF)
+    assert texts(model.requests[-1]) == ["start again"]
+
+
+def test_piped_rewind_is_refused(model: ScriptedModel, mino_env: dict[str, str], workdir: Path) -> None:
+    (workdir / "a.txt").write_text("one\n")
+    edit = {"name": "edit_file", "arguments": {"path": "a.txt", "old_text": "one", "new_text": "ONE"}}
+    model.add({"calls": [edit]}, {"text": "Edited."})
+    proc = piped(mino_env, workdir, "shout\n/rewind 1\n", "--mode", "accept-edits")
+    assert (
+        "Rewind 1 file(s) to before turn 1? [y/N] no — input is piped, so nobody can confirm." in proc.stdout
+    )
+    assert "Nothing was rewound." in proc.stdout
+    assert (workdir / "a.txt").read_text() == "ONE\n"

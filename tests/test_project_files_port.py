@@ -21,7 +21,13 @@ from mino_server.core.store import Store
 from mino_server.core.tools.base import ToolContext, ToolFailure
 from mino_server.core.tools.files import EditFileTool, ReadFileTool, WriteFileTool
 from mino_server.core.tools.paths import Target
-from mino_server.core.tools.project_files import CHANGED_AFTER_APPROVAL, FileBytes, ProjectFiles, sha256
+from mino_server.core.tools.project_files import (
+    CHANGED_AFTER_APPROVAL,
+    BeforeWrite,
+    FileBytes,
+    ProjectFiles,
+    sha256,
+)
 from mino_server.testing.scripted_model import ScriptedModel
 
 
@@ -42,11 +48,15 @@ class EditorBuffers:
         text = self.files.get(target.path)
         return None if text is None else FileBytes(text.encode("utf-8"), 0o644)
 
-    def write(self, target: Target, data: bytes, expected: str | None) -> None:
+    def write(
+        self, target: Target, data: bytes, expected: str | None, before_write: BeforeWrite | None = None
+    ) -> None:
         self.calls.append(("write", target.path))
         found = self.read(target)
         if (None if found is None else sha256(found.data)) != expected:
             raise ToolFailure(CHANGED_AFTER_APPROVAL)
+        if before_write is not None:
+            before_write(found)
         self.files[target.path] = data.decode("utf-8")
 
 

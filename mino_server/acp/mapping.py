@@ -235,8 +235,12 @@ def fields_content(
         lines.append(question)
     content = [text_content(fence("\n".join(lines)))]
     if diff is not None:
-        content.append({"type": "diff", "path": diff.path, "oldText": diff.before, "newText": diff.after})
+        content.append(diff_content(diff))
     return content
+
+
+def diff_content(diff: FileDiff) -> dict[str, Any]:
+    return {"type": "diff", "path": diff.path, "oldText": diff.before, "newText": diff.after}
 
 
 def fence(text: str) -> str:
@@ -332,8 +336,18 @@ def in_progress(call_id: str) -> dict[str, Any]:
     return {"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": "in_progress"}
 
 
-def confirm_tool_call(kind: str, session_id: str, message: str) -> dict[str, Any]:
+def confirm_tool_call(
+    kind: str, session_id: str, message: str, diffs: list[FileDiff] | None = None
+) -> dict[str, Any]:
     """A mino confirmation (core/ui.py confirm) as the tool call of a session/request_permission."""
+    if kind == "rewind":  # the files' diffs first (as for an edit), then the list and the question
+        return {
+            "toolCallId": f"rewind-{session_id}",
+            "title": message.rsplit("\n", 1)[-1],
+            "kind": "edit",
+            "status": "pending",
+            "content": [*(diff_content(d) for d in diffs or ()), text_content(fence(message))],
+        }
     if kind == "skills":
         return {
             "toolCallId": f"skills-{session_id}",

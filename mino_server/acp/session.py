@@ -18,7 +18,7 @@ from ..jsonrpc import BUSY, Cancels, RpcError
 from . import mapping as M
 
 if TYPE_CHECKING:
-    from ..core.contract import ApprovalRequest, Event
+    from ..core.contract import ApprovalRequest, Event, FileDiff
     from ..core.conversation import Conversation
 
 log = logging.getLogger("mino.acp")
@@ -128,10 +128,17 @@ class SessionUI:
         }
         return M.granted(self.agent.ask("session/request_permission", params, cancel))
 
-    def confirm(self, kind: str, session_id: str, message: str, cancel: CancelToken | None = None) -> bool:
+    def confirm(
+        self,
+        kind: str,
+        session_id: str,
+        message: str,
+        cancel: CancelToken | None = None,
+        diffs: list[FileDiff] | None = None,
+    ) -> bool:
         params = {
             "sessionId": session_id,
-            "toolCall": M.confirm_tool_call(kind, session_id, message),
+            "toolCall": M.confirm_tool_call(kind, session_id, message, diffs),
             "options": M.PERMISSION_OPTIONS,
         }
         return M.granted(self.agent.ask("session/request_permission", params, cancel))

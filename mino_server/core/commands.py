@@ -19,7 +19,14 @@ from .contract import MODE_HELP, MODES
 from .conversation import Conversation
 from .errors import CommandError, StorageError
 from .values import Frozen, Mutable
-from .words import COMPACT_RUNNING, SESSION_CHANGING, mode_line, open_elsewhere_mark, session_line
+from .words import (
+    COMPACT_RUNNING,
+    REWIND_RUNNING,
+    SESSION_CHANGING,
+    mode_line,
+    open_elsewhere_mark,
+    session_line,
+)
 
 CLEAR_QUESTION = (
     "Clear this session's saved history? This does not undo executed commands or delete recovery copies "
@@ -165,6 +172,32 @@ def cmd_compact(
     out(message)
 
 
+def cmd_rewind(
+    conversation: Conversation, args: list[str], out: Callable[[str], None], ask: object, cancel: CancelToken
+) -> None:
+    """/rewind lists the turns that changed files; /rewind N takes back turn N and later (docs/BEHAVIOUR.md, "Rewind")."""
+    from . import checkpoints, rewind
+    from .words import NOTHING_TO_REWIND, checkpoint_size_line, rewind_turn_line
+
+    if len(args) > 1 or (args and not (args[0].isascii() and args[0].isdigit())):
+        raise CommandError("Usage: /rewind [N] — N is a turn's number from the /rewind list.")
+    conversation.check_idle()
+    if conversation.log is None:
+        raise CommandError("No session is selected, so there is nothing to rewind.")
+    sid = conversation.log.id
+    if args:
+        rewind.rewind(conversation, int(args[0]), cancel, out)
+        return
+    turns = rewind.checkpoint_turns(conversation)
+    if not turns:
+        out(NOTHING_TO_REWIND)
+    for t in turns:
+        out(rewind_turn_line(t.n, t.at, len(t.files), t.text, t.bash))
+    size = checkpoints.size_of(conversation.config.home, sid)
+    if size:
+        out(checkpoint_size_line(size, str(checkpoints.folder(conversation.config.home, sid))))
+
+
 @dataclass(frozen=True, eq=False, repr=False)
 class InThreads(Frozen):
     """How a client whose threads are sessions (ACP) offers a command: its /help line, and the
@@ -265,6 +298,20 @@ COMMAND_TABLE: tuple[Command, ...] = (
             "summarise older history to save context",
             "Summarise older history to save context",
             rank=1,
+        ),
+    ),
+    Command(
+        "/rewind",
+        "/rewind [N]",
+        "list the turns that changed files, or take back turn N and later (asks first)",
+        cmd_rewind,
+        alone=REWIND_RUNNING,
+        threads=InThreads(
+            "/rewind [N]",
+            "list the turns that changed files, or take back turn N and later (asks first)",
+            "List the turns that changed files, or take back turn N and later (asks first)",
+            rank=6,
+            hint="turn number (optional)",
         ),
     ),
     Command(

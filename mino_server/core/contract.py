@@ -36,6 +36,7 @@ from .vocab import Kind as Kind
 from .vocab import MemoryType as MemoryType
 from .vocab import Mode as Mode
 from .vocab import Outcome as Outcome
+from .vocab import RewindAction as RewindAction
 from .vocab import Role as Role
 from .vocab import SetupKind as SetupKind
 from .vocab import ToolCategory as ToolCategory
@@ -306,6 +307,11 @@ class State(Mutable):
         "present when every turn would fail before a request is sent (e.g. no API key for OpenAI's "
         "endpoint): show it with a way to fix it; absent when nothing is missing"
     )
+    checkpointBytes: int = doc(
+        "bytes the active session's checkpoint store (the files' states before Mino's writes, for "
+        "/rewind) holds under MINO_HOME/checkpoints; /clear deletes them",
+        default=0,
+    )
 
 
 @dataclass(kw_only=True, eq=False, repr=False)
@@ -318,6 +324,37 @@ class HistoryItem(Mutable):
     text: str
     tool: str | None = optional("role tool: the tool's name")
     status: ToolStatus | None = optional("role tool: the result status")
+    rewound: bool | None = optional("true when /rewind took this turn back: later requests no longer send it")
+
+
+@dataclass(kw_only=True, frozen=True, eq=False, repr=False)
+class CheckpointFile(Frozen):
+    """A file a turn changed, and what a rewind to before that turn would do with it."""
+
+    path: str = doc("relative to the working directory")
+    action: RewindAction = doc(
+        "restore: back to its state before the turn; delete: Mino created it in that turn or later; "
+        "keep: changed since Mino wrote it (or no longer reachable), left alone"
+    )
+    reason: str | None = optional("action keep: why")
+
+
+@dataclass(kw_only=True, eq=False, repr=False)
+class CheckpointTurn(Mutable):
+    """A turn of the active session that changed files and can be rewound."""
+
+    n: int = doc("the turn's number in the session (1 is its first request): /rewind N")
+    turnId: str
+    at: str = doc("when the request was sent, UTC (ISO 8601)")
+    text: str = doc("the request's first line, escaped for display")
+    bash: bool = doc("the turn also ran bash commands, which a rewind does not undo")
+    files: list[CheckpointFile]
+
+
+@dataclass(kw_only=True, frozen=True, eq=False, repr=False)
+class KeptFile(Frozen):
+    path: str
+    reason: str
 
 
 @dataclass(frozen=True, eq=False, repr=False)

@@ -61,6 +61,7 @@ from .words import (
 )
 
 if TYPE_CHECKING:
+    from .checkpoints import CheckpointStore
     from .context import ContextRequest, ResolvedItem
     from .memory import MemoryEntry, ProblemTracker
     from .model_client import ModelClient
@@ -96,6 +97,7 @@ class Conversation:
         self._skills: list[Skill] | None = None
         self.budget = TokenBudget(self.config.context_window)
         self.usage: ContextUsage | None = None  # the latest request that reported usage (State.usage)
+        self._checkpoints: CheckpointStore | None = None  # the active session's, opened when first used
 
     # ---- lifecycle -----------------------------------------------------------------------
     @property
@@ -204,7 +206,24 @@ class Conversation:
             self.store.release(claim)
             raise
 
+    @property
+    def checkpoints(self) -> CheckpointStore | None:
+        """The active session's checkpoint store (core/checkpoints.py); None without a session."""
+        if self.log is None:
+            return None
+        if self._checkpoints is None:
+            from .checkpoints import CheckpointStore
+
+            self._checkpoints = CheckpointStore(self.config.home, self.log.id)
+        return self._checkpoints
+
+    def _drop_checkpoints(self) -> None:
+        if self._checkpoints is not None:
+            self._checkpoints.close()
+            self._checkpoints = None
+
     def _activate(self, log: SessionLog, claim: SessionClaim | None) -> None:
+        self._drop_checkpoints()
         if self.log is not None and self.log is not log:
             self.log.close()
         if self._claim is not None and self._claim is not claim:
@@ -219,6 +238,7 @@ class Conversation:
         self._force_memory_report = True
 
     def close(self) -> None:
+        self._drop_checkpoints()
         if self.log is not None:
             self.log.close()
             self.log = None
@@ -303,6 +323,10 @@ class Conversation:
             return False
         with self._command_lock():
             self.sessions.clear(sid)
+            from . import checkpoints
+
+            self._drop_checkpoints()
+            checkpoints.remove(self.config.home, sid)  # the files' earlier states go with the history
             try:
                 selected = self.sessions.read_selection()
             except SelectionError:
@@ -515,6 +539,11 @@ class Conversation:
             instructions="",
             before_tools=None if self._sandbox_known else self._tools_ready,
         )
+        store = self.checkpoints
+        if store is not None:  # every write of this turn keeps the file's previous state first
+            from .checkpoints import CheckpointedFiles
+
+            turn.ctx.files = CheckpointedFiles(self.files, store, turn.turn_id)
         try:
             skill_list = self._session_skills(log, cancel)
             history = log.replay_records()  # before this turn's first record
@@ -573,12 +602,20 @@ class Conversation:
             sandbox=self._sandbox.name if self._sandbox is not None else None,
             usage=self.usage,
             setup=self.config.setup_problem(),
+            checkpointBytes=self._checkpoint_bytes(),
             memory=MemoryStatus(
                 dir=str(self.config.memory_dir),
                 count=len(entries),
                 problems=[MemoryProblem(file=f, reason=r) for f, r in problems],
             ),
         )
+
+    def _checkpoint_bytes(self) -> int:
+        if self.log is None:
+            return 0
+        from .checkpoints import size_of
+
+        return size_of(self.config.home, self.log.id)
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")

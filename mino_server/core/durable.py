@@ -89,18 +89,20 @@ def _replace_at(dir_fd: int, name: str, data: bytes, mode: int) -> None:
         raise
 
 
-def append_line(fd: int, data: bytes) -> None:
-    """Append one whole record to an O_APPEND descriptor and fsync it.
+def append_line(fd: int, data: bytes | list[bytes]) -> None:
+    """Append one whole record (or its parts, written one after the other and never joined in
+    memory: a checkpoint's megabyte is not copied) to an O_APPEND descriptor and fsync it.
 
     When the write or the fsync fails (a full disk can take part of a record first), the file is cut
     back to where it was: it keeps the old records, never part of a new one.
     """
     start = os.lseek(fd, 0, os.SEEK_END)
     try:
-        view = memoryview(data)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
+        for part in [data] if isinstance(data, bytes) else data:
+            view = memoryview(part)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
         os.fsync(fd)
     except BaseException:
         try:

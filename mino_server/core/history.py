@@ -29,8 +29,10 @@ def history_page(
     if log is None:
         return [], False
     pairs, more = log.page(before, page_limit(limit))
+    gone = log.rewound()  # turns /rewind took back: shown, and marked
     items = []
     for rec, call in pairs:
+        rewound = True if gone and rec.get("turn_id") in gone else None
         t = rec["type"]
         if t == "tool_result":
             items.append(
@@ -41,9 +43,14 @@ def history_page(
                     text=rec["output"],
                     tool=call["name"] if call is not None else "?",
                     status=rec["status"],
+                    rewound=rewound,
                 )
             )
         else:
             role: Role = "user" if t == "user_message" else "assistant"
-            items.append(HistoryItem(seq=rec["seq"], turnId=rec.get("turn_id"), role=role, text=rec["text"]))
+            items.append(
+                HistoryItem(
+                    seq=rec["seq"], turnId=rec.get("turn_id"), role=role, text=rec["text"], rewound=rewound
+                )
+            )
     return items, more

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from .cancel import CancelToken
-from .contract import ApprovalRequest, Event, MemoryProblem
+from .contract import ApprovalRequest, Event, FileDiff, MemoryProblem
 
 
 class UI(Protocol):
@@ -19,10 +19,18 @@ class UI(Protocol):
     def approve(self, request: ApprovalRequest, cancel: CancelToken) -> bool:
         """Ask the person; False on no, on cancel, on error and when no person can answer."""
 
-    def confirm(self, kind: str, session_id: str, message: str, cancel: CancelToken | None = None) -> bool:
+    def confirm(
+        self,
+        kind: str,
+        session_id: str,
+        message: str,
+        cancel: CancelToken | None = None,
+        diffs: list[FileDiff] | None = None,
+    ) -> bool:
         """A yes/no confirmation: kind "recovery" (outside a turn), or "skills" (project skills not
-        accepted before, at a session's first turn, which `cancel` may end); False when no person
-        can answer."""
+        accepted before, at a session's first turn, which `cancel` may end), or "rewind" (/rewind N,
+        with the files as they are and as the rewind leaves them in `diffs`, for an editor's diff
+        view); False when no person can answer."""
 
     def memory_problems(self, directory: str, problems: list[MemoryProblem]) -> None:
         """Memory files that were not loaded."""

@@ -47,6 +47,7 @@ TURN_STATUSES: tuple[TurnStatus, ...] = typing.get_args(TurnStatus)
 
 Outcome = Literal["approved", "denied", "cancelled"]
 Role = Literal["user", "assistant", "tool"]
+RewindAction = Literal["restore", "delete", "keep"]  # what /rewind does with a file (core/rewind.py)
 
 MemoryType = Literal["user", "feedback", "project", "reference"]
 MEMORY_TYPES: tuple[MemoryType, ...] = typing.get_args(MemoryType)

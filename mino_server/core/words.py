@@ -16,6 +16,7 @@ TURN_RUNNING = "A turn is running; wait for it to end or interrupt it first."
 # What a request is told while an operation that must run alone runs (commands.COMMANDS, the server's routes).
 COMPACT_RUNNING = "A compaction is running; wait for it to end or cancel it first."
 SESSION_CHANGING = "A session change is in progress; wait for it to finish."
+REWIND_RUNNING = "A rewind is running; wait for it to finish."
 
 
 def mode_line(mode: Mode) -> str:
@@ -124,3 +125,40 @@ SKILLS_NOT_LOADED = "Project skills were not loaded for this session (not accept
 
 def skills_consent_not_saved(reason: str) -> str:
     return f"Could not remember that you accepted these skills ({reason}); Mino will ask again next session."
+
+
+# ---- /rewind (docs/BEHAVIOUR.md, "Rewind") -------------------------------------------------------
+NOTHING_TO_REWIND = "Nothing to rewind."
+BASH_NOT_UNDONE = "(bash commands are not undone)"
+CHANGED_SINCE_MINO = "changed since Mino wrote it"
+NOT_REWOUND = "Nothing was rewound."
+
+
+def rewind_turn_line(n: int, at: str, files: int, text: str, bash: bool) -> str:
+    """One line of /rewind's list: `N. <time> <K> file(s): <first line of the request>`."""
+    when = at[:16].replace("T", " ") + " UTC" if len(at) >= 16 else at
+    return f"{n}. {when} {files} file(s): {text}" + (f" {BASH_NOT_UNDONE}" if bash else "")
+
+
+def rewind_file_line(action: str, path: str, reason: str | None) -> str:
+    return f"{action} {path}" + (f": {reason}" if action == "keep" and reason else "")
+
+
+def rewind_question(files: int, n: int) -> str:
+    return f"Rewind {files} file(s) to before turn {n}?"
+
+
+def rewound_line(files: int, n: int) -> str:
+    return f"Rewound {files} file(s); the conversation continues from before turn {n}."
+
+
+def checkpoint_size_line(size: int, where: str) -> str:
+    """How much the session's checkpoint store keeps, and where (/rewind lists it)."""
+    amount = (
+        f"{size} bytes"
+        if size < 1024
+        else f"{size / 1024:.1f} KiB"
+        if size < 1 << 20
+        else f"{size / (1 << 20):.1f} MiB"
+    )
+    return f"Checkpoints of this session: {amount} in {where} (/clear deletes them)."

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..core.cancel import CancelToken
-from ..core.contract import ApprovalRequest, Event, MemoryProblem, Notice, ToolResultEvent
+from ..core.contract import ApprovalRequest, Event, FileDiff, MemoryProblem, Notice, ToolResultEvent
 from ..core.display import terminal_text
 from .checks import Run, Turn, describe_request, grade
 from .schema import PLACEHOLDER_RE, Case, CaseError, load_case
@@ -100,7 +100,14 @@ class EvalUI:
         approve = self.case.approve
         return approve == "all" or (isinstance(approve, tuple) and request.tool in approve)
 
-    def confirm(self, kind: str, session_id: str, message: str, cancel: CancelToken | None = None) -> bool:
+    def confirm(
+        self,
+        kind: str,
+        session_id: str,
+        message: str,
+        cancel: CancelToken | None = None,
+        diffs: list[FileDiff] | None = None,
+    ) -> bool:
         self.output.append(message)
         if kind == "skills":
             return True  # the case wrote its skills itself (write_setup), as their author would

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..core.cancel import CancelToken
-from ..core.words import COMPACT_RUNNING, SESSION_CHANGING, TURN_RUNNING
+from ..core.words import COMPACT_RUNNING, REWIND_RUNNING, SESSION_CHANGING, TURN_RUNNING
 from . import protocol as P
 
 if TYPE_CHECKING:
@@ -141,6 +141,25 @@ def memory_list(server: Connection, params: P.Empty, cancel: None) -> P.MemoryLi
     )
 
 
+def checkpoints(server: Connection, params: P.Empty, cancel: None) -> P.Checkpoints:
+    from ..core.rewind import checkpoint_turns
+
+    return P.Checkpoints(turns=checkpoint_turns(server.conversation))
+
+
+def rewind(server: Connection, params: P.RewindParams, cancel: CancelToken) -> P.RewindResult:
+    from ..core.errors import CommandError
+    from ..core.rewind import rewind_turn
+
+    try:
+        done = rewind_turn(server.conversation, params.turnId, cancel)
+    except CommandError as exc:
+        raise P.ProtocolError(P.INVALID_PARAMS, str(exc)) from None
+    server.state_changed()
+    rewound, kept = done if done is not None else ([], [])
+    return P.RewindResult(rewound=rewound, kept=kept, confirmed=done is not None, state=server.state())
+
+
 def history(server: Connection, params: P.HistoryParams, cancel: None) -> P.History:
     items, more = server.conversation.history(params.before, params.limit)
     return P.History(items=items, more=more)
@@ -214,6 +233,8 @@ ROUTES: dict[str, Route] = {
     "mino/sessions/clear": Route(P.ClearParams, sessions_clear, lambda p: SESSION_CHANGING),
     "mino/mode": Route(P.ModeParams, mode),
     "mino/compact": Route(P.Empty, compact, lambda p: COMPACT_RUNNING, lambda p: True, cancellable=True),
+    "mino/checkpoints": Route(P.Empty, checkpoints, read_only=True),
+    "mino/rewind": Route(P.RewindParams, rewind, lambda p: REWIND_RUNNING, cancellable=True),
     "mino/memory/list": Route(P.Empty, memory_list, read_only=True),
     "mino/files": Route(P.FilesParams, files, read_only=True),
     "mino/history": Route(P.HistoryParams, history, read_only=True),

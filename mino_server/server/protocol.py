@@ -130,10 +130,13 @@ from ..core.contract import (  # noqa: E402, F401  (re-exported: the protocol's 
     ApprovalRequest,
     ApprovalResolved,
     AssistantMessage,
+    CheckpointTurn,
     ContextItem,
     Decision,
     Event,
+    FileDiff,
     HistoryItem,
+    KeptFile,
     MemoryProblem,
     MemoryStatus,
     MemoryType,
@@ -305,6 +308,28 @@ class ModeParams:
 
 
 @dataclass(kw_only=True)
+class Checkpoints:
+    turns: list[CheckpointTurn] = doc(
+        "the active session's turns that changed files and were not rewound, newest first"
+    )
+
+
+@dataclass(kw_only=True)
+class RewindParams:
+    turnId: str = doc(
+        "a turn from mino/checkpoints (or a rewound one: a second rewind finishes an interrupted one)"
+    )
+
+
+@dataclass(kw_only=True)
+class RewindResult:
+    rewound: list[str] = doc("paths put back or deleted; empty when the person said no")
+    kept: list[KeptFile] = doc("paths left as they are, each with why")
+    confirmed: bool = doc("false when the person said no: nothing changed")
+    state: State
+
+
+@dataclass(kw_only=True)
 class CompactResult:
     compacted: bool
     message: str = doc('the line the CLI prints, e.g. "Nothing to compact."')
@@ -348,7 +373,7 @@ class ApproveResult:
     approved: bool
 
 
-ConfirmKind = Literal["recovery", "skills"]
+ConfirmKind = Literal["recovery", "skills", "rewind"]
 CONFIRM_KINDS: tuple[ConfirmKind, ...] = typing.get_args(ConfirmKind)
 
 
@@ -356,12 +381,17 @@ CONFIRM_KINDS: tuple[ConfirmKind, ...] = typing.get_args(ConfirmKind)
 class ConfirmParams:
     kind: ConfirmKind = doc(
         "recovery: a session's calls whose result was never recorded; skills: project skills not "
-        "accepted before (new or changed), asked at a session's first turn (a no loads none)"
+        "accepted before (new or changed), asked at a session's first turn (a no loads none); "
+        "rewind: /rewind N or mino/rewind, with the files' diffs"
     )
     sessionId: str
     message: str = doc(
         "several lines ending with the question: the calls whose result was never recorded, or the "
-        "skills' names and descriptions (escaped)"
+        "skills' names and descriptions (escaped), or a rewind's `restore`/`delete`/`keep` lines"
+    )
+    diffs: list[FileDiff] | None = optional(
+        "kind rewind: each file as it is now (`before`) and as the rewind leaves it (`after`, empty "
+        "when deleted); shown in the editor's diff view before the question"
     )
 
 
@@ -480,6 +510,21 @@ CLIENT_REQUESTS: list[Method] = [
     ),
     Method("mino/mode", "client", ModeParams, State, "Sets the permission mode (allowed during a turn)."),
     Method("mino/compact", "client", Empty, CompactResult, "Summarises older history; cancellable."),
+    Method(
+        "mino/checkpoints",
+        "client",
+        Empty,
+        Checkpoints,
+        "The turns /rewind lists, each with its files and what a rewind to before it does with each.",
+    ),
+    Method(
+        "mino/rewind",
+        "client",
+        RewindParams,
+        RewindResult,
+        '/rewind N for the turn `turnId`: sends `mino/confirm {kind: "rewind"}` first; on yes puts '
+        "the files back and leaves turns N and later out of every later request.",
+    ),
     Method("mino/memory/list", "client", Empty, MemoryList, "The memory files, as loaded now."),
     Method(
         "mino/files",
@@ -514,8 +559,8 @@ SERVER_MESSAGES: list[Method] = [
         ConfirmResult,
         "Recovery question before a session with an unrecorded result becomes active (start-up, "
         "resume); skills question at a session's first turn, before project skills not accepted "
-        "before are loaded (sent with `$/cancelRequest` when the turn is interrupted). Only "
-        "`{confirmed: true}` is a yes.",
+        "before are loaded (sent with `$/cancelRequest` when the turn is interrupted); rewind "
+        "question (/rewind N, mino/rewind). Only `{confirmed: true}` is a yes.",
     ),
     Method("mino/event", "server", Event, NOTIFICATION, "A turn event; `type` says which."),
     Method(

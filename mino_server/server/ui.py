@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from ..core.cancel import CancelToken
-from ..core.contract import ApprovalRequest, Event, MemoryProblem
+from ..core.contract import ApprovalRequest, Event, FileDiff, MemoryProblem
 from . import protocol as P
 
 
@@ -37,11 +37,18 @@ class ServerUI:
         # Only an explicit yes approves: an error, a cancel or a malformed answer has denied.
         return isinstance(answer, dict) and answer.get("approved") is True
 
-    def confirm(self, kind: str, session_id: str, message: str, cancel: CancelToken | None = None) -> bool:
+    def confirm(
+        self,
+        kind: str,
+        session_id: str,
+        message: str,
+        cancel: CancelToken | None = None,
+        diffs: list[FileDiff] | None = None,
+    ) -> bool:
         if kind not in P.CONFIRM_KINDS:
             self.server.log_message(f"unexpected confirmation kind {kind!r}; not asked")
             return False
-        params = P.ConfirmParams(kind=kind, sessionId=session_id, message=message)
+        params = P.ConfirmParams(kind=kind, sessionId=session_id, message=message, diffs=diffs)
         answer = self.server.ask("mino/confirm", P.dump(params), cancel)
         return isinstance(answer, dict) and answer.get("confirmed") is True
 

@@ -3,7 +3,8 @@
 One run is a series of cycles over one MINO_HOME and one working directory. Each cycle starts `mino
 --mode bypass` in a pty (through faulthook, so a kill can also land exactly on a durable OS call),
 answers the recovery question with yes, checks what start-up did, then drives random steps — turns
-with bash calls, memory saves and file writes, /new, /clear, /resume — against a fresh scripted
+with bash calls, memory saves and file writes (new files, and files of the session's own that later
+turns overwrite), /new, /clear, /resume, /compact, /rewind N — against a fresh scripted
 model until the process is killed: by a timer at a random moment, by the hook at the N-th durable
 operation (before it, after it, or with a torn write), or at the prompt when the steps run out.
 
@@ -12,7 +13,9 @@ prompt: every session loads (a torn tail only where a crash could leave one), se
 bash call ran twice (each appends its unique token to a witness file in the working directory),
 every call without a result is marked unknown and was asked about, no memory or project file is
 half-written (each is absent or exactly one version the model sent), the selection is one of the
-sessions and is the one last shown, and every turn Mino reported done is still on disk.
+sessions and is the one last shown, and every turn Mino reported done is still on disk. A rewind
+Mino reported done left every file it named exactly as it was before that turn (or deleted); a
+rewind the kill interrupted is run again at the next start (`/rewind N`) and must finish the job.
 
 All randomness comes from one seed, so a failure is replayed by running the same seed again.
 """
@@ -69,6 +72,12 @@ class Ledger:
     selection: str | None = None  # the session last shown with "Session: <id>"
     may_select: set[str] = field(default_factory=set)  # a /resume target a kill may leave selected
     new_after: set[str] | None = None  # during /new: the sessions before it (any other may be selected)
+    # files a session's turns overwrite (each session has its own): path -> every content sent
+    versions: dict[str, set[bytes]] = field(default_factory=dict)
+    # turn text -> the out/ folder just before it was sent (path -> bytes)
+    snapshots: dict[str, dict[str, bytes]] = field(default_factory=dict)
+    # a /rewind N answered yes whose "Rewound" line was not seen: (session, N, path -> bytes or None)
+    pending_rewind: tuple[str, str, dict[str, bytes | None]] | None = None
 
 
 @dataclass
@@ -168,6 +177,10 @@ class CrashRun(HarnessRun):
             timer.start()
         try:
             self.start_up(child, before)
+            pending = self.ledger.pending_rewind
+            if pending is not None and pending[0] == self.ledger.selection:
+                self.report.steps["rewind:finished"] += 1
+                self.rewind(child, pending[1], pending[2])  # the next /rewind N finishes the job
             if mode == "in-call":
                 self.kill_in_call(child, model)
             for _ in range(self.rng.randint(2, 7)):
@@ -297,7 +310,9 @@ class CrashRun(HarnessRun):
 
     # ---- steps ---------------------------------------------------------------------------
     def step(self, child: pexpect.spawn, model: ScriptedModel) -> None:
-        kind = self.rng.choices(["turn", "new", "clear", "resume", "compact"], weights=[12, 2, 2, 2, 1])[0]
+        kind = self.rng.choices(
+            ["turn", "new", "clear", "resume", "compact", "rewind"], weights=[12, 2, 2, 2, 1, 3]
+        )[0]
         self.report.steps[kind] += 1
         getattr(self, f"step_{kind}")(child, model)
 
@@ -313,7 +328,7 @@ class CrashRun(HarnessRun):
         return f"c{self.cycle_no}k{self.call_no}"
 
     def tool_call(self, call_id: str) -> dict[str, Any]:
-        kind = self.rng.choices(["bash", "memory_save", "write_file"], weights=[6, 2, 2])[0]
+        kind = self.rng.choices(["bash", "memory_save", "write_file", "overwrite"], weights=[6, 2, 2, 3])[0]
         if kind == "bash":
             self.ledger.tokens.add(call_id)
             command = self.rng.choice(["{}", "sleep 0.1; {}", "{}; sleep 0.1"]).format(
@@ -330,12 +345,29 @@ class CrashRun(HarnessRun):
             if details:
                 args["details"] = details
             self.ledger.mem_versions.setdefault(name, []).append(render_memory(name, type_, summary, details))
+        elif kind == "overwrite":  # a file of this session's that later turns change and /rewind puts back
+            kind = "write_file"
+            path = f"out/s{(self.ledger.selection or '')[:8]}-{self.rng.randint(0, 1)}.txt"
+            content = f"{call_id} " * self.rng.randint(1, 3000)
+            self.ledger.versions.setdefault(path, set()).add(content.encode())
+            mode = "overwrite" if (self.workdir / path).exists() else "create"
+            args = {"path": path, "content": content, "mode": mode}
         else:
             path = f"out/{call_id}.txt"
             content = f"{call_id} " * self.rng.randint(1, 3000)
             self.ledger.writes[path] = content.encode()
             args = {"path": path, "content": content, "mode": "create"}
         return {"name": kind, "arguments": args, "call_id": call_id}
+
+    def snapshot(self) -> dict[str, bytes]:
+        out = self.workdir / "out"
+        if not out.is_dir():
+            return {}
+        return {
+            f"out/{p.name}": p.read_bytes()
+            for p in out.iterdir()
+            if p.is_file() and not p.name.startswith(".")
+        }
 
     def step_turn(self, child: pexpect.spawn, model: ScriptedModel) -> None:
         sid = self.ledger.selection
@@ -351,6 +383,7 @@ class CrashRun(HarnessRun):
             final["delay"] = 0.02
         model.add(*replies, final)
         text = f"turn {token}"
+        self.ledger.snapshots[text] = self.snapshot()
         child.sendline(text)
         self.expect(child, f"done {token} with a few more words to stream")
         child.expect_exact(PROMPT)
@@ -425,6 +458,60 @@ class CrashRun(HarnessRun):
             self.problem(f"/compact changed or dropped records of {sid}")
         self.ledger.on_disk[sid] = view.records
 
+    def step_rewind(self, child: pexpect.spawn, model: ScriptedModel) -> None:
+        """/rewind, then /rewind N of a listed turn, answered yes: a kill may land anywhere in it."""
+        child.sendline("/rewind")
+        i = child.expect([r"Nothing to rewind\.", r"Checkpoints of this session: [^\r\n]*"])
+        listing = child.before
+        child.expect_exact(PROMPT)
+        turns = re.findall(r"(\d+)\. [^\r\n]*? file\(s\): (turn c\d+k\d+)", listing)
+        if i == 1 and not turns:
+            self.problem(f"/rewind listed no turn the harness can read: {listing[-500:]!r}")
+        if i == 0 or not turns:
+            self.report.steps["rewind:nothing"] += 1
+            return
+        n, text = self.rng.choice(turns)
+        before = self.ledger.snapshots.get(text)
+        if before is None:
+            self.problem(f"/rewind listed {text!r}, a turn the harness never sent")
+            return
+        self.rewind(child, n, before)
+
+    def rewind(
+        self, child: pexpect.spawn, n: str, before: dict[str, bytes] | dict[str, bytes | None]
+    ) -> None:
+        sid = self.ledger.selection
+        assert sid is not None
+        child.sendline(f"/rewind {n}")
+        i = child.expect(
+            [rf"Rewind \d+ file\(s\) to before turn {n}\? \[y/N\] ", r"Turn \d+ changed no files[^\r\n]*"]
+        )
+        if i == 1:
+            child.expect_exact(PROMPT)
+            if self.ledger.pending_rewind is not None:
+                self.problem(f"an interrupted /rewind {n} could not be finished: {child.after.strip()}")
+            self.ledger.pending_rewind = None
+            return
+        plan = re.findall(r"(restore|delete|keep) (out/[^\s:]+)(: [^\r\n]*)?", child.before)
+        for action, path, why in plan:
+            if action == "keep":  # only this session's turns touch its files: nothing else changed them
+                self.problem(f"/rewind {n} keeps {path}{why}")
+        expected = {
+            path: (None if action == "delete" else before.get(path))
+            for action, path, _ in plan
+            if action != "keep"
+        }
+        self.ledger.pending_rewind = (sid, n, expected)
+        child.sendline("y")
+        self.expect(child, f"the conversation continues from before turn {n}.")
+        child.expect_exact(PROMPT)
+        self.ledger.pending_rewind = None
+        self.report.steps["rewind:done"] += 1
+        for path, content in expected.items():
+            now = (self.workdir / path).read_bytes() if (self.workdir / path).is_file() else None
+            if now != content:
+                self.problem(f"/rewind {n} reported done but {path} is not as it was before that turn")
+
     def step_resume(self, child: pexpect.spawn, model: ScriptedModel) -> None:
         others = [p.name[:32] for p in session_files(self.home) if p.name[:32] != self.ledger.selection]
         if not others:
@@ -475,6 +562,12 @@ class CrashRun(HarnessRun):
                 n = witness_lines(self.witness).count(call["call_id"])
                 if n != 1:
                     self.problem(f"bash call {call['call_id']} completed but ran {n} times")
+            elif call["name"] == "write_file" and args["path"] in self.ledger.versions:
+                path = self.workdir / args["path"]  # a later call of the same turn may have overwritten it
+                if not path.is_file() or path.read_bytes() not in self.ledger.versions[args["path"]]:
+                    self.problem(
+                        f"write_file {args['path']} completed but the file is none of the versions sent"
+                    )
             elif call["name"] == "write_file":
                 path = self.workdir / args["path"]
                 if not path.is_file() or path.read_bytes() != self.ledger.writes[args["path"]]:
@@ -517,7 +610,10 @@ class CrashRun(HarnessRun):
         if out.is_dir():
             for path in out.iterdir():
                 rel = f"out/{path.name}"
-                if rel not in self.ledger.writes:
+                if rel in self.ledger.versions:
+                    if path.read_bytes() not in self.ledger.versions[rel]:
+                        self.problem(f"{rel} is none of the versions sent: half-written?")
+                elif rel not in self.ledger.writes:
                     if not path.name.startswith("."):
                         self.problem(f"unexpected file {rel}")
                 elif path.read_bytes() != self.ledger.writes[rel]:

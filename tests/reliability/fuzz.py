@@ -197,6 +197,8 @@ def a_record(draw: st.DrawFn, noisy: bool = True) -> dict[str, Any]:
         rec.update(call_id=field(CALL_IDS), name=field(st.just("bash")))
     elif t == "recovery_ack":
         rec["call_ids"] = field(st.lists(CALL_IDS, max_size=2))
+    elif t == "rewind":
+        rec["turns"] = field(st.lists(st.sampled_from(["t1", "t2", "t3"]), max_size=2))
     return rec
 
 

@@ -30,6 +30,7 @@ KNOWN_TYPES = {
     "session_skills",
     "recovery",
     "recovery_ack",
+    "rewind",
 }
 
 

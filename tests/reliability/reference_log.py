@@ -106,10 +106,18 @@ def latest(records: list[dict[str, Any]], type_: str) -> dict[str, Any] | None:
     return found[-1] if found else None
 
 
+def rewound(records: list[dict[str, Any]]) -> set[str]:
+    """turn_ids a `rewind` record took back: later requests leave them out, the history marks them."""
+    return {t for r in records if r["type"] == "rewind" for t in r["turns"]}
+
+
 def replay(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     comp = latest(records, "compaction")
     through = comp["through_seq"] if comp else 0
-    return [r for r in records if r["seq"] > through and r["type"] in REPLAYABLE]
+    gone = rewound(records)
+    return [
+        r for r in records if r["seq"] > through and r["type"] in REPLAYABLE and r.get("turn_id") not in gone
+    ]
 
 
 def call_ids(records: list[dict[str, Any]]) -> set[str]:
@@ -125,6 +133,7 @@ def history(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Everything the chat panel showed in one answer, each item with its seq."""
     items: list[dict[str, Any]] = []
     calls: dict[str, str] = {}
+    gone = rewound(records)
     for r in records:
         t = r["type"]
         if t == "user_message":
@@ -146,4 +155,6 @@ def history(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     "status": r["status"],
                 }
             )
+        if items and items[-1]["seq"] == r["seq"] and r.get("turn_id") in gone:
+            items[-1]["rewound"] = True
     return items

@@ -493,6 +493,31 @@ function memoryFile(name) {
     step('Approve in the diff title wrote the file; the diff, the card question and the notification went away');
     await shot(page, '18-diff-approved.png');
 
+    // ---------------------------------------------------------------- Rewind to here: the diff, the question, the file back
+    t = Date.now();
+    const editMsg = frame.locator('.msg.user', { hasText: 'Change the greeting to Hi.' });
+    const rewindButton = editMsg.locator('button.rewind', { hasText: 'Rewind to here' });
+    await rewindButton.waitFor({ timeout: 10000 });
+    await rewindButton.click();
+    const rewindTab = page.locator('.tabs-container .tab', { hasText: 'app.py ↔ after the rewind' });
+    await rewindTab.waitFor({ timeout: 10000 });
+    const rewindDialog = page.locator('.monaco-dialog-box', { hasText: 'Rewind 1 file(s) to before turn' });
+    await rewindDialog.waitFor({ timeout: 10000 });
+    assert(/restore src\/app\.py/.test(await rewindDialog.innerText()), 'the question lists restore src/app.py');
+    await page.locator('.monaco-diff-editor').first().waitFor({ timeout: 10000 });
+    assert(fs.readFileSync(appPy, 'utf8') === changed, 'nothing is put back while asked');
+    step('Rewind to here: the diff editor shows app.py as it is and after the rewind; the question lists each file');
+    await shot(page, '18b-rewind-diff-and-question.png');
+    await rewindDialog.getByRole('button', { name: 'Rewind' }).click();
+    await rewindTab.waitFor({ state: 'detached', timeout: 10000 });
+    await frame.locator('.msg.user.rewound', { hasText: 'Change the greeting to Hi.' }).waitFor({ timeout: 10000 });
+    await frame.locator('.notice', { hasText: 'Rewound 1 file(s).' }).waitFor({ timeout: 10000 });
+    assert(fs.readFileSync(appPy, 'utf8') === original, 'rewound: app.py is as it was before the turn');
+    assert((await frame.locator('button.rewind').count()) === 0, 'nothing left to rewind');
+    timings.rewindS = Number(secs(t));
+    step('answered Rewind: app.py is back, the message is marked rewound, the diff closed');
+    await shot(page, '18c-rewound.png');
+
     // ---------------------------------------------------------------- scrolling up loads earlier history
     t = Date.now();
     const longId = 'abcdef0123456789abcdef0123456789';

@@ -14,6 +14,7 @@ import { toContextItems } from './core/context';
 import { isFileDiff } from './core/diffs';
 import { DiffView } from './diffView';
 import { callDiffKey, EditorCommands } from './editorCommands';
+import { RewindCommands } from './rewindCommands';
 import { SessionCommands } from './sessionCommands';
 import { MinoServer } from './server';
 import { ErrorCodes, type ApprovalRequest, type ConfirmParams, type Event, type State, type Usage } from './protocol';
@@ -61,6 +62,8 @@ export class Controller implements vscode.Disposable {
   private readonly editor: EditorCommands;
   /** The palette's session commands (sessionCommands.ts). */
   private readonly sessions: SessionCommands;
+  /** "Rewind to here" and the rewind question (rewindCommands.ts). */
+  private readonly rewind: RewindCommands;
 
   constructor(context: vscode.ExtensionContext) {
     this.channel = vscode.window.createOutputChannel('Mino', { log: true });
@@ -98,6 +101,16 @@ export class Controller implements vscode.Disposable {
       setState: (st) => this.setState(st),
       reloading: () => this.reloading,
       reloadHistory: () => this.reloadHistory(),
+    });
+    this.rewind = new RewindCommands({
+      channel: this.channel,
+      transcript: this.transcript,
+      diffs: this.diffs,
+      client: () => this.server.client,
+      requireClient: () => this.requireClient(),
+      turnRunning: () => !!this.turn,
+      reloadHistory: () => this.reloadHistory(),
+      describeError: (e) => this.describeError(e),
     });
 
     this.disposables.push(
@@ -215,6 +228,7 @@ export class Controller implements vscode.Disposable {
         this.channel.warn(`mino/history: ${errorMessage(e)}`);
       }
       this.sendSnapshot();
+      await this.rewind.refresh();
     };
     this.reloading = this.reloading.then(run, run);
     return this.reloading;
@@ -326,6 +340,7 @@ export class Controller implements vscode.Disposable {
   }
 
   private async onConfirm(p: ConfirmParams): Promise<boolean> {
+    if (p.kind === 'rewind') return this.rewind.confirm(p);
     const choice = await vscode.window.showWarningMessage(
       p.kind === 'recovery'
         ? 'Mino: confirm recovery'
@@ -377,6 +392,9 @@ export class Controller implements vscode.Disposable {
         return;
       case 'openDiff':
         await this.editor.openCallDiff(m.turnId, m.callId);
+        return;
+      case 'rewind':
+        await this.rewind.rewindTo(m.turnId);
         return;
     }
   }
@@ -441,6 +459,7 @@ export class Controller implements vscode.Disposable {
       const r = await client.turn(text, cts.token, toContextItems(chips));
       turnId = r?.turnId;
       this.transcript.endTurn(turnId);
+      if (turnId) this.transcript.userTurn(turnId);
       if (r?.status === 'failed') this.transcript.addNotice(r.error || r.text || 'The turn failed.', 'error');
       else if (r?.status === 'limit') this.transcript.addNotice(r.error || r.text || 'The turn stopped at a limit.', 'warning');
       else if (r?.status === 'interrupted') this.transcript.addNotice('Interrupted.', 'warning');
@@ -456,6 +475,7 @@ export class Controller implements vscode.Disposable {
       if (this.turn?.cts === cts) this.turn = undefined;
       this.view.post({ type: 'turn', running: false });
     }
+    await this.rewind.refresh();
   }
 
   private stopTurn(): void {

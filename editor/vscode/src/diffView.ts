@@ -69,10 +69,10 @@ export class DiffView implements vscode.TextDocumentContentProvider, vscode.Disp
   }
 
   /** Opens the diff editor of a kept entry; false when it is gone. */
-  async open(key: string, opts: { preserveFocus?: boolean } = {}): Promise<boolean> {
+  async open(key: string, opts: { preserveFocus?: boolean; title?: string } = {}): Promise<boolean> {
     const e = this.store.get(key);
     if (!e) return false;
-    const title = e.pending ? diffTitle(e.diff) : `${baseName(e.diff.path)} ↔ Mino's edit`;
+    const title = opts.title ?? (e.pending ? diffTitle(e.diff) : `${baseName(e.diff.path)} ↔ Mino's edit`);
     // the new file has no "before": an empty left side
     await vscode.commands.executeCommand('vscode.diff', this.uri(key, 'before', e.diff), this.uri(key, 'after', e.diff), title, {
       preview: false,
@@ -94,7 +94,8 @@ export class DiffView implements vscode.TextDocumentContentProvider, vscode.Disp
     }
   }
 
-  /** The approval ended (any answer, cancel, shutdown): its diff tabs close and it is dropped. */
+  /** The approval ended (any answer, cancel, shutdown), or a rewind's question was answered: its
+   *  diff tabs close and it is dropped. */
   async settle(key: string): Promise<void> {
     if (!this.store.get(key)) return;
     this.store.settle(key);

@@ -27,6 +27,9 @@ export const SETUP_KINDS: readonly SetupKind[] = ['no-api-key'];
 export type TurnStatus = 'completed' | 'limit' | 'interrupted' | 'failed';
 export const TURN_STATUSES: readonly TurnStatus[] = ['completed', 'limit', 'interrupted', 'failed'];
 
+export type RewindAction = 'restore' | 'delete' | 'keep';
+export const REWIND_ACTIONS: readonly RewindAction[] = ['restore', 'delete', 'keep'];
+
 export type MemoryType = 'user' | 'feedback' | 'project' | 'reference';
 export const MEMORY_TYPES: readonly MemoryType[] = ['user', 'feedback', 'project', 'reference'];
 
@@ -42,8 +45,8 @@ export const TOOL_STATUSES: readonly ToolStatus[] = [
   'unknown',
 ];
 
-export type ConfirmKind = 'recovery' | 'skills';
-export const CONFIRM_KINDS: readonly ConfirmKind[] = ['recovery', 'skills'];
+export type ConfirmKind = 'recovery' | 'skills' | 'rewind';
+export const CONFIRM_KINDS: readonly ConfirmKind[] = ['recovery', 'skills', 'rewind'];
 
 export type Decision = 'run' | 'ask' | 'show';
 export const DECISIONS: readonly Decision[] = ['run', 'ask', 'show'];
@@ -144,6 +147,11 @@ export interface State {
    * it with a way to fix it; absent when nothing is missing
    */
   setup?: SetupProblem;
+  /**
+   * bytes the active session's checkpoint store (the files' states before Mino's writes, for /rewind) holds
+   * under MINO_HOME/checkpoints; /clear deletes them
+   */
+  checkpointBytes: number;
 }
 
 export interface MemoryStatus {
@@ -275,6 +283,58 @@ export interface CompactResult {
   message: string;
 }
 
+export interface Checkpoints {
+  /** the active session's turns that changed files and were not rewound, newest first */
+  turns: CheckpointTurn[];
+}
+
+/** A turn of the active session that changed files and can be rewound. */
+export interface CheckpointTurn {
+  /** the turn's number in the session (1 is its first request): /rewind N */
+  n: number;
+  turnId: string;
+  /** when the request was sent, UTC (ISO 8601) */
+  at: string;
+  /** the request's first line, escaped for display */
+  text: string;
+  /** the turn also ran bash commands, which a rewind does not undo */
+  bash: boolean;
+  files: CheckpointFile[];
+}
+
+/** A file a turn changed, and what a rewind to before that turn would do with it. */
+export interface CheckpointFile {
+  /** relative to the working directory */
+  path: string;
+  /**
+   * restore: back to its state before the turn; delete: Mino created it in that turn or later; keep: changed
+   * since Mino wrote it (or no longer reachable), left alone
+   */
+  action: RewindAction;
+  /** action keep: why */
+  reason?: string;
+}
+
+export interface RewindParams {
+  /** a turn from mino/checkpoints (or a rewound one: a second rewind finishes an interrupted one) */
+  turnId: string;
+}
+
+export interface RewindResult {
+  /** paths put back or deleted; empty when the person said no */
+  rewound: string[];
+  /** paths left as they are, each with why */
+  kept: KeptFile[];
+  /** false when the person said no: nothing changed */
+  confirmed: boolean;
+  state: State;
+}
+
+export interface KeptFile {
+  path: string;
+  reason: string;
+}
+
 export interface MemoryList {
   dir: string;
   /** sorted by name; the ones in the index */
@@ -332,6 +392,8 @@ export interface HistoryItem {
   tool?: string;
   /** role tool: the result status */
   status?: ToolStatus;
+  /** true when /rewind took this turn back: later requests no longer send it */
+  rewound?: boolean;
 }
 
 /** A question for the person about one tool call; the answer is yes or no. */
@@ -383,15 +445,21 @@ export interface ApproveResult {
 export interface ConfirmParams {
   /**
    * recovery: a session's calls whose result was never recorded; skills: project skills not accepted before
-   * (new or changed), asked at a session's first turn (a no loads none)
+   * (new or changed), asked at a session's first turn (a no loads none); rewind: /rewind N or mino/rewind,
+   * with the files' diffs
    */
   kind: ConfirmKind;
   sessionId: string;
   /**
    * several lines ending with the question: the calls whose result was never recorded, or the skills' names
-   * and descriptions (escaped)
+   * and descriptions (escaped), or a rewind's `restore`/`delete`/`keep` lines
    */
   message: string;
+  /**
+   * kind rewind: each file as it is now (`before`) and as the rewind leaves it (`after`, empty when deleted);
+   * shown in the editor's diff view before the question
+   */
+  diffs?: FileDiff[];
 }
 
 export interface ConfirmResult {
@@ -554,6 +622,16 @@ export const Methods = {
   mode: 'mino/mode',
   /** Client request. Summarises older history; cancellable. */
   compact: 'mino/compact',
+  /**
+   * Client request. The turns /rewind lists, each with its files and what a rewind to before it does with
+   * each.
+   */
+  checkpoints: 'mino/checkpoints',
+  /**
+   * Client request. /rewind N for the turn `turnId`: sends `mino/confirm {kind: "rewind"}` first; on yes puts
+   * the files back and leaves turns N and later out of every later request.
+   */
+  rewind: 'mino/rewind',
   /** Client request. The memory files, as loaded now. */
   memoryList: 'mino/memory/list',
   /**
@@ -574,7 +652,8 @@ export const Methods = {
   /**
    * Server request. Recovery question before a session with an unrecorded result becomes active (start-up,
    * resume); skills question at a session's first turn, before project skills not accepted before are loaded
-   * (sent with `$/cancelRequest` when the turn is interrupted). Only `{confirmed: true}` is a yes.
+   * (sent with `$/cancelRequest` when the turn is interrupted); rewind question (/rewind N, mino/rewind).
+   * Only `{confirmed: true}` is a yes.
    */
   confirm: 'mino/confirm',
   /** Server notification. A turn event; `type` says which. */
@@ -627,6 +706,8 @@ export const METHOD_TABLE: { readonly [M in MethodName]: MethodInfo } = {
   'mino/sessions/clear': { sender: 'client', kind: 'request', params: 'ClearParams', result: 'ClearResult' },
   'mino/mode': { sender: 'client', kind: 'request', params: 'ModeParams', result: 'State' },
   'mino/compact': { sender: 'client', kind: 'request', params: 'Empty', result: 'CompactResult' },
+  'mino/checkpoints': { sender: 'client', kind: 'request', params: 'Empty', result: 'Checkpoints' },
+  'mino/rewind': { sender: 'client', kind: 'request', params: 'RewindParams', result: 'RewindResult' },
   'mino/memory/list': { sender: 'client', kind: 'request', params: 'Empty', result: 'MemoryList' },
   'mino/files': { sender: 'client', kind: 'request', params: 'FilesParams', result: 'FileList' },
   'mino/history': { sender: 'client', kind: 'request', params: 'HistoryParams', result: 'History' },
@@ -652,6 +733,8 @@ export interface ClientRequests {
   'mino/sessions/clear': { params: ClearParams; result: ClearResult };
   'mino/mode': { params: ModeParams; result: State };
   'mino/compact': { params: Empty; result: CompactResult };
+  'mino/checkpoints': { params: Empty; result: Checkpoints };
+  'mino/rewind': { params: RewindParams; result: RewindResult };
   'mino/memory/list': { params: Empty; result: MemoryList };
   'mino/files': { params: FilesParams; result: FileList };
   'mino/history': { params: HistoryParams; result: History };

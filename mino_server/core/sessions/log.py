@@ -51,6 +51,7 @@ RECORD_TYPES = frozenset(
         "session_skills",
         "recovery",
         "recovery_ack",
+        "rewind",
     }
 )
 REPLAYABLE = frozenset({"user_message", "assistant_message", "tool_call", "tool_result"})
@@ -59,7 +60,7 @@ UNKNOWN_RESULT_TEXT = "The result of this call was never recorded: the command m
 
 INDEX_SUFFIX = ".idx"
 INDEX_MAGIC = b"MINO-SESSION-INDEX\n"
-INDEX_VERSION = 1  # bump whenever loading checks or derives anything differently
+INDEX_VERSION = 2  # bump whenever loading checks or derives anything differently
 INDEX_MIN_BYTES = 1 << 20  # below this, parsing what the index does not cover takes < 10 ms
 CHUNK = 1 << 20
 NEAR = 64 * 1024  # records closer than this are read in one go
@@ -140,6 +141,9 @@ class _Scan:
         self.compaction = 0  # seq of the latest compaction (0: none)
         self.through = 0  # its through_seq
         self.skills = 0  # seq of the latest session_skills (0: none)
+        # turn_id → [its number in the session (1, 2, …), seq of its first user_message, ran bash (0/1)]
+        self.turns: dict[str, list[int]] = {}
+        self.rewound: dict[str, None] = {}  # turn_ids a `rewind` record took back
 
     def add(self, rec: dict[str, Any], offset: int) -> None:
         """Account for one checked record (its seq is the next one)."""
@@ -150,11 +154,15 @@ class _Scan:
         if tid and tid not in self.ended and tid not in self.open_turns:
             self.open_turns[tid] = None
         if t == "user_message" or t == "assistant_message":
+            if t == "user_message" and tid and tid not in self.turns:
+                self.turns[tid] = [len(self.turns) + 1, seq, 0]
             self.shown.append(seq)
             self.links.append(0)
         elif t == "tool_call":
             cid = rec["call_id"]
             self.calls[cid] = seq
+            if rec["name"] == "bash" and tid in self.turns:
+                self.turns[tid][2] = 1
             if cid not in self.results:
                 self.pending.setdefault(cid, []).append(seq)
         elif t == "tool_result":
@@ -180,6 +188,9 @@ class _Scan:
             for cid in rec["call_ids"]:
                 self.acked[cid] = None
                 self.recoveries.pop(cid, None)
+        elif t == "rewind":
+            for rid in rec["turns"]:
+                self.rewound[rid] = None
 
     # ---- the index file ----------------------------------------------------------------------
     def dump(self, size: int, digest: bytes) -> bytes:
@@ -202,6 +213,8 @@ class _Scan:
             "compaction": self.compaction,
             "through": self.through,
             "skills": self.skills,
+            "turns": self.turns,
+            "rewound": list(self.rewound),
         }
         # ASCII: a call_id from the model may hold a lone surrogate (a JSON escape in the log).
         text = json.dumps(head, separators=(",", ":")).encode("ascii")
@@ -232,7 +245,7 @@ class _Scan:
                 at += length * arr.itemsize
             if at != len(body) or len(scan.shown) != len(scan.links):
                 return None
-            if not all(isinstance(head[k], dict) for k in ("calls", "pending", "recoveries")):
+            if not all(isinstance(head[k], dict) for k in ("calls", "pending", "recoveries", "turns")):
                 return None
             scan.calls = head["calls"]
             scan.results = dict.fromkeys(scan.calls)
@@ -245,6 +258,8 @@ class _Scan:
             scan.acked = dict.fromkeys(head["acked"])
             scan.recoveries = head["recoveries"]
             scan.compaction, scan.through, scan.skills = head["compaction"], head["through"], head["skills"]
+            scan.turns = head["turns"]
+            scan.rewound = dict.fromkeys(head["rewound"])
             return scan, int(head["size"]), bytes.fromhex(head["digest"])
         except (ValueError, KeyError, TypeError, AttributeError):
             return None
@@ -463,6 +478,8 @@ class SessionLog:
                 self._replay = None  # selected again from the log when next asked for
             elif type_ == "session_skills":
                 self._skills = record
+            elif type_ == "rewind":
+                self._replay = None  # selected again, without the rewound turns
         return record
 
     # ---- reading records back ------------------------------------------------------------
@@ -567,6 +584,27 @@ class SessionLog:
                 self._skills = self._read([self._scan.skills])[self._scan.skills]
             return self._skills
 
+    # ---- turns and rewinds (docs/BEHAVIOUR.md, "Rewind") -------------------------------------
+    def turns(self) -> dict[str, tuple[int, int, bool]]:
+        """turn_id → (its number in the session, seq of its user_message, whether it ran bash)."""
+        with self._lock:
+            return {tid: (n, seq, bool(bash)) for tid, (n, seq, bash) in self._scan.turns.items()}
+
+    def rewound(self) -> set[str]:
+        """turn_ids taken back by a `rewind` record (a copy)."""
+        with self._lock:
+            return set(self._scan.rewound)
+
+    def compacted_through(self) -> int:
+        """The seq the latest compaction summarised up to (0: none)."""
+        with self._lock:
+            return self._scan.through
+
+    def records(self, seqs: list[int]) -> dict[int, dict[str, Any]]:
+        """The records with these seqs."""
+        with self._lock:
+            return self._read(sorted(set(seqs)))
+
     def call_ids(self) -> set[str]:
         """Every call_id of a `tool_call` record (a copy)."""
         with self._lock:
@@ -583,7 +621,12 @@ class SessionLog:
                     start = self._scan.offsets[first - 1]
                     data = _pread(self._fd, self._size - start, start) if self._fd >= 0 else b""
                     lines = data.split(b"\n")[:-1]  # a record never holds a raw newline
-                    self._replay = [r for r in map(json.loads, lines) if r["type"] in REPLAYABLE]
+                    gone = self._scan.rewound
+                    self._replay = [
+                        r
+                        for r in map(json.loads, lines)
+                        if r["type"] in REPLAYABLE and (not gone or r.get("turn_id") not in gone)
+                    ]
             return list(self._replay)
 
 
@@ -717,4 +760,9 @@ def _record_problem(rec: Any, expected_seq: int) -> str | None:
         return "compaction needs summary and through_seq"
     if t == "recovery" and not isinstance(rec.get("call_id"), str):
         return "recovery needs call_id"
+    # The rewound turns leave every later request, so they are checked like recovery's call_ids.
+    if t == "rewind" and not (
+        isinstance(rec.get("turns"), list) and all(isinstance(x, str) for x in rec["turns"])
+    ):
+        return "rewind needs a list of turn_id strings"
     return None

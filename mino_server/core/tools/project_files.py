@@ -23,6 +23,7 @@ import functools
 import hashlib
 import os
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import BinaryIO, Protocol
 
@@ -46,6 +47,11 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+# Called by a write once the file is known to hold the expected bytes (None: absent), before anything
+# is written: a checkpoint keeps them there (core/checkpoints.py); raising stops the write.
+BeforeWrite = Callable[["FileBytes | None"], None]
+
+
 class ProjectFiles(Protocol):
     """Where the file tools read and write a project file (`target`: a path paths.locate judged)."""
 
@@ -58,10 +64,12 @@ class ProjectFiles(Protocol):
         """The whole file; None when it does not exist. ToolFailure as for `open`."""
         ...
 
-    def write(self, target: Target, data: bytes, expected: str | None) -> None:
+    def write(
+        self, target: Target, data: bytes, expected: str | None, before_write: BeforeWrite | None = None
+    ) -> None:
         """Replace the file with `data` (missing folders are made) if the sha256 of its bytes is
         still `expected` (None: it must still not exist); else ToolFailure(CHANGED_AFTER_APPROVAL)
-        and nothing is written."""
+        and nothing is written. `before_write` gets the bytes found (the ones checked) first."""
         ...
 
 
@@ -76,7 +84,9 @@ class DiskFiles:
         fd = _open_regular(target)
         return None if fd is None else _read_fd(fd, target.rel)
 
-    def write(self, target: Target, data: bytes, expected: str | None) -> None:
+    def write(
+        self, target: Target, data: bytes, expected: str | None, before_write: BeforeWrite | None = None
+    ) -> None:
         parent = open_parent(target)
         try:
             found = None if parent is None else _read_at(parent, target)
@@ -91,6 +101,8 @@ class DiskFiles:
                 mode = _new_file_mode()
             else:
                 mode = found.mode
+            if before_write is not None:
+                before_write(found)
             _write(parent, target, data, mode)
         finally:
             if parent is not None:

@@ -10,7 +10,9 @@ import type {
   ClientRequests,
   CommandResult,
   CompactResult,
+  Checkpoints,
   ConfirmParams,
+  RewindResult,
   ConfirmResult,
   ContextItem,
   Event,
@@ -136,6 +138,14 @@ export class MinoClient {
   /** Workspace files for `@` completion (protocol 2). */
   files(prefix: string): Promise<FileList> {
     return this.request(Methods.files, { prefix });
+  }
+  /** The turns that changed files and can be rewound (protocol 3). */
+  checkpoints(): Promise<Checkpoints> {
+    return this.request(Methods.checkpoints, {});
+  }
+  /** Rewinds to before the turn `turnId`; the server asks first (`mino/confirm` kind rewind). */
+  rewind(turnId: string): Promise<RewindResult> {
+    return this.request(Methods.rewind, { turnId });
   }
   /** `{}`: the latest page; `{before}`: the page before the item with that seq. */
   history(params: HistoryParams = {}): Promise<History> {

@@ -16,7 +16,19 @@ export interface ApprovalView {
 }
 
 export type ChatItem =
-  | { kind: 'user'; id: string; text: string; /** the context chips sent with it */ context?: string[] }
+  | {
+      kind: 'user';
+      id: string;
+      text: string;
+      /** the context chips sent with it */
+      context?: string[];
+      /** its turn, once known (history, or the turn's answer) */
+      turnId?: string;
+      /** its turn changed files that can be rewound: the message offers "Rewind to here" */
+      rewind?: boolean;
+      /** /rewind took its turn back: later requests no longer send it */
+      rewound?: boolean;
+    }
   | { kind: 'assistant'; id: string; turnId: string; text: string; streaming: boolean }
   | {
       kind: 'tool';
@@ -108,6 +120,7 @@ export type WebviewToHost =
   /** a completed path the `@` syntax cannot spell (white space): attach it as a chip */
   | { type: 'attachFile'; path: string }
   | { type: 'openDiff'; turnId: string; callId: string }
+  | { type: 'rewind'; turnId: string }
   | { type: 'command'; command: WebviewCommand }
   /** The person scrolled to the top (or pressed the button there): show the page before. */
   | { type: 'loadEarlier' };
@@ -139,6 +152,8 @@ export function parseWebviewMessage(m: unknown): WebviewToHost | undefined {
       return typeof o.turnId === 'string' && typeof o.callId === 'string' && o.callId !== ''
         ? { type: 'openDiff', turnId: o.turnId, callId: o.callId }
         : undefined;
+    case 'rewind':
+      return typeof o.turnId === 'string' && /^[0-9a-f]{1,64}$/u.test(o.turnId) ? { type: 'rewind', turnId: o.turnId } : undefined;
     case 'approval':
       // strictly a boolean: a missing or truthy-but-not-true value is not an approval
       return typeof o.key === 'string' && typeof o.approved === 'boolean'

@@ -139,7 +139,17 @@ export class Transcript {
     for (const h of history) {
       const text = typeof h.text === 'string' ? h.text : '';
       const seq = Number.isSafeInteger(h.seq) ? h.seq : undefined;
-      if (h.role === 'user') out.push([{ kind: 'user', id: this.nextId('h'), text }, seq]);
+      if (h.role === 'user')
+        out.push([
+          {
+            kind: 'user',
+            id: this.nextId('h'),
+            text,
+            ...(h.turnId ? { turnId: h.turnId } : {}),
+            ...(h.rewound === true ? { rewound: true } : {}),
+          },
+          seq,
+        ]);
       else if (h.role === 'assistant')
         out.push([{ kind: 'assistant', id: this.nextId('h'), turnId: h.turnId ?? '', text, streaming: false }, seq]);
       else if (h.role === 'tool')
@@ -331,6 +341,35 @@ export class Transcript {
   }
 
   /** The turn finished (or failed) on the client side: close any streaming text. */
+  /** The turn of the latest user message without one is `turnId` (a live message learns its turn
+   *  from the turn's answer). */
+  userTurn(turnId: string): void {
+    for (let i = this.items.length - 1; i >= 0; i--) {
+      const item = this.items[i];
+      if (item.kind !== 'user') continue;
+      if (item.turnId) return;
+      const patches: Patch[] = [];
+      this.put({ ...item, turnId }, patches);
+      this.emit(patches);
+      return;
+    }
+  }
+
+  /** User messages whose turn is in `turns` offer "Rewind to here"; the others no longer do. */
+  setRewindable(turns: ReadonlySet<string>): void {
+    const patches: Patch[] = [];
+    for (const item of this.items) {
+      if (item.kind !== 'user') continue;
+      const rewind = !!item.turnId && turns.has(item.turnId) && !item.rewound;
+      if (rewind !== !!item.rewind) {
+        const next = { ...item, rewind: true };
+        if (!rewind) delete (next as { rewind?: boolean }).rewind;
+        this.put(next, patches);
+      }
+    }
+    if (patches.length) this.emit(patches);
+  }
+
   endTurn(turnId: string | undefined): void {
     const patches: Patch[] = [];
     if (turnId) this.closeText(turnId, patches);

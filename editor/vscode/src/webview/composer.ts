@@ -141,6 +141,8 @@ export function initComposer(post: (m: WebviewToHost) => void, input: HTMLTextAr
       post({ type: 'removeContext', id: b.dataset.id });
     } else if (b.dataset.action === 'open-diff' && b.dataset.call) {
       post({ type: 'openDiff', turnId: b.dataset.turn ?? '', callId: b.dataset.call });
+    } else if (b.dataset.action === 'rewind' && b.dataset.turn) {
+      post({ type: 'rewind', turnId: b.dataset.turn });
     }
   });
 

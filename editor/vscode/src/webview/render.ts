@@ -158,9 +158,16 @@ export function renderItem(item: ChatItem): string {
   switch (item.kind) {
     case 'user': {
       const chips = (item.context ?? []).map((c) => `<span class="chip sent" title="Sent with this message">${escapeHtml(c)}</span>`).join('');
+      const rewind =
+        item.rewind && item.turnId
+          ? `<div class="actions"><button type="button" class="btn secondary rewind" data-action="rewind" data-turn="${escapeHtml(item.turnId)}" ` +
+            `title="Put back the files this request and later ones changed (asks first, with the diffs)">Rewind to here</button></div>`
+          : '';
       return (
-        `<div class="msg user" data-id="${escapeHtml(item.id)}"><div class="bubble plain">${escapeHtml(item.text)}</div>` +
+        `<div class="msg user${item.rewound ? ' rewound' : ''}" data-id="${escapeHtml(item.id)}"><div class="bubble plain">${escapeHtml(item.text)}</div>` +
         (chips ? `<div class="msg-context">${chips}</div>` : '') +
+        (item.rewound ? '<div class="rewound-note">Rewound: no longer sent to the model</div>' : '') +
+        rewind +
         `</div>`
       );
     }

@@ -126,3 +126,15 @@ test('run-and-show calls show their fields without a question', () => {
   assert.ok(!html.includes('Approve this operation?'));
   assert.ok(!/<button/.test(html));
 });
+
+test('a user message whose turn can be rewound has "Rewind to here"; a rewound one is marked and has none', () => {
+  const offered = renderItem({ kind: 'user', id: 'u-1', text: 'change <it>', turnId: 'ab12', rewind: true });
+  assert.match(offered, /<button type="button" class="btn secondary rewind" data-action="rewind" data-turn="ab12"/);
+  assert.match(offered, /Rewind to here/);
+  assert.match(offered, /change &lt;it&gt;/);
+  const gone = renderItem({ kind: 'user', id: 'u-2', text: 'x', turnId: 'ab12', rewound: true });
+  assert.match(gone, /class="msg user rewound"/);
+  assert.match(gone, /Rewound: no longer sent to the model/);
+  assert.doesNotMatch(gone, /Rewind to here/);
+  assert.doesNotMatch(renderItem({ kind: 'user', id: 'u-3', text: 'x' }), /Rewind to here/);
+});

@@ -59,3 +59,10 @@ test('input: /clear is intercepted (the Clear Session command asks for the ID)',
   assert.deepEqual(classifyInput(' /clear '), { kind: 'clear' });
   assert.deepEqual(classifyInput('/clear 0123456789abcdef0123456789abcdef'), { kind: 'clear' });
 });
+
+test('"Rewind to here" sends a turn ID, and only one that looks like one', () => {
+  assert.deepEqual(parseWebviewMessage({ type: 'rewind', turnId: '0123abcd' }), { type: 'rewind', turnId: '0123abcd' });
+  assert.equal(parseWebviewMessage({ type: 'rewind', turnId: '' }), undefined);
+  assert.equal(parseWebviewMessage({ type: 'rewind', turnId: '../x' }), undefined);
+  assert.equal(parseWebviewMessage({ type: 'rewind', turnId: 7 }), undefined);
+});

@@ -133,3 +133,29 @@ test('unknown event types are ignored', () => {
   t.applyEvent({ turnId: 'T', type: 'something_new' } as unknown as Event);
   assert.equal(patches.length, 0);
 });
+
+test('rewind: a live message learns its turn; the turns mino/checkpoints lists offer "Rewind to here"; rewound ones are marked', () => {
+  const { t, patches } = setup();
+  t.loadHistory({
+    items: [
+      { seq: 1, turnId: 'a1', role: 'user', text: 'old request', rewound: true },
+      { seq: 2, turnId: 'a1', role: 'assistant', text: 'old answer', rewound: true },
+      { seq: 3, turnId: 'b2', role: 'user', text: 'kept request' },
+    ],
+  });
+  t.addUser('live request');
+  t.userTurn('c3');
+  t.userTurn('d4'); // the latest message already has its turn: nothing changes
+  const users = () => t.snapshot().filter((i) => i.kind === 'user');
+  assert.deepEqual(
+    users().map((u) => [u.kind === 'user' && u.turnId, u.kind === 'user' && !!u.rewound]),
+    [['a1', true], ['b2', false], ['c3', false]],
+  );
+  patches.length = 0;
+  t.setRewindable(new Set(['a1', 'c3']));
+  // a rewound turn never offers it again, whatever the list says
+  assert.deepEqual(users().map((u) => u.kind === 'user' && !!u.rewind), [false, false, true]);
+  assert.equal(patches.length, 1);
+  t.setRewindable(new Set());
+  assert.deepEqual(users().map((u) => u.kind === 'user' && 'rewind' in u), [false, false, false]);
+});

@@ -1,0 +1,300 @@
+"""/rewind: take back what turns changed (docs/BEHAVIOUR.md, "Rewind").
+
+The store (checkpoints.py) knows each file's state before Mino's writes and what Mino last put
+there; the log knows the turns (their numbers, requests, whether they ran bash) and which were
+rewound. A rewind to before turn N:
+1. plans, per file written in turn N or later: `restore` (to its state before the first such write),
+   `delete` (it did not exist then) or `keep` (its bytes are neither what Mino last wrote nor the
+   target: someone else changed it, and a rewind never overwrites work it did not make);
+2. asks, through the UI port, with the diffs;
+3. appends a `rewind` record to the log (the journal: from here on later requests leave those
+   turns out), then per file records in the store what it will put there and replaces the file
+   atomically, in the folder opened by the race-safe walk (paths.open_parent), after checking the
+   bytes are still the ones the question showed.
+A crash anywhere leaves each file old or restored; running `/rewind N` again finds the restored
+ones already at their target and finishes the rest.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from .cancel import CancelToken
+from .checkpoints import CheckpointStore
+from .contract import CheckpointFile, CheckpointTurn, FileDiff, KeptFile, RewindAction
+from .display import escape_value
+from .errors import CommandError, ToolFailure
+from .tools.paths import Target, final_name, locate, open_parent
+from .values import Mutable
+from .words import CHANGED_SINCE_MINO
+
+if TYPE_CHECKING:
+    from .conversation import Conversation
+
+TEXT_MAX = 80
+
+
+@dataclass(eq=False, repr=False)
+class FilePlan(Mutable):
+    path: str
+    action: RewindAction
+    target: str | None  # sha256 to put back; None: the file is deleted
+    mode: int | None
+    current: str | None  # sha256 of the bytes there now (None: absent)
+    current_bytes: bytes | None
+    done: bool  # already at the target (an interrupted rewind got this far)
+    reason: str | None = None
+
+
+@dataclass(eq=False, repr=False)
+class RewindPlan(Mutable):
+    n: int
+    turns: list[str]  # every turn numbered n or later
+    bash: bool
+    files: list[FilePlan]
+
+    @property
+    def changing(self) -> list[FilePlan]:
+        return [f for f in self.files if f.action != "keep"]
+
+
+def _sha(data: bytes | None) -> str | None:
+    import hashlib
+
+    return None if data is None else hashlib.sha256(data).hexdigest()
+
+
+def _read(conv: Conversation, rel: str) -> bytes | None:
+    found = conv.files.read(locate(conv.workdir, conv.config.home, rel, writing=True))
+    return None if found is None else found.data
+
+
+def _first_line(text: str) -> str:
+    line = text.split("\n", 1)[0]
+    value = escape_value(line)
+    return value if len(value) <= TEXT_MAX else value[: TEXT_MAX - 1] + "…"
+
+
+def _store(conv: Conversation) -> CheckpointStore:
+    store = conv.checkpoints
+    if store is None:
+        raise CommandError("No session is selected, so there is nothing to rewind.")
+    store.load()
+    return store
+
+
+def _numbered(conv: Conversation) -> dict[str, tuple[int, int, bool]]:
+    """The session's turns after the latest compaction (a summary cannot be taken back)."""
+    assert conv.log is not None
+    through = conv.log.compacted_through()
+    return {tid: v for tid, v in conv.log.turns().items() if v[1] > through}
+
+
+def plan(conv: Conversation, n: int, cache: dict[str, bytes | None] | None = None) -> RewindPlan:
+    store = _store(conv)
+    numbered = _numbered(conv)
+    turns = [tid for tid, (k, _, _) in numbered.items() if k >= n]
+    written = store.turns()
+    if not any(numbered[t][0] == n for t in turns if t in written):
+        raise CommandError(
+            f"Turn {n} changed no files that can be rewound; /rewind lists the turns that did."
+        )
+    cache = {} if cache is None else cache
+    files = []
+    for path, target, mode, mino in store.targets(set(turns)):
+        try:
+            if path not in cache:
+                cache[path] = _read(conv, path)
+            current = cache[path]
+        except ToolFailure as exc:
+            files.append(FilePlan(path, "keep", target, mode, None, None, False, str(exc)))
+            continue
+        sha = _sha(current)
+        action: RewindAction = "delete" if target is None else "restore"
+        if sha == target:
+            files.append(FilePlan(path, action, target, mode, sha, current, True))
+        elif sha in mino:
+            files.append(FilePlan(path, action, target, mode, sha, current, False))
+        else:
+            files.append(FilePlan(path, "keep", target, mode, sha, current, False, CHANGED_SINCE_MINO))
+    bash = any(numbered[t][2] for t in turns)
+    return RewindPlan(n, turns, bash, files)
+
+
+def checkpoint_turns(conv: Conversation) -> list[CheckpointTurn]:
+    """The turns that changed files and were not rewound, newest first, each with its plan."""
+    if conv.log is None:
+        return []
+    store = _store(conv)
+    written = store.turns()
+    numbered = _numbered(conv)
+    gone = conv.log.rewound()
+    mine = sorted(((numbered[t][0], t) for t in written if t in numbered and t not in gone), reverse=True)
+    records = conv.log.records([numbered[t][1] for _, t in mine])
+    cache: dict[str, bytes | None] = {}
+    out = []
+    for n, tid in mine:
+        rec = records[numbered[tid][1]]
+        p = plan(conv, n, cache)
+        out.append(
+            CheckpointTurn(
+                n=n,
+                turnId=tid,
+                at=rec.get("at", ""),
+                text=_first_line(rec.get("text", "")),
+                bash=numbered[tid][2],
+                files=[CheckpointFile(path=f.path, action=f.action, reason=f.reason) for f in p.files],
+            )
+        )
+    return out
+
+
+def turn_number(conv: Conversation, turn_id: str) -> int:
+    numbered = _numbered(conv) if conv.log is not None else {}
+    if turn_id not in numbered:
+        raise CommandError(f"No turn {turn_id!r} in this session that can be rewound.")
+    return numbered[turn_id][0]
+
+
+def diffs(conv: Conversation, p: RewindPlan) -> list[FileDiff]:
+    """Each changing file, as it is now (before) and as the rewind leaves it (after; "" when deleted)."""
+    from .tools.files import _file_diff
+
+    store = _store(conv)
+    out = []
+    for f in p.changing:
+        after = "" if f.target is None else store.blob(f.target)
+        try:
+            text = after if isinstance(after, str) else after.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        d = _file_diff(conv.workdir / f.path, f.current_bytes, text)
+        if d is not None:
+            out.append(d)
+    return out
+
+
+def run(conv: Conversation, p: RewindPlan) -> tuple[list[str], list[KeptFile]]:
+    """Carry out a confirmed plan: the journal record first, then each file atomically."""
+    assert conv.log is not None
+    store = _store(conv)
+    conv.log.append("rewind", n=p.n, turns=p.turns, files=[f.path for f in p.files])
+    rewound, kept = (
+        [],
+        [KeptFile(path=f.path, reason=f.reason or CHANGED_SINCE_MINO) for f in p.files if f.action == "keep"],
+    )
+    for f in p.changing:
+        if f.done:
+            rewound.append(f.path)
+            continue
+        try:
+            _restore(conv, store, f)
+        except _Changed as exc:
+            kept.append(KeptFile(path=f.path, reason=str(exc)))
+            continue
+        rewound.append(f.path)
+    return rewound, kept
+
+
+class _Changed(Exception):
+    pass
+
+
+def _restore(conv: Conversation, store: CheckpointStore, f: FilePlan) -> None:
+    """Put one file back through the project-files port (as write_file writes: confined, no link
+    followed, atomic, and only while its bytes are still the ones the question showed), or unlink
+    it; the store records what goes there first."""
+    from .tools.project_files import CHANGED_AFTER_APPROVAL
+
+    try:
+        target: Target = locate(conv.workdir, conv.config.home, f.path, writing=True)
+        if f.target is None:
+            _delete(store, target, f)
+            return
+        data = store.blob(f.target)
+        conv.files.write(target, data, f.current, lambda found: store.restoring(f.path, f.target))
+    except ToolFailure as exc:
+        raise _Changed(CHANGED_SINCE_MINO if str(exc) == CHANGED_AFTER_APPROVAL else str(exc)) from None
+    except OSError as exc:  # e.g. a full disk: this file stays as it was, and says why
+        raise _Changed(f"could not be restored: {exc.strerror or exc}") from None
+
+
+def _delete(store: CheckpointStore, target: Target, f: FilePlan) -> None:
+    """A file Mino created: its name is unlinked in the folder opened by the race-safe walk (the
+    port has no delete; an editor's buffer of it, if any, says the file is gone)."""
+    from .tools.project_files import _read_at
+
+    parent = open_parent(target)
+    if parent is None:
+        return
+    try:
+        found = _read_at(parent, target)
+        if found is None:
+            return
+        if _sha(found.data) != f.current:  # changed since the question
+            raise _Changed(CHANGED_SINCE_MINO)
+        store.restoring(f.path, None)  # fsynced before the file goes
+        try:
+            os.unlink(final_name(target), dir_fd=parent)  # unlinks the name, never follows it
+        except FileNotFoundError:
+            pass
+        os.fsync(parent)
+    finally:
+        os.close(parent)
+
+
+def run_with_question(
+    conv: Conversation,
+    n: int,
+    out: Callable[[str], None],
+    ask: Callable[[str, list[FileDiff]], bool],
+) -> tuple[list[str], list[KeptFile]] | None:
+    """/rewind N: the list, the question, and on yes the rewind; None when not confirmed."""
+    from .words import BASH_NOT_UNDONE, NOT_REWOUND, rewind_file_line, rewind_question, rewound_line
+
+    p = plan(conv, n)
+    lines = [rewind_file_line(f.action, f.path, f.reason) for f in p.files]
+    if p.bash:
+        lines.append(BASH_NOT_UNDONE)
+    question = rewind_question(len(p.changing), n)
+    if not ask("\n".join([*lines, question]), diffs(conv, p)):
+        out(NOT_REWOUND)
+        return None
+    result = run(conv, p)
+    out(rewound_line(len(result[0]), n))
+    for k in result[1]:
+        if k.path not in {f.path for f in p.files if f.action == "keep"}:
+            out(rewind_file_line("keep", k.path, k.reason))
+    return result
+
+
+def rewind(
+    conv: Conversation, n: int, cancel: CancelToken | None, out: Callable[[str], None] = lambda line: None
+) -> tuple[list[str], list[KeptFile]] | None:
+    """/rewind N (every front end): asks through the conversation's UI, "rewind" kind."""
+    if conv.log is None:
+        raise CommandError("No session is selected, so there is nothing to rewind.")
+    sid = conv.log.id
+    cancel = cancel or CancelToken()
+
+    def ask(message: str, shown: list[FileDiff]) -> bool:
+        try:
+            return conv.ui.confirm("rewind", sid, message, cancel, diffs=shown) and not cancel.cancelled
+        except Exception:  # a front end that fails to ask has not said yes
+            return False
+
+    conv.check_idle()
+    conv.busy = True  # no turn starts while files are put back
+    try:
+        return run_with_question(conv, n, out, ask)
+    finally:
+        conv.busy = False
+
+
+def rewind_turn(
+    conv: Conversation, turn_id: str, cancel: CancelToken | None
+) -> tuple[list[str], list[KeptFile]] | None:
+    return rewind(conv, turn_number(conv, turn_id), cancel)

@@ -1,0 +1,243 @@
+"""/rewind through the real tools, store and log, against the scripted model (docs/BEHAVIOUR.md, "Rewind")."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import Agent, RecordingUI, command, make_agent, texts, turn
+
+from mino_server.core import checkpoints
+from mino_server.core.rewind import checkpoint_turns
+from mino_server.testing.scripted_model import ScriptedModel
+
+
+def call(tool: str, /, **arguments: Any) -> dict:
+    return {"calls": [{"name": tool, "arguments": arguments}]}
+
+
+@pytest.fixture
+def agent_factory(model: ScriptedModel, workdir: Path):
+    agents: list[Agent] = []
+
+    def make(ui: RecordingUI | None = None, mode: str | None = "bypass") -> Agent:
+        a = make_agent(model.base_url, workdir, ui, mode=mode)
+        a.open()
+        agents.append(a)
+        return a
+
+    yield make
+    for a in agents:
+        a.close()
+
+
+def three_turns(model: ScriptedModel, agent: Agent, workdir: Path) -> None:
+    """Turn 1 edits a.txt and creates new.txt; turn 2 edits a.txt again and runs bash; turn 3 talks."""
+    model.add(
+        call("edit_file", path="a.txt", old_text="one", new_text="ONE"),
+        call("write_file", path="sub/new.txt", content="fresh\n", mode="create"),
+        {"text": "done 1"},
+        call("edit_file", path="a.txt", old_text="two", new_text="TWO"),
+        call("bash", command="true"),
+        {"text": "done 2"},
+        {"text": "done 3"},
+    )
+    assert turn(agent, "first request\nmore lines").status == "completed"
+    assert turn(agent, "second request").status == "completed"
+    assert turn(agent, "third request").status == "completed"
+    assert (workdir / "a.txt").read_text() == "ONE\nTWO\n"
+
+
+def test_list_restore_delete_and_conversation(model: ScriptedModel, agent_factory, workdir: Path) -> None:
+    (workdir / "a.txt").write_text("one\ntwo\n")
+    os.chmod(workdir / "a.txt", 0o640)
+    ui = RecordingUI(confirms=[True])
+    agent = agent_factory(ui)
+    three_turns(model, agent, workdir)
+    lines = command(agent, "/rewind")
+    assert lines[0].startswith("2. ") and lines[0].endswith(
+        "1 file(s): second request (bash commands are not undone)"
+    )
+    assert lines[1].startswith("1. ") and lines[1].endswith("2 file(s): first request")
+    assert lines[2].startswith("Checkpoints of this session: ") and "/clear deletes them" in lines[2]
+    assert agent.state().checkpointBytes == checkpoints.size_of(agent.config.home, agent.session_id or "") > 0
+
+    out = command(agent, "/rewind 1")
+    assert (
+        ui.confirm_messages[-1]
+        == "restore a.txt\ndelete sub/new.txt\n(bash commands are not undone)\nRewind 2 file(s) to before turn 1?"
+    )
+    assert out == ["Rewound 2 file(s); the conversation continues from before turn 1."]
+    assert (workdir / "a.txt").read_text() == "one\ntwo\n"
+    assert (workdir / "a.txt").stat().st_mode & 0o777 == 0o640
+    assert not (workdir / "sub" / "new.txt").exists()
+    assert command(agent, "/rewind")[0] == "Nothing to rewind."
+
+    # Later requests no longer send the rewound turns; the log keeps them and the history marks them.
+    model.add({"text": "after"})
+    turn(agent, "fourth request")
+    sent = texts(model.requests[-1])
+    assert "fourth request" in sent and not any("request" in t and t != "fourth request" for t in sent)
+    items, _ = agent.history()
+    assert {i.text for i in items if i.rewound} >= {
+        "first request\nmore lines",
+        "second request",
+        "third request",
+    }
+    assert [i.rewound for i in items if i.text == "fourth request"] == [None]
+    assert sum(1 for r in _records(agent) if r["type"] == "rewind") == 1
+
+
+def test_changed_since_mino_wrote_it_is_kept(model: ScriptedModel, agent_factory, workdir: Path) -> None:
+    (workdir / "a.txt").write_text("one\ntwo\n")
+    ui = RecordingUI(confirms=[True])
+    agent = agent_factory(ui)
+    three_turns(model, agent, workdir)
+    (workdir / "a.txt").write_text("the person's own work\n")
+    assert command(agent, "/rewind 2") == [
+        "Rewound 0 file(s); the conversation continues from before turn 2."
+    ]
+    assert ui.confirm_messages[-1].startswith("keep a.txt: changed since Mino wrote it\n")
+    assert (workdir / "a.txt").read_text() == "the person's own work\n"
+
+
+def test_no_changes_nothing(model: ScriptedModel, agent_factory, workdir: Path) -> None:
+    (workdir / "a.txt").write_text("one\ntwo\n")
+    ui = RecordingUI(confirms=[False])
+    agent = agent_factory(ui)
+    three_turns(model, agent, workdir)
+    before = agent.log.path.read_bytes() if agent.log else b""
+    assert command(agent, "/rewind 1") == ["Nothing was rewound."]
+    assert (workdir / "a.txt").read_text() == "ONE\nTWO\n" and (workdir / "sub" / "new.txt").exists()
+    assert agent.log is not None and agent.log.path.read_bytes() == before
+    assert command(agent, "/rewind 3")[0].startswith("Turn 3 changed no files")
+    assert command(agent, "/rewind x")[0].startswith("Usage: /rewind [N]")
+
+
+def test_links_are_not_followed(model: ScriptedModel, agent_factory, workdir: Path, tmp_path: Path) -> None:
+    """A folder swapped for a link to outside after the turn: the rewind writes nothing outside."""
+    (workdir / "sub").mkdir()
+    (workdir / "sub" / "a.txt").write_text("one\n")
+    ui = RecordingUI(confirms=[True])
+    agent = agent_factory(ui)
+    model.add(call("edit_file", path="sub/a.txt", old_text="one", new_text="ONE"), {"text": "ok"})
+    turn(agent, "edit")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "a.txt").write_text("ONE\n")
+    os.rename(workdir / "sub", workdir / "sub-moved")
+    os.symlink(outside, workdir / "sub")
+    out = command(agent, "/rewind 1")
+    assert (outside / "a.txt").read_text() == "ONE\n"
+    assert out[0] == "Rewound 0 file(s); the conversation continues from before turn 1."
+    assert ui.confirm_messages[-1].startswith("keep sub/a.txt: ")
+
+
+def test_store_is_in_home_not_project_and_clear_removes_it(
+    model: ScriptedModel, agent_factory, workdir: Path
+) -> None:
+    subprocess.run(["git", "init", "-q", str(workdir)], check=True)
+    (workdir / "a.txt").write_text("one\ntwo\n")
+    git_before = sorted(str(p) for p in (workdir / ".git").rglob("*"))
+    ui = RecordingUI(typed=[])
+    agent = agent_factory(ui)
+    three_turns(model, agent, workdir)
+    assert sorted(str(p) for p in (workdir / ".git").rglob("*")) == git_before
+    sid = agent.session_id or ""
+    store = checkpoints.folder(agent.config.home, sid)
+    assert (store / "pack").is_file() and (store / "pack").stat().st_mode & 0o777 == 0o600
+    # identical bytes are stored once: a.txt's state before turn 2 is not "one\ntwo\n" again
+    assert (store / "pack").read_bytes().count(b"one\ntwo\n") == 1
+    ui.typed.append(sid)
+    command(agent, "/clear")
+    assert not store.exists() and agent.state().checkpointBytes == 0
+
+
+def test_interrupted_rewind_is_finished_by_the_next(
+    model: ScriptedModel, agent_factory, workdir: Path
+) -> None:
+    """The journal record and one of two files done (as a SIGKILL would leave it): /rewind N again
+    finds that one at its target and restores the other."""
+    from mino_server.core import rewind
+
+    (workdir / "a.txt").write_text("one\ntwo\n")
+    ui = RecordingUI(confirms=[True])
+    agent = agent_factory(ui)
+    three_turns(model, agent, workdir)
+    p = rewind.plan(agent, 1)
+    assert agent.log is not None
+    agent.log.append("rewind", n=1, turns=p.turns, files=[f.path for f in p.files])
+    store = agent.checkpoints
+    assert store is not None
+    store.restoring("sub/new.txt", None)  # recorded, never done: the file is still there
+    (workdir / "a.txt").write_text("one\ntwo\n")  # as restored
+    assert checkpoint_turns(agent) == []
+    assert command(agent, "/rewind 1") == [
+        "Rewound 2 file(s); the conversation continues from before turn 1."
+    ]
+    assert not (workdir / "sub" / "new.txt").exists() and (workdir / "a.txt").read_text() == "one\ntwo\n"
+
+
+def test_torn_store_tail_is_cut(tmp_path: Path) -> None:
+    store = checkpoints.CheckpointStore(tmp_path, "s")
+    store.keep("t1", "a.txt", b"old", "aa", "bb", 0o644)
+    store.close()
+    with open(checkpoints.folder(tmp_path, "s") / "pack", "ab") as f:
+        f.write(b'{"k":"blob","sha":"cc","n":100}\npartial')
+    again = checkpoints.CheckpointStore(tmp_path, "s")
+    again.load()
+    assert [e.path for e in again.entries] == ["a.txt"] and again.blob("aa") == b"old"
+    assert again.size == (checkpoints.folder(tmp_path, "s") / "pack").stat().st_size
+
+
+def _records(agent: Agent) -> list[dict]:
+    assert agent.log is not None
+    return [json.loads(x) for x in agent.log.path.read_text().splitlines()]
+
+
+# ---- the editor server: mino/checkpoints, mino/rewind, mino/confirm kind rewind -----------------
+def test_server_checkpoints_and_rewind(model: ScriptedModel, tmp_path: Path) -> None:
+    from helpers import quiet_home
+    from server_client import servers
+
+    home = quiet_home(tmp_path)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("one\ntwo\n")
+    model.add(
+        call("edit_file", path="a.txt", old_text="one", new_text="ONE"),
+        call("write_file", path="new.txt", content="fresh\n", mode="create"),
+        {"text": "done"},
+    )
+    answers = [False, True]
+    with servers(home, model.base_url, ws) as spawn:
+        client = spawn(handlers={"mino/confirm": lambda params: {"confirmed": answers.pop(0)}}, mode="bypass")
+        result = client.request("mino/turn", {"text": "change things"})
+        (t,) = client.request("mino/checkpoints")["turns"]
+        assert t["n"] == 1 and t["turnId"] == result["turnId"] and t["text"] == "change things"
+        assert t["bash"] is False
+        assert t["files"] == [{"path": "a.txt", "action": "restore"}, {"path": "new.txt", "action": "delete"}]
+        assert client.request("mino/state")["checkpointBytes"] > 0
+
+        no = client.request("mino/rewind", {"turnId": t["turnId"]})
+        assert no["confirmed"] is False and no["rewound"] == [] and (ws / "new.txt").exists()
+        yes = client.request("mino/rewind", {"turnId": t["turnId"]})
+        assert yes["confirmed"] is True and yes["rewound"] == ["a.txt", "new.txt"] and yes["kept"] == []
+        assert (ws / "a.txt").read_text() == "one\ntwo\n" and not (ws / "new.txt").exists()
+
+        asked = [r["params"] for r in client.incoming_requests if r["method"] == "mino/confirm"]
+        assert asked[-1]["kind"] == "rewind"
+        assert asked[-1]["message"] == "restore a.txt\ndelete new.txt\nRewind 2 file(s) to before turn 1?"
+        assert {(d["path"].rsplit("/", 1)[-1], d["before"], d["after"]) for d in asked[-1]["diffs"]} == {
+            ("a.txt", "ONE\ntwo\n", "one\ntwo\n"),
+            ("new.txt", "fresh\n", ""),
+        }
+        assert client.request("mino/checkpoints")["turns"] == []
+        items = client.request("mino/history")["items"]
+        assert items and all(i.get("rewound") is True for i in items)
+        assert client.error("mino/rewind", {"turnId": "nope"}).code == -32602
+        assert client.request("mino/command", {"line": "/rewind"})["output"][0] == "Nothing to rewind."
