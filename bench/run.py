@@ -457,7 +457,7 @@ class StampUI:
     def approve(self, request: Any, cancel: Any) -> bool:
         return False
 
-    def confirm(self, kind: str, session_id: str, message: str) -> bool:
+    def confirm(self, kind: str, session_id: str, message: str, cancel: Any = None, files: Any = ()) -> bool:
         return False
 
     def ask_text(self, prompt: str) -> str | None:

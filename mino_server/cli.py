@@ -17,7 +17,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -28,6 +28,7 @@ from .core.contract import (
     ApprovalRequest,
     ApprovalResolved,
     AssistantMessage,
+    ConfirmFile,
     Event,
     MemoryProblem,
     Notice,
@@ -327,15 +328,26 @@ class TerminalUI:
         """input() on the main thread; Ctrl-C ends it with KeyboardInterrupt (Interrupts.read)."""
         return self.interrupts.read(lambda: input(prompt))
 
-    def confirm(self, kind: str, session_id: str, message: str, cancel: CancelToken | None = None) -> bool:
+    def confirm(
+        self,
+        kind: str,
+        session_id: str,
+        message: str,
+        cancel: CancelToken | None = None,
+        files: Sequence[ConfirmFile] = (),
+    ) -> bool:
         self._begin_block()  # like an approval: from a fresh line and reset attributes
-        self.line(message)  # its project text is escaped by the core and sanitised by write()
+        # The instructions question ends its message: asked on that line ("Send them? [y/N] ").
+        body, _, last = message.rpartition("\n") if kind == "instructions" else (message, "", "")
+        if body:
+            self.line(body)  # its project text is escaped by the core and sanitised by write()
+        prompt = terminal_text(f"{last} [y/N] " if last else "[y/N] ")
         if not self.interactive:
-            self.line("[y/N] no — input is piped, so nobody can confirm.")
+            self.line(f"{prompt}no — input is piped, so nobody can confirm.")
             return False
         if threading.current_thread() is not threading.main_thread():
-            return self._ask_main("[y/N] ", cancel or CancelToken())  # asked during a turn (skills)
-        return self.ask_yes_no("[y/N] ")
+            return self._ask_main(prompt, cancel or CancelToken())  # asked during a turn (skills)
+        return self.ask_yes_no(prompt)
 
     def ask_text(self, prompt: str) -> str | None:
         if not self.interactive:
@@ -382,6 +394,7 @@ def run_cli(model: str | None, base_url: str | None, mode: str | None) -> int:
         ui.error_line(f"mino: {exc}")
         return 2
     conversation = Conversation(Store(config), Path.cwd(), ui)
+    conversation.asks_person = interactive  # piped: AGENTS.md is sent only when accepted before
     try:
         try:
             # Piped input: the first line is read and its request sent without waiting for the sandbox

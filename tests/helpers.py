@@ -6,6 +6,7 @@ from __future__ import annotations
 import http.server
 import os
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ from typing import Any
 from mino_server.core.cancel import CancelToken
 from mino_server.core.commands import CommandResult, run_command
 from mino_server.core.config import Config, load_config
-from mino_server.core.contract import ApprovalRequest, Event, MemoryProblem
+from mino_server.core.contract import ApprovalRequest, ConfirmFile, Event, MemoryProblem
 from mino_server.core.conversation import Conversation
 from mino_server.core.sessions.store import SessionStore
 from mino_server.core.store import Store
@@ -63,7 +64,14 @@ class RecordingUI:
         self.asked.append(Asked.of(request))
         return self.approvals.pop(0) if self.approvals else False
 
-    def confirm(self, kind: str, session_id: str, message: str, cancel: CancelToken | None = None) -> bool:
+    def confirm(
+        self,
+        kind: str,
+        session_id: str,
+        message: str,
+        cancel: CancelToken | None = None,
+        files: Sequence[ConfirmFile] = (),
+    ) -> bool:
         self.confirm_messages.append(message)
         return self.confirms.pop(0) if self.confirms else False
 

@@ -334,6 +334,14 @@ def in_progress(call_id: str) -> dict[str, Any]:
 
 def confirm_tool_call(kind: str, session_id: str, message: str) -> dict[str, Any]:
     """A mino confirmation (core/ui.py confirm) as the tool call of a session/request_permission."""
+    if kind == "instructions":
+        return {
+            "toolCallId": f"instructions-{session_id}",
+            "title": "Project instructions",
+            "kind": "read",
+            "status": "pending",
+            "content": [text_content(fence(message))],
+        }
     if kind == "skills":
         return {
             "toolCallId": f"skills-{session_id}",

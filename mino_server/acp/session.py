@@ -18,7 +18,9 @@ from ..jsonrpc import BUSY, Cancels, RpcError
 from . import mapping as M
 
 if TYPE_CHECKING:
-    from ..core.contract import ApprovalRequest, Event
+    from collections.abc import Sequence
+
+    from ..core.contract import ApprovalRequest, ConfirmFile, Event
     from ..core.conversation import Conversation
 
 log = logging.getLogger("mino.acp")
@@ -128,7 +130,14 @@ class SessionUI:
         }
         return M.granted(self.agent.ask("session/request_permission", params, cancel))
 
-    def confirm(self, kind: str, session_id: str, message: str, cancel: CancelToken | None = None) -> bool:
+    def confirm(
+        self,
+        kind: str,
+        session_id: str,
+        message: str,
+        cancel: CancelToken | None = None,
+        files: Sequence[ConfirmFile] = (),
+    ) -> bool:
         params = {
             "sessionId": session_id,
             "toolCall": M.confirm_tool_call(kind, session_id, message),

@@ -130,6 +130,7 @@ from ..core.contract import (  # noqa: E402, F401  (re-exported: the protocol's 
     ApprovalRequest,
     ApprovalResolved,
     AssistantMessage,
+    ConfirmFile,
     ContextItem,
     Decision,
     Event,
@@ -348,7 +349,7 @@ class ApproveResult:
     approved: bool
 
 
-ConfirmKind = Literal["recovery", "skills"]
+ConfirmKind = Literal["recovery", "skills", "instructions"]
 CONFIRM_KINDS: tuple[ConfirmKind, ...] = typing.get_args(ConfirmKind)
 
 
@@ -356,12 +357,17 @@ CONFIRM_KINDS: tuple[ConfirmKind, ...] = typing.get_args(ConfirmKind)
 class ConfirmParams:
     kind: ConfirmKind = doc(
         "recovery: a session's calls whose result was never recorded; skills: project skills not "
-        "accepted before (new or changed), asked at a session's first turn (a no loads none)"
+        "accepted before (new or changed), asked at a session's first turn (a no loads none); "
+        "instructions: AGENTS.md content not accepted before (new or changed), asked at a turn before "
+        "it is sent (a no sends none for the rest of the session)"
     )
     sessionId: str
     message: str = doc(
-        "several lines ending with the question: the calls whose result was never recorded, or the "
-        "skills' names and descriptions (escaped)"
+        "several lines ending with the question: the calls whose result was never recorded, the "
+        "skills' names and descriptions, or the AGENTS.md paths and first lines (escaped)"
+    )
+    files: list[ConfirmFile] | None = optional(
+        "kind instructions: each AGENTS.md, root first, with the whole text the model would get"
     )
 
 

@@ -42,8 +42,8 @@ export const TOOL_STATUSES: readonly ToolStatus[] = [
   'unknown',
 ];
 
-export type ConfirmKind = 'recovery' | 'skills';
-export const CONFIRM_KINDS: readonly ConfirmKind[] = ['recovery', 'skills'];
+export type ConfirmKind = 'recovery' | 'skills' | 'instructions';
+export const CONFIRM_KINDS: readonly ConfirmKind[] = ['recovery', 'skills', 'instructions'];
 
 export type Decision = 'run' | 'ask' | 'show';
 export const DECISIONS: readonly Decision[] = ['run', 'ask', 'show'];
@@ -144,6 +144,11 @@ export interface State {
    * it with a way to fix it; absent when nothing is missing
    */
   setup?: SetupProblem;
+  /**
+   * the AGENTS.md files that apply to the working directory, root first (empty: none); sent to the model only
+   * when accepted
+   */
+  instructions?: ProjectInstructions[];
 }
 
 export interface MemoryStatus {
@@ -178,6 +183,17 @@ export interface SetupProblem {
   baseUrl: string;
   /** Mino's README.md (its "First run" section says what to set), when installed from a checkout */
   readme?: string;
+}
+
+/** One AGENTS.md that applies to the working directory (the repository root's first). */
+export interface ProjectInstructions {
+  /** the file's absolute path */
+  path: string;
+  /**
+   * the person accepted this content (as it is now): it is sent with every request; false: not sent, and the
+   * next turn asks (a piped or `-p` run leaves it out)
+   */
+  accepted: boolean;
 }
 
 export interface TurnParams {
@@ -383,15 +399,27 @@ export interface ApproveResult {
 export interface ConfirmParams {
   /**
    * recovery: a session's calls whose result was never recorded; skills: project skills not accepted before
-   * (new or changed), asked at a session's first turn (a no loads none)
+   * (new or changed), asked at a session's first turn (a no loads none); instructions: AGENTS.md content not
+   * accepted before (new or changed), asked at a turn before it is sent (a no sends none for the rest of the
+   * session)
    */
   kind: ConfirmKind;
   sessionId: string;
   /**
-   * several lines ending with the question: the calls whose result was never recorded, or the skills' names
-   * and descriptions (escaped)
+   * several lines ending with the question: the calls whose result was never recorded, the skills' names and
+   * descriptions, or the AGENTS.md paths and first lines (escaped)
    */
   message: string;
+  /** kind instructions: each AGENTS.md, root first, with the whole text the model would get */
+  files?: ConfirmFile[];
+}
+
+/** A file whose content a confirmation is about, shown in full (mino/confirm kind "instructions"). */
+export interface ConfirmFile {
+  /** absolute path */
+  path: string;
+  /** the text the model would get (cut at the 32 KiB limit), as it is: show it as plain text */
+  text: string;
 }
 
 export interface ConfirmResult {
