@@ -331,7 +331,9 @@ export class Controller implements vscode.Disposable {
         ? 'Mino: confirm recovery'
         : p.kind === 'skills'
           ? "Mino: load this project's skills?"
-          : 'Mino: confirm',
+          : p.kind === 'instructions'
+            ? "Mino: send this project's AGENTS.md instructions to the model?"
+            : 'Mino: confirm',
       { modal: true, detail: p.message },
       'Yes',
       'No',
