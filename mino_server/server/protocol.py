@@ -520,8 +520,9 @@ SERVER_MESSAGES: list[Method] = [
         ConfirmResult,
         "Recovery question before a session with an unrecorded result becomes active (start-up, "
         "resume); skills question at a session's first turn, before project skills not accepted "
-        "before are loaded (sent with `$/cancelRequest` when the turn is interrupted). Only "
-        "`{confirmed: true}` is a yes.",
+        "before are loaded; instructions question at a turn, before AGENTS.md content not accepted "
+        "before is sent (`files` carries each file's whole text); the last two are sent with "
+        "`$/cancelRequest` when the turn is interrupted. Only `{confirmed: true}` is a yes.",
     ),
     Method("mino/event", "server", Event, NOTIFICATION, "A turn event; `type` says which."),
     Method(

@@ -601,8 +601,10 @@ export const Methods = {
   approve: 'mino/approve',
   /**
    * Server request. Recovery question before a session with an unrecorded result becomes active (start-up,
-   * resume); skills question at a session's first turn, before project skills not accepted before are loaded
-   * (sent with `$/cancelRequest` when the turn is interrupted). Only `{confirmed: true}` is a yes.
+   * resume); skills question at a session's first turn, before project skills not accepted before are loaded;
+   * instructions question at a turn, before AGENTS.md content not accepted before is sent (`files` carries
+   * each file's whole text); the last two are sent with `$/cancelRequest` when the turn is interrupted. Only
+   * `{confirmed: true}` is a yes.
    */
   confirm: 'mino/confirm',
   /** Server notification. A turn event; `type` says which. */
