@@ -23,6 +23,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -45,6 +46,10 @@ if TYPE_CHECKING:
 
 EMPTY_PROMPT = (
     'the prompt is empty (only white space); give the text to send, e.g. mino -p "Explain this error"'
+)
+CANCEL_GRACE_S = 10.0
+TURN_DID_NOT_END = (
+    f"the turn did not end within {CANCEL_GRACE_S:.0f} s of the interrupt; Mino stopped waiting"
 )
 STDOUT_CLOSED = "mino: stdout was closed before the result was written; the turn was interrupted."
 
@@ -250,14 +255,23 @@ def _turn(conversation: Any, ui: PrintUI, out: Output, prompt: str) -> TurnResul
     previous = signal.signal(signal.SIGTERM, lambda *_: cancel.cancel())
     worker = threading.Thread(target=work, name="mino-turn", daemon=True)
     worker.start()
+    deadline: float | None = None
     try:
         while worker.is_alive():
             try:
                 worker.join(0.1)
             except KeyboardInterrupt:
                 cancel.cancel()
+            if cancel.cancelled and deadline is None:
+                deadline = time.monotonic() + CANCEL_GRACE_S
+            if deadline is not None and time.monotonic() > deadline:
+                break  # a turn that does not end: the status still says so, the log's recovery copes
     finally:
         signal.signal(signal.SIGTERM, previous)
+    if "result" not in box:
+        from .core.contract import TurnResult
+
+        return TurnResult(turnId="", status="interrupted", text="", error=TURN_DID_NOT_END)
     return box["result"]
 
 
