@@ -117,8 +117,6 @@ class PrintUI:
             self.out.text(line)
 
     def event(self, event: Event) -> None:
-        from .server.protocol import dump
-
         match event:
             case ToolCall(tool=tool):
                 err(f"[Tool: {tool}]")
@@ -134,6 +132,8 @@ class PrintUI:
                     "contextWindow": event.contextWindow,
                 }
         if self.format == "stream-json":
+            from .server.protocol import dump  # the editor server's own: the same payloads
+
             self.emit(dump(event))
 
     def approve(self, request: ApprovalRequest, cancel: CancelToken) -> bool:
