@@ -212,13 +212,14 @@ def _run(config: Any, ui: PrintUI, out: Output, prompt: str, resume: str | None)
     from .core.conversation import CommandError, Conversation
     from .core.sessions.store import StorageError, StoreLocked
     from .core.store import Store
-    from .core.words import mode_line, session_line
+    from .core.words import oneshot_mode_line, session_line
 
     conversation = Conversation(Store(config), Path.cwd(), ui)
     conversation.asks_person = False  # AGENTS.md: only what was accepted before, with a notice
     try:
         try:
-            startup = conversation.open(select=False)
+            # As the piped CLI: the request does not wait for the sandbox probe (a tool call does).
+            startup = conversation.open(select=False, sandbox_later=True)
             if resume is not None:
                 if not conversation.sessions.exists(resume) and conversation.open_elsewhere(resume) is None:
                     err(f"mino: no session with ID {resume}.")
@@ -229,22 +230,23 @@ def _run(config: Any, ui: PrintUI, out: Output, prompt: str, resume: str | None)
                 notices = []
         except (StoreLocked, StorageError, CommandError) as exc:
             return _not_started(ui, out, str(exc))
-        for text in [*notices, session_line(conversation.session_id or ""), mode_line(conversation.mode)]:
+        for text in [
+            *notices,
+            session_line(conversation.session_id or ""),
+            oneshot_mode_line(conversation.mode),
+        ]:
             err(text)
-        for text in [startup.sandbox_line, *startup.warnings]:
-            if text:
-                err(text)
-        if startup.setup is not None:
-            err(startup.setup.message)
-        result = _turn(conversation, ui, out, prompt)
+        later = [*startup.warnings, *([startup.setup.message] if startup.setup is not None else [])]
+        result = _turn(conversation, ui, out, prompt, later)
         return _finish(ui, out, conversation.session_id, result)
     finally:
         conversation.close()
 
 
-def _turn(conversation: Any, ui: PrintUI, out: Output, prompt: str) -> TurnResult:
+def _turn(conversation: Any, ui: PrintUI, out: Output, prompt: str, later: list[str]) -> TurnResult:
     """The turn in a worker thread; Ctrl-C, SIGTERM and a closed stdout cancel it, and the turn
-    still ends with its records written (status interrupted)."""
+    still ends with its records written (status interrupted). Meanwhile the main thread waits for
+    the sandbox's verdict and writes its start-up line and `later` to stderr."""
     cancel = CancelToken()
     out.on_broken.append(cancel)
     box: dict[str, TurnResult] = {}
@@ -257,6 +259,12 @@ def _turn(conversation: Any, ui: PrintUI, out: Output, prompt: str) -> TurnResul
     worker.start()
     deadline: float | None = None
     try:
+        try:
+            for text in [conversation.sandbox_verdict(), *later]:
+                if text:
+                    err(text)
+        except KeyboardInterrupt:
+            cancel.cancel()
         while worker.is_alive():
             try:
                 worker.join(0.1)

@@ -48,7 +48,10 @@ def test_text_stdout_is_the_answer_only(model: ScriptedModel, tmp_path: Path) ->
     done = run(env, work, "-p", "What is it?")
     assert done.returncode == 0, done.stderr
     assert done.stdout == ANSWER + "\n"
-    assert "Session: " in done.stderr and "Permission mode: manual" in done.stderr
+    assert (
+        "Session: " in done.stderr
+        and "Permission mode: manual. Calls that would ask are denied" in done.stderr
+    )
     assert "What is it?" in json.dumps(model.requests[0]["input"])
     assert _selection(home) is None  # never selected: a person's terminal stays where it was
 

@@ -22,6 +22,13 @@ def mode_line(mode: Mode) -> str:
     return f"Permission mode: {mode}. Use /mode to change it."
 
 
+def oneshot_mode_line(mode: Mode) -> str:
+    """`mino -p`'s start-up line for the mode (nobody can answer a question there)."""
+    return (
+        f"Permission mode: {mode}. Calls that would ask are denied (mino -p cannot ask); --mode changes it."
+    )
+
+
 def session_line(session_id: str) -> str:
     return f"Session: {session_id}"
 
