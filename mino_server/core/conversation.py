@@ -165,7 +165,7 @@ class Conversation:
         """Load what the first turn needs (the tools, memory, skills, compaction: ~5 ms) while a person
         types the first line; harmless if the turn gets there first. What bash loads on its first run
         (subprocess & co) the sandbox probe loads: it runs before any tool call."""
-        from . import display, memory, skills, turn  # noqa: F401
+        from . import consent, display, instructions, memory, skills, turn  # noqa: F401
         from .tools.registry import default_tools
 
         default_tools()  # imports every tool module; the turn builds its own set (no shared state here)
