@@ -252,7 +252,13 @@ def _turn(conversation: Any, ui: PrintUI, out: Output, prompt: str, later: list[
     box: dict[str, TurnResult] = {}
 
     def work() -> None:
-        box["result"] = conversation.run_turn(prompt, cancel)
+        try:
+            box["result"] = conversation.run_turn(prompt, cancel)
+        except Exception as exc:  # a defect: said in one line and in the status, never a traceback
+            from .core.contract import TurnResult
+
+            error = f"internal error ({type(exc).__name__}: {exc})"
+            box["result"] = TurnResult(turnId="", status="failed", text="", error=error)
 
     previous = signal.signal(signal.SIGTERM, lambda *_: cancel.cancel())
     worker = threading.Thread(target=work, name="mino-turn", daemon=True)
