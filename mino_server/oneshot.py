@@ -179,7 +179,8 @@ def run_print(
     base_url: str | None,
     mode: str | None,
 ) -> int:
-    from .core.config import ConfigError, load_config
+    from .core.config import load_config
+    from .core.errors import ConfigError
 
     try:
         prompt = read_prompt(prompt_arg)
@@ -209,8 +210,8 @@ def run_print(
 
 
 def _run(config: Any, ui: PrintUI, out: Output, prompt: str, resume: str | None) -> int:
-    from .core.conversation import CommandError, Conversation
-    from .core.sessions.store import StorageError, StoreLocked
+    from .core.conversation import Conversation
+    from .core.errors import CommandError, StorageError, StoreLocked
     from .core.store import Store
     from .core.words import oneshot_mode_line, session_line
 
