@@ -17,7 +17,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -28,6 +28,7 @@ from .core.contract import (
     ApprovalRequest,
     ApprovalResolved,
     AssistantMessage,
+    ConfirmFile,
     Event,
     FileDiff,
     MemoryProblem,
@@ -335,16 +336,17 @@ class TerminalUI:
         message: str,
         cancel: CancelToken | None = None,
         diffs: list[FileDiff] | None = None,
+        files: Sequence[ConfirmFile] = (),
     ) -> bool:
         self._begin_block()  # like an approval: from a fresh line and reset attributes
-        prompt = "[y/N] "
-        if kind == "rewind":  # its last line is the question: `Rewind K file(s) to before turn N? [y/N]`
-            message, _, question = message.rpartition("\n")
-            prompt = terminal_text(question) + " " + prompt
-        if message:
-            self.line(message)  # its project text is escaped by the core and sanitised by write()
+        # The rewind and instructions questions end their message: asked on that line ("... [y/N] ").
+        asks_last = kind in ("rewind", "instructions")
+        body, _, last = message.rpartition("\n") if asks_last else (message, "", "")
+        if body:
+            self.line(body)  # its project text is escaped by the core and sanitised by write()
+        prompt = terminal_text(f"{last} [y/N] " if last else "[y/N] ")
         if not self.interactive:
-            self.line(prompt + "no — input is piped, so nobody can confirm.")
+            self.line(f"{prompt}no — input is piped, so nobody can confirm.")
             return False
         if threading.current_thread() is not threading.main_thread():
             return self._ask_main(prompt, cancel or CancelToken())  # asked during a turn (skills)
@@ -395,6 +397,7 @@ def run_cli(model: str | None, base_url: str | None, mode: str | None) -> int:
         ui.error_line(f"mino: {exc}")
         return 2
     conversation = Conversation(Store(config), Path.cwd(), ui)
+    conversation.asks_person = interactive  # piped: AGENTS.md is sent only when accepted before
     try:
         try:
             # Piped input: the first line is read and its request sent without waiting for the sandbox

@@ -13,6 +13,9 @@ usage: mino [--model MODEL] [--base-url URL] [--mode MODE]   chat in the termina
        mino --acp [--model MODEL] [--base-url URL] [--mode MODE]
                                                              an Agent Client Protocol agent on stdio
                                                              (Zed, JetBrains IDEs, Neovim, Emacs)
+       mino -p PROMPT [--output-format text|json|stream-json] [--resume ID] [--mode MODE]
+                                                             one turn for scripts and CI, then exit
+                                                             (PROMPT "-": read it from stdin)
        mino eval DIR [--live] [-k NAME] [--json]             run the eval cases in DIR
        mino doctor [--json] [--model MODEL] [--base-url URL] check what a turn needs, with fixes
        mino --version | --help
@@ -28,7 +31,16 @@ class UsageError(Exception):
 
 
 def _parse(argv: list[str]) -> dict[str, object]:
-    opts: dict[str, object] = {"stdio": False, "acp": False, "model": None, "base_url": None, "mode": None}
+    opts: dict[str, object] = {
+        "stdio": False,
+        "acp": False,
+        "model": None,
+        "base_url": None,
+        "mode": None,
+        "print": None,
+        "resume": None,
+        "output_format": None,
+    }
     i = 0
     while i < len(argv):
         arg = argv[i]
@@ -36,8 +48,18 @@ def _parse(argv: list[str]) -> dict[str, object]:
             opts["stdio"] = True
         elif arg == "--acp":
             opts["acp"] = True
-        elif arg in ("--model", "--base-url", "--mode") or arg.startswith(
-            ("--model=", "--base-url=", "--mode=")
+        elif arg in ("-p", "--print") or arg.startswith("--print="):
+            name, eq, value = arg.partition("=")
+            if not eq:
+                i += 1
+                if i >= len(argv):
+                    raise UsageError(f'{name} needs the prompt (or "-" to read it from stdin)')
+                value = argv[i]
+            if opts["print"] is not None:
+                raise UsageError(f"{name} given twice")
+            opts["print"] = value
+        elif arg in ("--model", "--base-url", "--mode", "--resume", "--output-format") or arg.startswith(
+            ("--model=", "--base-url=", "--mode=", "--resume=", "--output-format=")
         ):
             name, eq, value = arg.partition("=")
             if not eq:
@@ -50,6 +72,23 @@ def _parse(argv: list[str]) -> dict[str, object]:
             raise UsageError(f"unknown argument: {arg}")
         i += 1
     return opts
+
+
+OUTPUT_FORMATS = ("text", "json", "stream-json")
+
+
+def _print_usage_problem(opts: dict[str, object]) -> str | None:
+    """Why the `-p` flags do not fit together (None: they do)."""
+    if opts["print"] is None:
+        for flag in ("resume", "output_format"):
+            if opts[flag] is not None:
+                return f"--{flag.replace('_', '-')} goes with -p PROMPT (one turn for scripts)"
+        return None
+    if opts["stdio"] or opts["acp"]:
+        return "-p runs one turn in the terminal; it does not go with --stdio or --acp"
+    if opts["output_format"] is not None and opts["output_format"] not in OUTPUT_FORMATS:
+        return f"unknown --output-format {opts['output_format']!r}; use one of: {', '.join(OUTPUT_FORMATS)}"
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -81,6 +120,29 @@ def main(argv: list[str] | None = None) -> int:
     if opts["stdio"] and opts["acp"]:
         sys.stderr.write(f"mino: --stdio and --acp are two protocols; choose one\n{USAGE}")
         return 2
+    problem = _print_usage_problem(opts)
+    if problem:
+        from .core.display import terminal_text
+
+        sys.stderr.write(f"mino: {terminal_text(problem)}\n{USAGE}")
+        return 2
+    if opts["print"] is not None:
+        from .oneshot import run_print
+
+        try:
+            code = run_print(
+                str(opts["print"]),
+                resume=opts["resume"],  # type: ignore[arg-type]
+                output_format=str(opts["output_format"] or "text"),
+                model=opts["model"],  # type: ignore[arg-type]
+                base_url=opts["base_url"],  # type: ignore[arg-type]
+                mode=opts["mode"],  # type: ignore[arg-type]
+            )
+        except KeyboardInterrupt:  # before or after the turn (during it, Ctrl-C interrupts the turn)
+            code = 130
+        if as_program:
+            _exit_now(code)
+        return code
     if opts["acp"]:
         from .acp.app import serve as serve_acp
 

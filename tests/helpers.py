@@ -6,6 +6,7 @@ from __future__ import annotations
 import http.server
 import os
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ from typing import Any
 from mino_server.core.cancel import CancelToken
 from mino_server.core.commands import CommandResult, run_command
 from mino_server.core.config import Config, load_config
-from mino_server.core.contract import ApprovalRequest, Event, FileDiff, MemoryProblem
+from mino_server.core.contract import ApprovalRequest, ConfirmFile, Event, FileDiff, MemoryProblem
 from mino_server.core.conversation import Conversation
 from mino_server.core.sessions.store import SessionStore
 from mino_server.core.store import Store
@@ -70,6 +71,7 @@ class RecordingUI:
         message: str,
         cancel: CancelToken | None = None,
         diffs: list[FileDiff] | None = None,
+        files: Sequence[ConfirmFile] = (),
     ) -> bool:
         self.confirm_messages.append(message)
         return self.confirms.pop(0) if self.confirms else False

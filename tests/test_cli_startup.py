@@ -70,7 +70,7 @@ def test_what_the_first_request_needs_loads_nothing_of_the_sandbox_or_of_running
     code = (
         "import sys\n"
         "import httpx, mino_server.cli, mino_server.core.conversation\n"
-        "from mino_server.core import display, memory, skills, turn\n"
+        "from mino_server.core import consent, display, instructions, memory, skills, turn\n"
         "from mino_server.core.tools.registry import default_tools\n"
         "default_tools()\n"
         "print(sorted(m for m in ('subprocess', 'ctypes', 'mino_server.core.tools.orphans',"

@@ -348,6 +348,14 @@ def confirm_tool_call(
             "status": "pending",
             "content": [*(diff_content(d) for d in diffs or ()), text_content(fence(message))],
         }
+    if kind == "instructions":
+        return {
+            "toolCallId": f"instructions-{session_id}",
+            "title": "Project instructions",
+            "kind": "read",
+            "status": "pending",
+            "content": [text_content(fence(message))],
+        }
     if kind == "skills":
         return {
             "toolCallId": f"skills-{session_id}",

@@ -18,7 +18,9 @@ from ..jsonrpc import BUSY, Cancels, RpcError
 from . import mapping as M
 
 if TYPE_CHECKING:
-    from ..core.contract import ApprovalRequest, Event, FileDiff
+    from collections.abc import Sequence
+
+    from ..core.contract import ApprovalRequest, ConfirmFile, Event, FileDiff
     from ..core.conversation import Conversation
 
 log = logging.getLogger("mino.acp")
@@ -135,6 +137,7 @@ class SessionUI:
         message: str,
         cancel: CancelToken | None = None,
         diffs: list[FileDiff] | None = None,
+        files: Sequence[ConfirmFile] = (),
     ) -> bool:
         params = {
             "sessionId": session_id,

@@ -263,6 +263,25 @@ class MemoryStatus(Mutable):
 
 
 @dataclass(kw_only=True, frozen=True, eq=False, repr=False)
+class ProjectInstructions(Frozen):
+    """One AGENTS.md that applies to the working directory (the repository root's first)."""
+
+    path: str = doc("the file's absolute path")
+    accepted: bool = doc(
+        "the person accepted this content (as it is now): it is sent with every request; false: not "
+        "sent, and the next turn asks (a piped or `-p` run leaves it out)"
+    )
+
+
+@dataclass(kw_only=True, frozen=True, eq=False, repr=False)
+class ConfirmFile(Frozen):
+    """A file whose content a confirmation is about, shown in full (mino/confirm kind "instructions")."""
+
+    path: str = doc("absolute path")
+    text: str = doc("the text the model would get (cut at the 32 KiB limit), as it is: show it as plain text")
+
+
+@dataclass(kw_only=True, frozen=True, eq=False, repr=False)
 class ContextUsage(Frozen):
     """How full the context was at the latest request that reported usage."""
 
@@ -311,6 +330,10 @@ class State(Mutable):
         "bytes the active session's checkpoint store (the files' states before Mino's writes, for "
         "/rewind) holds under MINO_HOME/checkpoints; /clear deletes them",
         default=0,
+    )
+    instructions: list[ProjectInstructions] | None = optional(
+        "the AGENTS.md files that apply to the working directory, root first (empty: none); sent to the "
+        "model only when accepted"
     )
 
 

@@ -31,6 +31,7 @@ from .contract import (
     Mode,
     Notice,
     OpenElsewhere,
+    ProjectInstructions,
     Startup,
     State,
     TurnResult,
@@ -95,6 +96,11 @@ class Conversation:
         self._memory_tracker: ProblemTracker | None = None
         self._force_memory_report = True
         self._skills: list[Skill] | None = None
+        # Project instructions (AGENTS.md): whether a person can be asked (False for piped and `-p`
+        # runs: only content accepted before is sent), and the content declined in this session.
+        self.asks_person = True
+        self._instructions_declined: str | None = None
+        self._instructions_left_out: str | None = None  # the content a notice already named
         self.budget = TokenBudget(self.config.context_window)
         self.usage: ContextUsage | None = None  # the latest request that reported usage (State.usage)
         self._checkpoints: CheckpointStore | None = None  # the active session's, opened when first used
@@ -161,7 +167,7 @@ class Conversation:
         """Load what the first turn needs (the tools, memory, skills, compaction: ~5 ms) while a person
         types the first line; harmless if the turn gets there first. What bash loads on its first run
         (subprocess & co) the sandbox probe loads: it runs before any tool call."""
-        from . import display, memory, skills, turn  # noqa: F401
+        from . import consent, display, instructions, memory, skills, turn  # noqa: F401
         from .tools.registry import default_tools
 
         default_tools()  # imports every tool module; the turn builds its own set (no shared state here)
@@ -235,6 +241,7 @@ class Conversation:
             log, self.budget.context_window
         )  # a session's own: what its last turn reported
         self._skills = None
+        self._instructions_declined = None  # a no holds for its session only
         self._force_memory_report = True
 
     def close(self) -> None:
@@ -261,24 +268,27 @@ class Conversation:
         except StoreLocked as exc:
             raise CommandError(str(exc)) from None
 
-    def new_session(self) -> str:
+    def new_session(self, select: bool = True) -> str:
+        """A new session; `select=False` leaves the selection (active-session.json) as it is (`mino -p`)."""
         self.check_idle()
         with self._command_lock():
-            return self._new_session_locked()
+            return self._new_session_locked(select)
 
-    def _new_session_locked(self) -> str:
+    def _new_session_locked(self, select: bool = True) -> str:
         sid = self.sessions.create()
         claim = self.store.claim(sid, str(self.workdir))
         with self._dropped_on_failure(claim):
             log = self.sessions.open_log(sid)
         with self._dropped_on_failure(claim, log):
-            self.sessions.save_selection(sid)  # saved before the new selection is shown
+            if select:
+                self.sessions.save_selection(sid)  # saved before the new selection is shown
         self._activate(log, claim)
         return sid
 
-    def resume(self, session_id: str) -> list[str]:
+    def resume(self, session_id: str, select: bool = True) -> list[str]:
         """Switch to a complete, existing session ID. Raises CommandError (SessionOpenElsewhere when
-        another conversation has it open); the selection stays on failure."""
+        another conversation has it open); the selection stays on failure, and with `select=False`
+        (`mino -p --resume`) on success too."""
         self.check_idle()
         if not ID_RE.fullmatch(session_id):
             raise CommandError(
@@ -307,8 +317,9 @@ class Conversation:
                 notices = startup.recover(log, self.ui)
             except RecoveryRefused as exc:
                 raise CommandError(f"{exc} The selection is unchanged.") from None
-            with self._command_lock():
-                self.sessions.save_selection(session_id)
+            if select:
+                with self._command_lock():
+                    self.sessions.save_selection(session_id)
         self._activate(log, claim)
         return notices
 
@@ -447,11 +458,78 @@ class Conversation:
             self.ui.event(Notice(turnId=None, text=skills_consent_not_saved(exc.strerror or str(exc))))
         return True
 
-    def instructions(self, skill_list: list[Skill]) -> str:
+    def _project_instructions(self, log: SessionLog, cancel: CancelToken) -> str | None:
+        """The AGENTS.md part of the instructions, when the person accepted exactly this content
+        (instructions.py). Read at every turn, so a changed file asks again; asked at most once per
+        content and session; never asked when no person can answer (a notice says it was left out)."""
+        from . import consent
+        from . import instructions as ins
+        from .contract import ConfirmFile
+        from .words import (
+            INSTRUCTIONS_NOT_SENT,
+            instructions_consent_not_saved,
+            instructions_left_out,
+            instructions_question,
+        )
+
+        found = ins.find(self.workdir)
+        if not found.files:
+            return None
+        home, sha = self.config.home, found.digest
+        if consent.accepted(home, ins.CONSENT_KIND, sha):
+            return ins.render(found)
+        if self._instructions_declined == sha:
+            return None
+        if not self.asks_person:
+            if self._instructions_left_out != sha:
+                self._instructions_left_out = sha
+                self.ui.event(Notice(turnId=None, text=instructions_left_out([f.path for f in found.files])))
+            return None
+        cut = next((f.path for f in found.files if f.cut), None)
+        message = instructions_question(
+            [(f.path, f.text) for f in found.files],
+            found.lines,
+            cut,
+            list(found.left_out),
+            ins.MAX_BYTES // 1024,
+        )
+        files = [ConfirmFile(path=f.path, text=f.text) for f in found.files]
+        try:
+            yes = (
+                self.ui.confirm(ins.CONSENT_KIND, log.id, message, cancel, files=files)
+                and not cancel.cancelled
+            )
+        except Exception:  # a front end that fails to ask has not said yes
+            yes = False
+        if not yes:
+            if not cancel.cancelled:  # no answer yet (a cancel): the next turn asks again
+                self._instructions_declined = sha
+                self.ui.event(Notice(turnId=None, text=INSTRUCTIONS_NOT_SENT))
+            return None
+        try:
+            consent.remember(home, ins.CONSENT_KIND, sha, str(found.root / ins.FILE_NAME))
+        except OSError as exc:
+            self.ui.event(Notice(turnId=None, text=instructions_consent_not_saved(exc.strerror or str(exc))))
+        return ins.render(found)
+
+    def instructions_status(self) -> list[ProjectInstructions]:
+        """State.instructions: the AGENTS.md files that apply here and whether they are accepted."""
+        from . import consent
+        from . import instructions as ins
+
+        found = ins.find(self.workdir)
+        if not found.files:
+            return []
+        yes = consent.accepted(self.config.home, ins.CONSENT_KIND, found.digest)
+        return [ProjectInstructions(path=f.path, accepted=yes) for f in found.files]
+
+    def instructions(self, skill_list: list[Skill], project: str | None = None) -> str:
+        """SOUL.md, then the accepted project instructions (AGENTS.md), then the skills catalogue."""
         from .skills import render_catalogue
 
-        catalogue = render_catalogue(skill_list)
-        return self.config.soul if not catalogue else f"{self.config.soul.rstrip()}\n\n{catalogue}"
+        parts = [self.config.soul.rstrip() if project or render_catalogue(skill_list) else self.config.soul]
+        parts += [p for p in (project, render_catalogue(skill_list)) if p]
+        return "\n\n".join(parts)
 
     # ---- tools and the model -------------------------------------------------------------
     @property
@@ -546,6 +624,7 @@ class Conversation:
             turn.ctx.files = CheckpointedFiles(self.files, store, turn.turn_id)
         try:
             skill_list = self._session_skills(log, cancel)
+            project = self._project_instructions(log, cancel)
             history = log.replay_records()  # before this turn's first record
             context = _records(items)  # kept so every replay sends the same parts
             log.append("user_message", turn.turn_id, text=text, **({"context": context} if context else {}))
@@ -557,7 +636,7 @@ class Conversation:
                 turn.ctx.skills = {s.name: s.path for s in skill_list}
                 turn.ctx.skill_digests = {s.name: s.sha256 for s in skill_list if s.sha256}
                 turn.index = self._memory_index()
-                turn.instructions = self.instructions(skill_list)
+                turn.instructions = self.instructions(skill_list, project)
                 turn.schemas = tool_schemas(self.tools)
 
             result = turn.run(text, history, prepare, context)
@@ -603,6 +682,7 @@ class Conversation:
             usage=self.usage,
             setup=self.config.setup_problem(),
             checkpointBytes=self._checkpoint_bytes(),
+            instructions=self.instructions_status(),
             memory=MemoryStatus(
                 dir=str(self.config.memory_dir),
                 count=len(entries),

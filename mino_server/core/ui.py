@@ -6,10 +6,11 @@ approval and asks for confirmation through this interface; each front end implem
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
 from .cancel import CancelToken
-from .contract import ApprovalRequest, Event, FileDiff, MemoryProblem
+from .contract import ApprovalRequest, ConfirmFile, Event, FileDiff, MemoryProblem
 
 
 class UI(Protocol):
@@ -26,11 +27,13 @@ class UI(Protocol):
         message: str,
         cancel: CancelToken | None = None,
         diffs: list[FileDiff] | None = None,
+        files: Sequence[ConfirmFile] = (),
     ) -> bool:
-        """A yes/no confirmation: kind "recovery" (outside a turn), or "skills" (project skills not
-        accepted before, at a session's first turn, which `cancel` may end), or "rewind" (/rewind N,
+        """A yes/no confirmation: kind "recovery" (outside a turn), "skills" (project skills not
+        accepted before, at a session's first turn, which `cancel` may end), "rewind" (/rewind N,
         with the files as they are and as the rewind leaves them in `diffs`, for an editor's diff
-        view); False when no person can answer."""
+        view) or "instructions" (AGENTS.md content not accepted before, at a turn, with `files` in
+        full); False when no person can answer."""
 
     def memory_problems(self, directory: str, problems: list[MemoryProblem]) -> None:
         """Memory files that were not loaded."""

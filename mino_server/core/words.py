@@ -23,6 +23,13 @@ def mode_line(mode: Mode) -> str:
     return f"Permission mode: {mode}. Use /mode to change it."
 
 
+def oneshot_mode_line(mode: Mode) -> str:
+    """`mino -p`'s start-up line for the mode (nobody can answer a question there)."""
+    return (
+        f"Permission mode: {mode}. Calls that would ask are denied (mino -p cannot ask); --mode changes it."
+    )
+
+
 def session_line(session_id: str) -> str:
     return f"Session: {session_id}"
 
@@ -162,3 +169,61 @@ def checkpoint_size_line(size: int, where: str) -> str:
         else f"{size / (1 << 20):.1f} MiB"
     )
     return f"Checkpoints of this session: {amount} in {where} (/clear deletes them)."
+
+
+# ---- project instructions (docs/BEHAVIOUR.md, "Project instructions: AGENTS.md") ----------------
+INSTRUCTIONS_PREVIEW_LINES = 5
+INSTRUCTIONS_NOT_SENT = (
+    "Project instructions (AGENTS.md) were not sent (not accepted); the next session asks again."
+)
+
+
+def instructions_question_line(lines: int) -> str:
+    """The question itself, the last line of the message (the terminal adds " [y/N] ")."""
+    return f"This project gives the model instructions in AGENTS.md ({lines} line{'' if lines == 1 else 's'}). Send them?"
+
+
+def instructions_question(
+    files: list[tuple[str, str]], lines: int, cut: str | None, left_out: list[str], limit_kib: int
+) -> str:
+    """The message before AGENTS.md content the person has not accepted is sent (kind "instructions"):
+    each path and its first lines, escaped (they come from the project), then the question."""
+    from .display import escape_value
+
+    out = [
+        "Instructions for the model from this project (a command or another person may have written them):"
+    ]
+    for path, text in files:
+        body = text.splitlines()
+        out.append(f'  "{escape_value(path)}" ({len(body)} line{"" if len(body) == 1 else "s"}):')
+        out += [f"    | {escape_value(line)[:200]}" for line in body[:INSTRUCTIONS_PREVIEW_LINES]]
+        if len(body) > INSTRUCTIONS_PREVIEW_LINES:
+            out.append(f"    … ({len(body) - INSTRUCTIONS_PREVIEW_LINES} more lines)")
+    if cut is not None or left_out:
+        out.append(instructions_limit_line(cut, left_out, limit_kib))
+    out.append(instructions_question_line(lines))
+    return "\n".join(out)
+
+
+def instructions_limit_line(cut: str | None, left_out: list[str], limit_kib: int) -> str:
+    from .display import escape_value
+
+    parts = [f'"{escape_value(cut)}" is cut there'] if cut is not None else []
+    if left_out:
+        parts.append("not sent: " + ", ".join(f'"{escape_value(p)}"' for p in left_out))
+    return f"AGENTS.md files are limited to {limit_kib} KiB together: " + "; ".join(parts) + "."
+
+
+def instructions_left_out(paths: list[str]) -> str:
+    """A piped or `-p` run (nobody to ask) with AGENTS.md content not accepted before."""
+    from .display import escape_value
+
+    listed = ", ".join(f'"{escape_value(p)}"' for p in paths)
+    return (
+        f"Project instructions in {listed} were not sent: they were not accepted before, and nobody "
+        "can answer here. Run `mino` in this folder once and answer yes to send them."
+    )
+
+
+def instructions_consent_not_saved(reason: str) -> str:
+    return f"Your yes to the project instructions could not be saved ({reason}); the next session asks again."

@@ -14,13 +14,21 @@ import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..core.cancel import CancelToken
-from ..core.contract import ApprovalRequest, Event, FileDiff, MemoryProblem, Notice, ToolResultEvent
+from ..core.contract import (
+    ApprovalRequest,
+    ConfirmFile,
+    Event,
+    FileDiff,
+    MemoryProblem,
+    Notice,
+    ToolResultEvent,
+)
 from ..core.display import terminal_text
 from .checks import Run, Turn, describe_request, grade
 from .schema import PLACEHOLDER_RE, Case, CaseError, load_case
@@ -107,10 +115,11 @@ class EvalUI:
         message: str,
         cancel: CancelToken | None = None,
         diffs: list[FileDiff] | None = None,
+        files: Sequence[ConfirmFile] = (),
     ) -> bool:
         self.output.append(message)
-        if kind == "skills":
-            return True  # the case wrote its skills itself (write_setup), as their author would
+        if kind in ("skills", "instructions"):
+            return True  # the case wrote its skills and AGENTS.md itself (write_setup), as their author would
         return self.case.confirm_recovery if kind == "recovery" else False
 
     def ask_text(self, prompt: str) -> str | None:

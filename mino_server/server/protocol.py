@@ -131,6 +131,7 @@ from ..core.contract import (  # noqa: E402, F401  (re-exported: the protocol's 
     ApprovalResolved,
     AssistantMessage,
     CheckpointTurn,
+    ConfirmFile,
     ContextItem,
     Decision,
     Event,
@@ -373,7 +374,7 @@ class ApproveResult:
     approved: bool
 
 
-ConfirmKind = Literal["recovery", "skills", "rewind"]
+ConfirmKind = Literal["recovery", "skills", "rewind", "instructions"]
 CONFIRM_KINDS: tuple[ConfirmKind, ...] = typing.get_args(ConfirmKind)
 
 
@@ -382,16 +383,22 @@ class ConfirmParams:
     kind: ConfirmKind = doc(
         "recovery: a session's calls whose result was never recorded; skills: project skills not "
         "accepted before (new or changed), asked at a session's first turn (a no loads none); "
-        "rewind: /rewind N or mino/rewind, with the files' diffs"
+        "rewind: /rewind N or mino/rewind, with the files' diffs; "
+        "instructions: AGENTS.md content not accepted before (new or changed), asked at a turn before "
+        "it is sent (a no sends none for the rest of the session)"
     )
     sessionId: str
     message: str = doc(
-        "several lines ending with the question: the calls whose result was never recorded, or the "
-        "skills' names and descriptions (escaped), or a rewind's `restore`/`delete`/`keep` lines"
+        "several lines ending with the question: the calls whose result was never recorded, the "
+        "skills' names and descriptions, a rewind's `restore`/`delete`/`keep` lines, or the AGENTS.md "
+        "paths and first lines (escaped)"
     )
     diffs: list[FileDiff] | None = optional(
         "kind rewind: each file as it is now (`before`) and as the rewind leaves it (`after`, empty "
         "when deleted); shown in the editor's diff view before the question"
+    )
+    files: list[ConfirmFile] | None = optional(
+        "kind instructions: each AGENTS.md, root first, with the whole text the model would get"
     )
 
 
@@ -559,8 +566,10 @@ SERVER_MESSAGES: list[Method] = [
         ConfirmResult,
         "Recovery question before a session with an unrecorded result becomes active (start-up, "
         "resume); skills question at a session's first turn, before project skills not accepted "
-        "before are loaded (sent with `$/cancelRequest` when the turn is interrupted); rewind "
-        "question (/rewind N, mino/rewind). Only `{confirmed: true}` is a yes.",
+        "before are loaded; rewind question (/rewind N, mino/rewind); instructions question at a turn, "
+        "before AGENTS.md content not accepted before is sent (`files` carries each file's whole text); "
+        "the skills and instructions questions are sent with `$/cancelRequest` when the turn is "
+        "interrupted. Only `{confirmed: true}` is a yes.",
     ),
     Method("mino/event", "server", Event, NOTIFICATION, "A turn event; `type` says which."),
     Method(

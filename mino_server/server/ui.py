@@ -4,10 +4,11 @@ It knows the server only through `Editor` below (app.MinoServer builds it with i
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from ..core.cancel import CancelToken
-from ..core.contract import ApprovalRequest, Event, FileDiff, MemoryProblem
+from ..core.contract import ApprovalRequest, ConfirmFile, Event, FileDiff, MemoryProblem
 from . import protocol as P
 
 
@@ -44,11 +45,18 @@ class ServerUI:
         message: str,
         cancel: CancelToken | None = None,
         diffs: list[FileDiff] | None = None,
+        files: Sequence[ConfirmFile] = (),
     ) -> bool:
         if kind not in P.CONFIRM_KINDS:
             self.server.log_message(f"unexpected confirmation kind {kind!r}; not asked")
             return False
-        params = P.ConfirmParams(kind=kind, sessionId=session_id, message=message, diffs=diffs)
+        params = P.ConfirmParams(
+            kind=kind,
+            sessionId=session_id,
+            message=message,
+            diffs=diffs,
+            files=list(files) if files else None,
+        )
         answer = self.server.ask("mino/confirm", P.dump(params), cancel)
         return isinstance(answer, dict) and answer.get("confirmed") is True
 

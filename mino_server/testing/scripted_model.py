@@ -36,6 +36,7 @@ Reply keys (all optional; validated by `parse_reply`):
   zeros are sent as given (LiteLLM's chat-completions bridge sends 0s when the backend counted none).
 - `incomplete` (str, e.g. "max_output_tokens"): stream the text (and calls) as given, then end with
   `response.incomplete` (status "incomplete", `incomplete_details.reason`) instead of completed.
+- `chunk` (int): stream the text in deltas of this many characters (a big answer in few events).
 - `error_format` ("json", "sse" or "text"; with `status`): the error body's shape. "sse" sends
   `data: {"error": {...}}` then `data: [DONE]` as text/event-stream, as LiteLLM's proxy does when a
   streamed request fails before it starts; "text" sends the message as text/plain.
@@ -88,6 +89,7 @@ _KEYS = (
     "usage",
     "incomplete",
     "error_format",
+    "chunk",
 )
 _ERROR_FORMATS = ("json", "sse", "text")
 _TEXT_PARTS = ("input_text", "output_text")
@@ -185,6 +187,10 @@ def parse_reply(obj: object, where: str = "reply") -> dict:
             if not _number(obj[key]):
                 raise bad(key, "must be a non-negative number of seconds")
             reply[key] = float(obj[key])
+    if "chunk" in obj:
+        if not isinstance(obj["chunk"], int) or isinstance(obj["chunk"], bool) or obj["chunk"] < 1:
+            raise bad("chunk", "must be a positive number of characters")
+        reply["chunk"] = obj["chunk"]
     if "malformed" in obj:
         if not isinstance(obj["malformed"], bool):
             raise bad("malformed", "must be true or false")
@@ -627,7 +633,9 @@ class ScriptedModel:
             part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
             where = {"item_id": item_id, "output_index": index, "content_index": 0}
             emit("response.content_part.added", **where, part=part)
-            for delta in _text_chunks(text):
+            size = reply.get("chunk")
+            deltas = [text[i : i + size] for i in range(0, len(text), size)] if size else _text_chunks(text)
+            for delta in deltas:
                 emit("response.output_text.delta", **where, delta=delta, logprobs=[])
             emit("response.output_text.done", **where, text=text, logprobs=[])
             part = {**part, "text": text}

@@ -341,17 +341,42 @@ export class Controller implements vscode.Disposable {
 
   private async onConfirm(p: ConfirmParams): Promise<boolean> {
     if (p.kind === 'rewind') return this.rewind.confirm(p);
+    if (p.kind === 'instructions' && p.files?.length) return this.confirmInstructions(p);
     const choice = await vscode.window.showWarningMessage(
       p.kind === 'recovery'
         ? 'Mino: confirm recovery'
         : p.kind === 'skills'
           ? "Mino: load this project's skills?"
-          : 'Mino: confirm',
+          : p.kind === 'instructions'
+            ? "Mino: send this project's AGENTS.md instructions to the model?"
+            : 'Mino: confirm',
       { modal: true, detail: p.message },
       'Yes',
       'No',
     );
     return choice === 'Yes';
+  }
+
+  /**
+   * AGENTS.md before it is first sent: the modal shows the paths and first lines (the message);
+   * "Show the files" opens everything the model would get, as plain text in a read-only editor,
+   * and asks again. Closing the modal is a no.
+   */
+  private async confirmInstructions(p: ConfirmParams): Promise<boolean> {
+    const show = 'Show the files';
+    for (;;) {
+      const choice = await vscode.window.showWarningMessage(
+        "Mino: send this project's AGENTS.md instructions to the model?",
+        { modal: true, detail: p.message },
+        'Yes',
+        'No',
+        show,
+      );
+      if (choice !== show) return choice === 'Yes';
+      const content = (p.files ?? []).map((f) => `=== ${f.path} ===\n${f.text}`).join('\n');
+      const doc = await vscode.workspace.openTextDocument({ content, language: 'plaintext' });
+      await vscode.window.showTextDocument(doc, { preview: true, preserveFocus: false });
+    }
   }
 
   // ---------------------------------------------------------------------------------------------

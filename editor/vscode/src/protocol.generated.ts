@@ -45,8 +45,8 @@ export const TOOL_STATUSES: readonly ToolStatus[] = [
   'unknown',
 ];
 
-export type ConfirmKind = 'recovery' | 'skills' | 'rewind';
-export const CONFIRM_KINDS: readonly ConfirmKind[] = ['recovery', 'skills', 'rewind'];
+export type ConfirmKind = 'recovery' | 'skills' | 'rewind' | 'instructions';
+export const CONFIRM_KINDS: readonly ConfirmKind[] = ['recovery', 'skills', 'rewind', 'instructions'];
 
 export type Decision = 'run' | 'ask' | 'show';
 export const DECISIONS: readonly Decision[] = ['run', 'ask', 'show'];
@@ -152,6 +152,11 @@ export interface State {
    * under MINO_HOME/checkpoints; /clear deletes them
    */
   checkpointBytes: number;
+  /**
+   * the AGENTS.md files that apply to the working directory, root first (empty: none); sent to the model only
+   * when accepted
+   */
+  instructions?: ProjectInstructions[];
 }
 
 export interface MemoryStatus {
@@ -186,6 +191,17 @@ export interface SetupProblem {
   baseUrl: string;
   /** Mino's README.md (its "First run" section says what to set), when installed from a checkout */
   readme?: string;
+}
+
+/** One AGENTS.md that applies to the working directory (the repository root's first). */
+export interface ProjectInstructions {
+  /** the file's absolute path */
+  path: string;
+  /**
+   * the person accepted this content (as it is now): it is sent with every request; false: not sent, and the
+   * next turn asks (a piped or `-p` run leaves it out)
+   */
+  accepted: boolean;
 }
 
 export interface TurnParams {
@@ -446,13 +462,15 @@ export interface ConfirmParams {
   /**
    * recovery: a session's calls whose result was never recorded; skills: project skills not accepted before
    * (new or changed), asked at a session's first turn (a no loads none); rewind: /rewind N or mino/rewind,
-   * with the files' diffs
+   * with the files' diffs; instructions: AGENTS.md content not accepted before (new or changed), asked at a
+   * turn before it is sent (a no sends none for the rest of the session)
    */
   kind: ConfirmKind;
   sessionId: string;
   /**
-   * several lines ending with the question: the calls whose result was never recorded, or the skills' names
-   * and descriptions (escaped), or a rewind's `restore`/`delete`/`keep` lines
+   * several lines ending with the question: the calls whose result was never recorded, the skills' names and
+   * descriptions, a rewind's `restore`/`delete`/`keep` lines, or the AGENTS.md paths and first lines
+   * (escaped)
    */
   message: string;
   /**
@@ -460,6 +478,16 @@ export interface ConfirmParams {
    * shown in the editor's diff view before the question
    */
   diffs?: FileDiff[];
+  /** kind instructions: each AGENTS.md, root first, with the whole text the model would get */
+  files?: ConfirmFile[];
+}
+
+/** A file whose content a confirmation is about, shown in full (mino/confirm kind "instructions"). */
+export interface ConfirmFile {
+  /** absolute path */
+  path: string;
+  /** the text the model would get (cut at the 32 KiB limit), as it is: show it as plain text */
+  text: string;
 }
 
 export interface ConfirmResult {
@@ -651,9 +679,10 @@ export const Methods = {
   approve: 'mino/approve',
   /**
    * Server request. Recovery question before a session with an unrecorded result becomes active (start-up,
-   * resume); skills question at a session's first turn, before project skills not accepted before are loaded
-   * (sent with `$/cancelRequest` when the turn is interrupted); rewind question (/rewind N, mino/rewind).
-   * Only `{confirmed: true}` is a yes.
+   * resume); skills question at a session's first turn, before project skills not accepted before are loaded;
+   * rewind question (/rewind N, mino/rewind); instructions question at a turn, before AGENTS.md content not
+   * accepted before is sent (`files` carries each file's whole text); the skills and instructions questions
+   * are sent with `$/cancelRequest` when the turn is interrupted. Only `{confirmed: true}` is a yes.
    */
   confirm: 'mino/confirm',
   /** Server notification. A turn event; `type` says which. */

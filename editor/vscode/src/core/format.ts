@@ -1,5 +1,5 @@
 /** Small pure helpers for what the palette commands and the status bar show. */
-import type { ContextUsage, MemoryInfo, Mode, SessionInfo, State } from '../protocol';
+import type { ContextUsage, MemoryInfo, Mode, ProjectInstructions, SessionInfo, State } from '../protocol';
 import type { ConnectionStatus } from './messages';
 
 export function shortId(id: string | null | undefined): string {
@@ -131,4 +131,24 @@ export function statusTooltip(state: State | null, outputTokens?: number): strin
 /** A memory as the index line the model sees: `- [type] name: summary (+details)`. */
 export function memoryIndexLine(m: MemoryInfo): string {
   return `- [${m.type}] ${m.name}: ${m.summary}${m.details ? ' (+details)' : ''}`;
+}
+
+/**
+ * Which project instructions (AGENTS.md) are in use, for the panel's status line: '' when the
+ * working directory has none, "AGENTS.md" when they are sent, "AGENTS.md (not sent)" when not
+ * accepted (Mino asks at the next turn). The tooltip lists each file.
+ */
+export function instructionsText(files: readonly ProjectInstructions[] | null | undefined): string {
+  if (!files || files.length === 0) return '';
+  const n = files.length > 1 ? ` ×${files.length}` : '';
+  return files.every((f) => f.accepted) ? `AGENTS.md${n}` : `AGENTS.md${n} (not sent)`;
+}
+
+export function instructionsTooltip(files: readonly ProjectInstructions[] | null | undefined): string {
+  if (!files || files.length === 0) return '';
+  const lines = files.map((f) => `${f.accepted ? '✓ sent' : '✗ not sent'}: ${f.path}`);
+  const head = files.every((f) => f.accepted)
+    ? 'Project instructions sent to the model with every request:'
+    : 'Project instructions not sent (not accepted; Mino asks before the next turn sends them):';
+  return [head, ...lines].join('\n');
 }

@@ -3,7 +3,7 @@
  * approvals only on an explicit click of Approve or Deny on a card.
  */
 import type { ChatItem, ConnectionView, EarlierView, HostToWebview, WebviewToHost } from '../core/messages';
-import { modeAndSession, usagePercent, usageText, usageTooltip } from '../core/format';
+import { instructionsText, instructionsTooltip, modeAndSession, usagePercent, usageText, usageTooltip } from '../core/format';
 import { Mirror } from '../core/mirror';
 import { keptScrollTop, shouldLoadEarlier } from '../core/paging';
 import type { State } from '../protocol';
@@ -30,6 +30,7 @@ const progressEl = $<HTMLDivElement>('progress');
 const hintEl = $<HTMLSpanElement>('hint');
 const statusEl = $<HTMLSpanElement>('statusline');
 const usageEl = $<HTMLSpanElement>('usage');
+const instructionsEl = $<HTMLSpanElement>('instructions');
 
 const mirror = new Mirror();
 /** Above the first item while earlier history exists: a button, or "Loading…" while a page comes. */
@@ -183,6 +184,16 @@ function renderStatus(): void {
     statusEl.textContent = '';
   }
   renderUsage(running ? state : null);
+  renderInstructions(running ? state : null);
+}
+
+/** Which AGENTS.md files are in use (State.instructions); the paths in its tooltip. */
+function renderInstructions(s: State | null): void {
+  const text = instructionsText(s?.instructions);
+  instructionsEl.hidden = !text;
+  instructionsEl.textContent = text;
+  instructionsEl.title = instructionsTooltip(s?.instructions);
+  instructionsEl.classList.toggle('off', !!s?.instructions?.some((f) => !f.accepted));
 }
 
 /** How full the context is: a small meter and "41%", the numbers in its tooltip. */

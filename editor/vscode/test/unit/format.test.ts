@@ -2,6 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
   formatUtc,
+  instructionsText,
+  instructionsTooltip,
   memoryIndexLine,
   sessionPickItems,
   shortId,
@@ -140,4 +142,16 @@ test('backoff grows and gives up, reset starts over', () => {
   assert.deepEqual([b.next(), b.next(), b.next(), b.next()], [1, 2, 4, undefined]);
   b.reset();
   assert.equal(b.next(), 1);
+});
+
+test('instructionsText: which AGENTS.md files are in use', () => {
+  assert.equal(instructionsText(undefined), '');
+  assert.equal(instructionsText([]), '');
+  assert.equal(instructionsText([{ path: '/r/AGENTS.md', accepted: true }]), 'AGENTS.md');
+  const two = [
+    { path: '/r/AGENTS.md', accepted: false },
+    { path: '/r/sub/AGENTS.md', accepted: false },
+  ];
+  assert.equal(instructionsText(two), 'AGENTS.md ×2 (not sent)');
+  assert.match(instructionsTooltip(two), /not sent.*\n✗ not sent: \/r\/AGENTS\.md\n✗ not sent: \/r\/sub\/AGENTS\.md$/s);
 });
