@@ -142,3 +142,26 @@ class AcpClient(RpcClient):
         except OSError:
             pass
         return self.wait_exit(timeout)
+
+
+def the_one_permission(env: dict[str, str], workdir: Path, option_id: str) -> dict[str, Any]:
+    """Start `mino --acp` in `workdir`, send one prompt in a new session, answer every permission
+    with `option_id`, and return the toolCall of the one permission asked. The turn must end, the
+    process exit cleanly without a traceback and every message pass the SDK's schema."""
+    answer = {"outcome": {"outcome": "selected", "optionId": option_id}}
+    client = AcpClient(
+        env,
+        workdir,
+        argv=[sys.executable, "-m", "mino_server", "--acp"],
+        handlers={"session/request_permission": lambda p: answer},
+    )
+    try:
+        client.initialize()
+        sid = client.new_session(workdir)
+        assert client.prompt(sid, "hello") == {"stopReason": "end_turn"}
+        (asked,) = [r for r in client.incoming_requests if r["method"] == "session/request_permission"]
+    finally:
+        assert client.close() == 0
+    assert client.violations == [] and b"Traceback" not in client.stderr
+    call: dict[str, Any] = asked["params"]["toolCall"]
+    return call

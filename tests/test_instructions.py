@@ -5,11 +5,10 @@ remembered under MINO_HOME, sent after SOUL.md; piped runs never ask (docs/BEHAV
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 import pexpect
-from acp_client import AcpClient
+from acp_client import the_one_permission
 from cli_driver import piped, spawn
 from helpers import RecordingUI, command, make_agent, mino_env, quiet_home, turn
 from server_client import servers
@@ -245,22 +244,7 @@ def test_acp_asks_with_a_permission_titled_project_instructions(model: ScriptedM
     _, sub = _project(tmp_path)
     home = quiet_home(tmp_path)
     model.add({"text": "a"})
-    deny = {"outcome": {"outcome": "selected", "optionId": "deny"}}
-    client = AcpClient(
-        mino_env(home, model.base_url),
-        sub,
-        argv=[sys.executable, "-m", "mino_server", "--acp"],
-        handlers={"session/request_permission": lambda p: deny},
-    )
-    try:
-        client.initialize()
-        sid = client.new_session(sub)
-        assert client.prompt(sid, "hello") == {"stopReason": "end_turn"}
-        (asked,) = [r for r in client.incoming_requests if r["method"] == "session/request_permission"]
-        call = asked["params"]["toolCall"]
-        assert call["title"] == "Project instructions"
-        assert QUESTION in call["content"][0]["content"]["text"]
-    finally:
-        assert client.close() == 0
-    assert client.violations == [] and b"Traceback" not in client.stderr
+    call = the_one_permission(mino_env(home, model.base_url), sub, "deny")
+    assert call["title"] == "Project instructions"
+    assert QUESTION in call["content"][0]["content"]["text"]
     assert "use tabs" not in model.requests[0]["instructions"]

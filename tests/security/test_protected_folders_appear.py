@@ -14,14 +14,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pexpect
 import pytest
-from acp_client import AcpClient
+from acp_client import the_one_permission
 from cli_driver import piped, spawn
 from helpers import RecordingUI, command, make_agent, mino_env, quiet_home, turn
 from server_client import servers
@@ -264,25 +263,9 @@ def test_acp_asks_with_request_permission(model: ScriptedModel, tmp_path: Path, 
     _project_with_skill(workdir)
     home = quiet_home(tmp_path)
     model.add({"text": "a"})
-    approve = {"outcome": {"outcome": "selected", "optionId": "approve"}}
-    argv = [sys.executable, "-m", "mino_server", "--acp"]
-    client = AcpClient(
-        mino_env(home, model.base_url),
-        workdir,
-        argv=argv,
-        handlers={"session/request_permission": lambda p: approve},
-    )
-    try:
-        client.initialize()
-        sid = client.new_session(workdir)
-        assert client.prompt(sid, "hello") == {"stopReason": "end_turn"}
-        (asked,) = [r for r in client.incoming_requests if r["method"] == "session/request_permission"]
-        call = asked["params"]["toolCall"]
-        assert call["title"] == "Load this project's skills?"
-        assert ASKED_LINE in call["content"][0]["content"]["text"]
-    finally:
-        assert client.close() == 0
-    assert client.violations == [] and b"Traceback" not in client.stderr
+    call = the_one_permission(mino_env(home, model.base_url), workdir, "approve")
+    assert call["title"] == "Load this project's skills?"
+    assert ASKED_LINE in call["content"][0]["content"]["text"]
     assert CATALOGUE_LINE in model.requests[0]["instructions"]
     assert list((home / "consent" / "skills").iterdir())
 
