@@ -14,6 +14,7 @@ from helpers import RecordingUI, command, make_agent, mino_env, quiet_home, turn
 from server_client import servers
 
 from mino_server.core import instructions as ins
+from mino_server.core import words
 from mino_server.core.words import INSTRUCTIONS_NOT_SENT
 from mino_server.testing.scripted_model import ScriptedModel
 
@@ -153,6 +154,7 @@ def test_the_question_shows_paths_and_first_lines_escaped(model: ScriptedModel, 
     assert f'"{work / "AGENTS.md"}" (10 lines):' in message
     assert "    | rule 3\n    … (5 more lines)" in message
     assert message.endswith("This project gives the model instructions in AGENTS.md (10 lines). Send them?")
+    assert words.instructions_question_line(1).endswith("(1 lines). Send them?")  # the protocol's words
 
 
 # ---- front ends ------------------------------------------------------------------------------------

@@ -180,7 +180,8 @@ INSTRUCTIONS_NOT_SENT = (
 
 def instructions_question_line(lines: int) -> str:
     """The question itself, the last line of the message (the terminal adds " [y/N] ")."""
-    return f"This project gives the model instructions in AGENTS.md ({lines} line{'' if lines == 1 else 's'}). Send them?"
+    # Word for word as the protocol gives it, "(N lines)" even for one line.
+    return f"This project gives the model instructions in AGENTS.md ({lines} lines). Send them?"
 
 
 def instructions_question(
