@@ -457,9 +457,7 @@ class StampUI:
     def approve(self, request: Any, cancel: Any) -> bool:
         return False
 
-    def confirm(
-        self, kind: str, session_id: str, message: str, cancel: Any = None, diffs: Any = None, files: Any = ()
-    ) -> bool:
+    def confirm(self, question: Any, cancel: Any = None) -> bool:
         return False
 
     def ask_text(self, prompt: str) -> str | None:

@@ -17,7 +17,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -28,9 +28,8 @@ from .core.contract import (
     ApprovalRequest,
     ApprovalResolved,
     AssistantMessage,
-    ConfirmFile,
+    Confirmation,
     Event,
-    FileDiff,
     MemoryProblem,
     Notice,
     TextDelta,
@@ -329,18 +328,11 @@ class TerminalUI:
         """input() on the main thread; Ctrl-C ends it with KeyboardInterrupt (Interrupts.read)."""
         return self.interrupts.read(lambda: input(prompt))
 
-    def confirm(
-        self,
-        kind: str,
-        session_id: str,
-        message: str,
-        cancel: CancelToken | None = None,
-        diffs: list[FileDiff] | None = None,
-        files: Sequence[ConfirmFile] = (),
-    ) -> bool:
+    def confirm(self, question: Confirmation, cancel: CancelToken | None = None) -> bool:
         self._begin_block()  # like an approval: from a fresh line and reset attributes
         # The rewind and instructions questions end their message: asked on that line ("... [y/N] ").
-        asks_last = kind in ("rewind", "instructions")
+        asks_last = question.kind in ("rewind", "instructions")
+        message = question.message
         body, _, last = message.rpartition("\n") if asks_last else (message, "", "")
         if body:
             self.line(body)  # its project text is escaped by the core and sanitised by write()

@@ -24,16 +24,14 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .core.cancel import CancelToken
 from .core.contract import (
     ApprovalRequest,
-    ConfirmFile,
+    Confirmation,
     Event,
-    FileDiff,
     MemoryProblem,
     Notice,
     ToolCall,
@@ -141,16 +139,8 @@ class PrintUI:
         err(f"{request.question} [y/N] no — `mino -p` cannot ask; denied (--mode decides what runs unasked).")
         return False
 
-    def confirm(
-        self,
-        kind: str,
-        session_id: str,
-        message: str,
-        cancel: CancelToken | None = None,
-        diffs: list[FileDiff] | None = None,
-        files: Sequence[ConfirmFile] = (),
-    ) -> bool:
-        err(message)
+    def confirm(self, question: Confirmation, cancel: CancelToken | None = None) -> bool:
+        err(question.message)
         err("[y/N] no — `mino -p` cannot ask.")
         return False
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import http.server
 import os
 import threading
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,7 +13,7 @@ from typing import Any
 from mino_server.core.cancel import CancelToken
 from mino_server.core.commands import CommandResult, run_command
 from mino_server.core.config import Config, load_config
-from mino_server.core.contract import ApprovalRequest, ConfirmFile, Event, FileDiff, MemoryProblem
+from mino_server.core.contract import ApprovalRequest, Confirmation, Event, MemoryProblem
 from mino_server.core.conversation import Conversation
 from mino_server.core.sessions.store import SessionStore
 from mino_server.core.store import Store
@@ -64,16 +63,8 @@ class RecordingUI:
         self.asked.append(Asked.of(request))
         return self.approvals.pop(0) if self.approvals else False
 
-    def confirm(
-        self,
-        kind: str,
-        session_id: str,
-        message: str,
-        cancel: CancelToken | None = None,
-        diffs: list[FileDiff] | None = None,
-        files: Sequence[ConfirmFile] = (),
-    ) -> bool:
-        self.confirm_messages.append(message)
+    def confirm(self, question: Confirmation, cancel: CancelToken | None = None) -> bool:
+        self.confirm_messages.append(question.message)
         return self.confirms.pop(0) if self.confirms else False
 
     def ask_text(self, prompt: str) -> str | None:

@@ -19,7 +19,7 @@ from ..core.contract import APPROVAL_QUESTION
 
 if TYPE_CHECKING:
     from ..core.context import ContextRequest
-    from ..core.contract import ApprovalField, FileDiff, HistoryItem, SetupProblem
+    from ..core.contract import ApprovalField, Confirmation, FileDiff, HistoryItem, SetupProblem
 
 from ..core.vocab import MODE_HELP, MODE_NAMES, MODES  # noqa: F401  (vocab: no core import)
 
@@ -336,10 +336,9 @@ def in_progress(call_id: str) -> dict[str, Any]:
     return {"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": "in_progress"}
 
 
-def confirm_tool_call(
-    kind: str, session_id: str, message: str, diffs: list[FileDiff] | None = None
-) -> dict[str, Any]:
+def confirm_tool_call(question: Confirmation) -> dict[str, Any]:
     """A mino confirmation (core/ui.py confirm) as the tool call of a session/request_permission."""
+    kind, session_id, message, diffs = question.kind, question.session_id, question.message, question.diffs
     if kind == "rewind":  # the files' diffs first (as for an edit), then the list and the question
         return {
             "toolCallId": f"rewind-{session_id}",

@@ -18,9 +18,7 @@ from ..jsonrpc import BUSY, Cancels, RpcError
 from . import mapping as M
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
-
-    from ..core.contract import ApprovalRequest, ConfirmFile, Event, FileDiff
+    from ..core.contract import ApprovalRequest, Confirmation, Event
     from ..core.conversation import Conversation
 
 log = logging.getLogger("mino.acp")
@@ -130,18 +128,10 @@ class SessionUI:
         }
         return M.granted(self.agent.ask("session/request_permission", params, cancel))
 
-    def confirm(
-        self,
-        kind: str,
-        session_id: str,
-        message: str,
-        cancel: CancelToken | None = None,
-        diffs: list[FileDiff] | None = None,
-        files: Sequence[ConfirmFile] = (),
-    ) -> bool:
+    def confirm(self, question: Confirmation, cancel: CancelToken | None = None) -> bool:
         params = {
-            "sessionId": session_id,
-            "toolCall": M.confirm_tool_call(kind, session_id, message, diffs),
+            "sessionId": question.session_id,
+            "toolCall": M.confirm_tool_call(question),
             "options": M.PERMISSION_OPTIONS,
         }
         return M.granted(self.agent.ask("session/request_permission", params, cancel))

@@ -282,6 +282,21 @@ class ConfirmFile(Frozen):
 
 
 @dataclass(kw_only=True, frozen=True, eq=False, repr=False)
+class Confirmation(Frozen):
+    """A yes/no question that is not a tool's approval (ui.UI.confirm): kind "recovery" (outside a
+    turn), "skills" (project skills not accepted before, at a session's first turn), "rewind"
+    (/rewind N, with the files as they are and as the rewind leaves them in `diffs`, for an
+    editor's diff view) or "instructions" (AGENTS.md content not accepted before, at a turn, with
+    `files` in full). A new kind adds a field here, not a parameter to every front end."""
+
+    kind: str
+    session_id: str
+    message: str  # several lines ending with the question; project text in it is escaped already
+    diffs: list[FileDiff] | None = None
+    files: tuple[ConfirmFile, ...] = ()
+
+
+@dataclass(kw_only=True, frozen=True, eq=False, repr=False)
 class ContextUsage(Frozen):
     """How full the context was at the latest request that reported usage."""
 

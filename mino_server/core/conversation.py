@@ -23,6 +23,7 @@ from .compaction import Compactor, TokenBudget
 from .config import Config
 from .contract import (
     MODES,
+    Confirmation,
     ContextItem,
     ContextUsage,
     HistoryItem,
@@ -445,7 +446,12 @@ class Conversation:
         where = str(self.workdir / skills.SKILLS_DIR)
         message = skills_question(where, [(s.name, s.description) for s in found])
         try:
-            yes = self.ui.confirm(skills.CONSENT_KIND, log.id, message, cancel) and not cancel.cancelled
+            yes = (
+                self.ui.confirm(
+                    Confirmation(kind=skills.CONSENT_KIND, session_id=log.id, message=message), cancel
+                )
+                and not cancel.cancelled
+            )
         except Exception:  # a front end that fails to ask has not said yes
             yes = False
         if not yes:
@@ -496,7 +502,12 @@ class Conversation:
         files = [ConfirmFile(path=f.path, text=f.text) for f in found.files]
         try:
             yes = (
-                self.ui.confirm(ins.CONSENT_KIND, log.id, message, cancel, files=files)
+                self.ui.confirm(
+                    Confirmation(
+                        kind=ins.CONSENT_KIND, session_id=log.id, message=message, files=tuple(files)
+                    ),
+                    cancel,
+                )
                 and not cancel.cancelled
             )
         except Exception:  # a front end that fails to ask has not said yes

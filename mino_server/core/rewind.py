@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from .cancel import CancelToken
 from .checkpoints import CheckpointStore
-from .contract import CheckpointFile, CheckpointTurn, FileDiff, KeptFile, RewindAction
+from .contract import CheckpointFile, CheckpointTurn, Confirmation, FileDiff, KeptFile, RewindAction
 from .display import escape_value
 from .errors import CommandError, ToolFailure
 from .tools.paths import Target, final_name, locate, open_parent
@@ -282,7 +282,8 @@ def rewind(
 
     def ask(message: str, shown: list[FileDiff]) -> bool:
         try:
-            return conv.ui.confirm("rewind", sid, message, cancel, diffs=shown) and not cancel.cancelled
+            question = Confirmation(kind="rewind", session_id=sid, message=message, diffs=shown)
+            return conv.ui.confirm(question, cancel) and not cancel.cancelled
         except Exception:  # a front end that fails to ask has not said yes
             return False
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .contract import ContextUsage, OpenElsewhere
+from .contract import Confirmation, ContextUsage, OpenElsewhere
 from .errors import RecoveryRefused, SelectionError, StorageError
 from .sessions.log import SessionLog
 from .sessions.store import ID_RE, Holder, SessionClaim, SessionInUse
@@ -112,7 +112,7 @@ def recover(log: SessionLog, ui: UI) -> list[str]:
             "They may or may not have run. Mino never runs a command from history again.\n"
             "Do you understand that the command may have run?"
         )
-        if not ui.confirm("recovery", log.id, message):
+        if not ui.confirm(Confirmation(kind="recovery", session_id=log.id, message=message)):
             log.close()
             raise RecoveryRefused(
                 f"Session {log.id} was not activated: the possible run of its last command was not confirmed."

@@ -14,7 +14,7 @@ import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -22,9 +22,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 from ..core.cancel import CancelToken
 from ..core.contract import (
     ApprovalRequest,
-    ConfirmFile,
+    Confirmation,
     Event,
-    FileDiff,
     MemoryProblem,
     Notice,
     ToolResultEvent,
@@ -108,19 +107,11 @@ class EvalUI:
         approve = self.case.approve
         return approve == "all" or (isinstance(approve, tuple) and request.tool in approve)
 
-    def confirm(
-        self,
-        kind: str,
-        session_id: str,
-        message: str,
-        cancel: CancelToken | None = None,
-        diffs: list[FileDiff] | None = None,
-        files: Sequence[ConfirmFile] = (),
-    ) -> bool:
-        self.output.append(message)
-        if kind in ("skills", "instructions"):
+    def confirm(self, question: Confirmation, cancel: CancelToken | None = None) -> bool:
+        self.output.append(question.message)
+        if question.kind in ("skills", "instructions"):
             return True  # the case wrote its skills and AGENTS.md itself (write_setup), as their author would
-        return self.case.confirm_recovery if kind == "recovery" else False
+        return self.case.confirm_recovery if question.kind == "recovery" else False
 
     def ask_text(self, prompt: str) -> str | None:
         # /clear asks for the session ID; an empty answer is a refusal, as at a terminal.

@@ -4,11 +4,10 @@ It knows the server only through `Editor` below (app.MinoServer builds it with i
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any, Protocol
 
 from ..core.cancel import CancelToken
-from ..core.contract import ApprovalRequest, ConfirmFile, Event, FileDiff, MemoryProblem
+from ..core.contract import ApprovalRequest, Confirmation, Event, MemoryProblem
 from . import protocol as P
 
 
@@ -38,24 +37,17 @@ class ServerUI:
         # Only an explicit yes approves: an error, a cancel or a malformed answer has denied.
         return isinstance(answer, dict) and answer.get("approved") is True
 
-    def confirm(
-        self,
-        kind: str,
-        session_id: str,
-        message: str,
-        cancel: CancelToken | None = None,
-        diffs: list[FileDiff] | None = None,
-        files: Sequence[ConfirmFile] = (),
-    ) -> bool:
+    def confirm(self, question: Confirmation, cancel: CancelToken | None = None) -> bool:
+        kind = question.kind
         if kind not in P.CONFIRM_KINDS:
             self.server.log_message(f"unexpected confirmation kind {kind!r}; not asked")
             return False
         params = P.ConfirmParams(
             kind=kind,
-            sessionId=session_id,
-            message=message,
-            diffs=diffs,
-            files=list(files) if files else None,
+            sessionId=question.session_id,
+            message=question.message,
+            diffs=question.diffs,
+            files=list(question.files) or None,
         )
         answer = self.server.ask("mino/confirm", P.dump(params), cancel)
         return isinstance(answer, dict) and answer.get("confirmed") is True

@@ -21,6 +21,7 @@ from mino_server.core.contract import (
     ApprovalField,
     ApprovalRequest,
     AssistantMessage,
+    Confirmation,
     MemoryProblem,
     Notice,
     TextDelta,
@@ -183,7 +184,7 @@ def test_every_event_kind_and_line_is_sanitised() -> None:
     ui.memory_problems("/home/\x1b[8m", [MemoryProblem(file="x\x1b[8m.md", reason="why\x1b[2K")])
     ui.error_line("Error: \x1b[8m")
     ui.interactive = False  # nobody answers: the questions are printed and refused
-    ui.confirm("recovery", "s", "Session\x1b[8m message")
+    ui.confirm(Confirmation(kind="recovery", session_id="s", message="Session\x1b[8m message"))
     ui.approve(
         ApprovalRequest(turnId="t", callId="c", tool="bash", fields=[], warning=None, workdir="/w"),
         CancelToken(),
