@@ -1164,3 +1164,34 @@ def test_rewind_restores_through_the_client(spawn: Spawn, model: ScriptedModel, 
     client.prompt(sid, "/rewind 1")
     assert buffers[notes] == "buffer one\n"  # the state before the turn, as the client held it
     assert notes.read_text().startswith("line one\n")
+
+
+def test_the_readme_editor_snippets_say_what_the_editors_need() -> None:
+    """README, "In other editors": the JSON snippets parse and start `mino --acp`; avante's passes
+    what Mino reads from the environment (avante gives an agent PATH and its `env` only) and keeps
+    Mino's approvals on."""
+    import re
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = readme.split("### In other editors", 1)[1].split("\n## ", 1)[0]
+    snippets = re.findall(r"```json\n(.*?)```", section, re.S)
+    assert len(snippets) == 2  # Zed, JetBrains
+    for text in snippets:
+        (server,) = json.loads(text)["agent_servers"].values()
+        assert server["args"] == ["--acp"] and server["command"].endswith("/bin/mino")
+    zed = json.loads(snippets[0])["agent_servers"]["Mino"]
+    assert (
+        zed["default_mode"] in ("manual", "accept-edits", "bypass")
+        and "model" in zed["default_config_options"]
+    )
+    assert "Configure ACP Agents" in section
+    avante = re.search(r"```lua\nrequire\(\"avante\"\).*?```", section, re.S)
+    assert avante is not None
+    for needed in (
+        "MINO_BASE_URL",
+        "MINO_API_KEY",
+        "HOME = ",
+        "MINO_HOME",
+        "auto_approve_tool_permissions = false",
+    ):
+        assert needed in avante.group(), needed
