@@ -350,10 +350,9 @@ def test_cancel_during_an_approval(spawn: Spawn, model: ScriptedModel, ws: Path,
     sid = client.new_session(ws)
     pending = client.start("session/prompt", client.prompt_params(sid, "write it"))
     asked = client.wait_incoming_request("session/request_permission")
-    sent = time.monotonic()
     client.notify("session/cancel", {"sessionId": sid})
+    # denied at once, not after an answer: the answer is only sent once the prompt has ended
     assert pending.result() == {"stopReason": "cancelled"}
-    assert pending.at is not None and pending.at - sent < 2.0  # denied at once, not after an answer
     client.answer(asked, APPROVE)  # too late: ignored
     (end,) = client.updates(sid, "tool_call_update")
     assert end["status"] == "failed" and "interrupted the turn" in end["content"][0]["content"]["text"]
@@ -658,7 +657,7 @@ def test_eof_during_a_turn_ends_it(spawn: Spawn, model: ScriptedModel, ws: Path,
     client.wait_for(lambda: model.requests, what="the model request")
     started = time.monotonic()
     assert client.close() == 0
-    assert time.monotonic() - started < 8
+    assert time.monotonic() - started < 25  # before the 30 s stall ends: interrupted, not waited for
     assert records(home, sid)[-1]["type"] == "turn_end"
 
 
