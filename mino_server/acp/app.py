@@ -6,13 +6,16 @@ session ID is the Mino session ID, so session/list and session/load work on Mino
 
 Threads:
 - main: reads one JSON-RPC message per line from stdin and dispatches it in arrival order.
-  initialize, session/list, session/set_mode and session/cancel are answered right there;
-- one worker per session/new, session/load and session/prompt: the core is synchronous and
-  blocking (a turn streams, asks and runs tools), so it runs where it may block. Its updates are
+  initialize, authenticate, session/list, session/set_mode, session/set_config_option and
+  session/cancel are answered right there;
+- one worker per session/new, session/load, session/resume, session/close and session/prompt: the
+  core is synchronous and blocking (a turn streams, asks and runs tools; a close waits for the
+  cancelled turn to end), so it runs where it may block. Its updates are
   written by that same worker before its answer, so a client sees every session/update of a turn
   before the turn's result;
-- approvals: a worker sends session/request_permission and waits for the answer (read by the
-  main thread), for session/cancel, or for the process to stop, whichever comes first.
+- approvals and client files: a worker sends session/request_permission (or fs/read_text_file,
+  fs/write_text_file) and waits for the answer (read by the main thread), for session/cancel, or
+  for the process to stop, whichever comes first.
 
 Why not the official Python SDK (PyPI `agent-client-protocol`) for the connection: it is asyncio
 end to end, and the core blocks. Every text delta, tool call and approval of a turn would cross from
