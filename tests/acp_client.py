@@ -29,8 +29,15 @@ _RESULTS = {
     "session/list": "ListSessionsResponse",
     "session/prompt": "PromptResponse",
     "session/set_mode": "SetSessionModeResponse",
+    "session/set_config_option": "SetSessionConfigOptionResponse",
+    "session/resume": "ResumeSessionResponse",
+    "session/close": "CloseSessionResponse",
 }
-_AGENT_REQUESTS = {"session/request_permission": "RequestPermissionRequest"}
+_AGENT_REQUESTS = {
+    "session/request_permission": "RequestPermissionRequest",
+    "fs/read_text_file": "ReadTextFileRequest",
+    "fs/write_text_file": "WriteTextFileRequest",
+}
 _AGENT_NOTIFICATIONS = {"session/update": "SessionNotification"}
 
 

@@ -58,6 +58,9 @@ def test_sandbox_setting_accepts_bare_off(mino_home: Path, value: str, expected:
         ("request_timeout_s: -1\n", "'request_timeout_s' must be positive, got -1"),
         ("modle: gpt\n", "unknown key 'modle'"),
         ("model: [a, b]\n", "'model' must be a string"),
+        ("models: gpt-5\n", "'models' must be a list of model names, got 'gpt-5'"),
+        ("models: [gpt-5, '']\n", "'models' item 2 must be a model name"),
+        ("models: [gpt-5, 3]\n", "'models' item 2 must be a model name"),
         ("- just\n- a list\n", "the file must be a mapping"),
         ("model: 'unterminated\n", "not valid YAML"),
     ],
@@ -68,6 +71,15 @@ def test_bad_config_is_one_line_naming_file_and_key(mino_home: Path, text: str, 
         load_config(env={"MINO_HOME": str(mino_home)})
     line = str(info.value)
     assert "\n" not in line and line.startswith(str(path)) and message in line
+
+
+def test_models_lists_the_choices_after_the_configured_model_once_each(mino_home: Path) -> None:
+    write_config(mino_home, "model: small\nmodels: [large, small, large, medium]\n")
+    cfg = load_config(env={"MINO_HOME": str(mino_home)})
+    assert cfg.models == ("large", "small", "medium")
+    assert cfg.model_choices == ["small", "large", "medium"]
+    flag = load_config(env={"MINO_HOME": str(mino_home)}, model="from-flag")
+    assert flag.model_choices == ["from-flag", "large", "small", "medium"]
 
 
 def test_soul_md_is_used_and_never_written(mino_home: Path) -> None:

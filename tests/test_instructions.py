@@ -246,7 +246,7 @@ def test_acp_asks_with_a_permission_titled_project_instructions(model: ScriptedM
     _, sub = _project(tmp_path)
     home = quiet_home(tmp_path)
     model.add({"text": "a"})
-    call = the_one_permission(mino_env(home, model.base_url), sub, "deny")
+    call = the_one_permission(mino_env(home, model.base_url), sub, "reject_once")
     assert call["title"] == "Project instructions"
     assert QUESTION in call["content"][0]["content"]["text"]
     assert "use tabs" not in model.requests[0]["instructions"]

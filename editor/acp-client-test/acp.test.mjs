@@ -20,7 +20,7 @@ import * as acp from "@agentclientprotocol/sdk";
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const MINO = process.env.MINO_COMMAND || path.join(REPO, ".venv/bin/mino");
 const PYTHON = process.env.MINO_PYTHON || path.join(REPO, ".venv/bin/python");
-const APPROVE = { outcome: { outcome: "selected", optionId: "approve" } };
+const APPROVE = { outcome: { outcome: "selected", optionId: "allow_once" } };
 
 const cleanups = [];
 afterEach(async () => {
@@ -53,13 +53,13 @@ async function scriptedModel(dir, replies) {
 }
 
 /** A fresh home and workspace, a scripted model, and a `mino --acp` on pipes. */
-async function setUp(replies, args = []) {
+async function setUp(replies, args = [], config = "") {
   const dir = mkdtempSync(path.join(tmpdir(), "mino-acp-"));
   const home = path.join(dir, "home");
   const ws = path.join(dir, "ws");
   mkdirSync(home);
   mkdirSync(ws);
-  writeFileSync(path.join(home, "config.yaml"), 'sandbox: "off"\n');
+  writeFileSync(path.join(home, "config.yaml"), 'sandbox: "off"\n' + config);
   writeFileSync(path.join(ws, "notes.txt"), "alpha\nbeta\ngamma\n");
   const baseUrl = await scriptedModel(dir, replies);
   const env = { ...process.env, MINO_HOME: home, MINO_BASE_URL: baseUrl, MINO_API_KEY: "test" };
@@ -88,10 +88,11 @@ function spawnAgent(env, cwd, args = []) {
 }
 
 /** A client app that records every session/update and answers permissions with `permission`. */
-function clientApp(permission = () => APPROVE) {
+function clientApp(permission = () => APPROVE, buffers = null) {
   const updates = [];
   const asked = [];
-  const app = acp
+  const files = []; // [method, path] of every fs/* request
+  let app = acp
     .client({ name: "mino-acp-client-test" })
     .onRequest(acp.CLIENT_METHODS.session_request_permission, async ({ params }) => {
       asked.push(params);
@@ -100,15 +101,32 @@ function clientApp(permission = () => APPROVE) {
     .onNotification(acp.CLIENT_METHODS.session_update, ({ params }) => {
       updates.push(params);
     });
-  return { app, updates, asked };
+  if (buffers) {
+    // an editor's unsaved buffers (path → text); a path without one is read from disk
+    app = app
+      .onRequest(acp.CLIENT_METHODS.fs_read_text_file, async ({ params }) => {
+        files.push(["read", params.path]);
+        return { content: buffers.has(params.path) ? buffers.get(params.path) : readFileSync(params.path, "utf8") };
+      })
+      .onRequest(acp.CLIENT_METHODS.fs_write_text_file, async ({ params }) => {
+        files.push(["write", params.path]);
+        buffers.set(params.path, params.content);
+        return {};
+      });
+  }
+  return { app, updates, asked, files };
 }
 
-async function initialize(ctx) {
+async function initialize(ctx, clientCapabilities = {}) {
   return await ctx.request(acp.AGENT_METHODS.initialize, {
     protocolVersion: acp.PROTOCOL_VERSION,
-    clientCapabilities: {},
+    clientCapabilities,
     clientInfo: { name: "mino-acp-client-test", version: "1" },
   });
+}
+
+function updatesOf(updates, sessionId, kind) {
+  return updates.filter((u) => u.sessionId === sessionId && u.update.sessionUpdate === kind).map((u) => u.update);
 }
 
 function textOf(updates, sessionId, kind = "agent_message_chunk") {
@@ -127,7 +145,7 @@ test("initialize, a new session, a streamed answer", async () => {
     assert.equal(init.agentInfo.name, "mino");
     assert.equal(init.agentCapabilities.loadSession, true);
     assert.equal(init.agentCapabilities.promptCapabilities.embeddedContext, true);
-    assert.deepEqual(init.agentCapabilities.sessionCapabilities.list, {});
+    assert.deepEqual(init.agentCapabilities.sessionCapabilities, { list: {}, resume: {}, close: {} });
 
     const session = await ctx.buildSession(ws).start();
     assert.match(session.sessionId, /^[0-9a-f]{32}$/);
@@ -179,14 +197,14 @@ test("a tool call asks through session/request_permission and runs once approved
     assert.deepEqual(
       asked[0].options.map((o) => [o.optionId, o.kind]),
       [
-        ["approve", "allow_once"],
-        ["deny", "reject_once"],
+        ["allow_once", "allow_once"],
+        ["reject_once", "reject_once"],
       ],
     );
     assert.equal(asked[0].toolCall.kind, "edit");
-    assert.match(asked[0].toolCall.content[0].content.text, /Path: "out\.txt"/);
-    // the whole file before and after, for the editor's diff view
-    assert.deepEqual(asked[0].toolCall.content[1], {
+    assert.match(asked[0].toolCall.content[1].content.text, /Path: "out\.txt"/);
+    // the whole file before and after, for the editor's diff view, first (some show only the first)
+    assert.deepEqual(asked[0].toolCall.content[0], {
       type: "diff",
       path: path.join(ws, "out.txt"),
       oldText: null,
@@ -195,6 +213,7 @@ test("a tool call asks through session/request_permission and runs once approved
     const mine = updates.filter((u) => u.sessionId === session.sessionId).map((u) => u.update);
     const start = mine.find((u) => u.sessionUpdate === "tool_call");
     assert.equal(start.status, "pending");
+    assert.deepEqual(start.rawInput, write.arguments); // the model's arguments, as it sent them
     assert.deepEqual(start.locations, [{ path: path.join(ws, "out.txt") }]);
     assert.deepEqual(
       mine.filter((u) => u.sessionUpdate === "tool_call_update").map((u) => u.status),
@@ -283,5 +302,120 @@ test("session/list and session/load replay an earlier session in a new process",
       ctx.request(acp.AGENT_METHODS.session_load, { sessionId: "0".repeat(32), cwd: ws, mcpServers: [] }),
       (err) => err.code === -32002,
     );
+  });
+});
+
+test("the old approve option ID is a denial", async () => {
+  const write = { name: "write_file", arguments: { path: "no.txt", content: "x", mode: "create" } };
+  const { agent, ws } = await setUp([{ calls: [write] }, { text: "denied", require: "denied" }]);
+  const { app } = clientApp(() => ({ outcome: { outcome: "selected", optionId: "approve" } }));
+  await app.connectWith(agent.stream, async (ctx) => {
+    await initialize(ctx);
+    const session = await ctx.buildSession(ws).start();
+    assert.equal((await session.prompt("write it")).stopReason, "end_turn");
+    assert.equal(existsSync(path.join(ws, "no.txt")), false);
+    session.dispose();
+  });
+});
+
+test("config options pick the model and the mode; usage and the title come as updates", async () => {
+  const { agent, ws } = await setUp(
+    [{ text: "one", usage: { input_tokens: 900 } }],
+    [],
+    "model: small-model\nmodels: [large-model]\n",
+  );
+  const { app, updates } = clientApp();
+  await app.connectWith(agent.stream, async (ctx) => {
+    await initialize(ctx);
+    const created = await ctx.request(acp.AGENT_METHODS.session_new, { cwd: ws, mcpServers: [] });
+    const sid = created.sessionId;
+    assert.deepEqual(
+      created.configOptions.map((o) => [o.id, o.category, o.currentValue, o.options.map((c) => c.value)]),
+      [
+        ["mode", "mode", "manual", ["manual", "accept-edits", "bypass"]],
+        ["model", "model", "small-model", ["small-model", "large-model"]],
+      ],
+    );
+    const set = (configId, value) =>
+      ctx.request(acp.AGENT_METHODS.session_set_config_option, { sessionId: sid, configId, value });
+    assert.deepEqual((await set("model", "large-model")).configOptions.map((o) => o.currentValue), ["manual", "large-model"]);
+    assert.deepEqual((await set("mode", "accept-edits")).configOptions.map((o) => o.currentValue), ["accept-edits", "large-model"]);
+    await assert.rejects(set("model", "unknown-model"), (e) => e.code === -32602);
+    const result = await ctx.request(acp.AGENT_METHODS.session_prompt, {
+      sessionId: sid,
+      prompt: [{ type: "text", text: "Title line\nmore" }],
+    });
+    assert.equal(result.stopReason, "end_turn");
+    assert.deepEqual(updatesOf(updates, sid, "current_mode_update").map((u) => u.currentModeId), ["accept-edits"]);
+    assert.deepEqual(updatesOf(updates, sid, "usage_update").map((u) => [u.used, u.size]), [[900, 128000]]);
+    assert.deepEqual(updatesOf(updates, sid, "session_info_update").map((u) => u.title), ["Title line"]);
+    const listed = await ctx.request(acp.AGENT_METHODS.session_list, {});
+    assert.equal(listed.sessions.find((s) => s.sessionId === sid).title, "Title line");
+  });
+});
+
+test("a client with fs: the model reads the unsaved buffer, and the edit is written through the client", async () => {
+  const edit = { name: "edit_file", arguments: { path: "notes.txt", old_text: "unsaved", new_text: "edited" } };
+  const { agent, ws } = await setUp([
+    { calls: [{ name: "read_file", arguments: { path: "notes.txt" } }] },
+    { calls: [edit], require: "unsaved buffer" },
+    { text: "done" },
+  ]);
+  const notes = path.join(ws, "notes.txt");
+  const buffers = new Map([[notes, "unsaved buffer\n"]]);
+  const { app, asked, files } = clientApp(() => APPROVE, buffers);
+  await app.connectWith(agent.stream, async (ctx) => {
+    await initialize(ctx, { fs: { readTextFile: true, writeTextFile: true } });
+    const session = await ctx.buildSession(ws).start();
+    assert.equal((await session.prompt("edit my notes")).stopReason, "end_turn");
+    assert.equal(asked[0].toolCall.content[0].oldText, "unsaved buffer\n");
+    assert.equal(buffers.get(notes), "edited buffer\n");
+    assert.equal(readFileSync(notes, "utf8"), "alpha\nbeta\ngamma\n"); // the disk was not written
+    assert.deepEqual(files.filter(([m]) => m === "write"), [["write", notes]]);
+    assert.ok(files.filter(([m]) => m === "read").length >= 3);
+    session.dispose();
+  });
+});
+
+test("session/close frees the session for a second process at once; session/resume opens it without a replay", async () => {
+  const write = { name: "write_file", arguments: { path: "never.txt", content: "x", mode: "create" } };
+  const { agent, ws, env } = await setUp([{ calls: [write] }, { text: "resumed", require: "write it" }]);
+  let askedResolve;
+  const askedOnce = new Promise((resolve) => (askedResolve = resolve));
+  const first = clientApp(() => {
+    askedResolve();
+    return new Promise(() => {});
+  });
+  let sid;
+  const second = clientApp();
+  await first.app.connectWith(agent.stream, async (ctx) => {
+    await initialize(ctx);
+    const session = await ctx.buildSession(ws).start();
+    sid = session.sessionId;
+    const prompt = session.prompt("write it");
+    await askedOnce;
+    assert.deepEqual(await ctx.request(acp.AGENT_METHODS.session_close, { sessionId: sid }), {});
+    assert.equal((await prompt).stopReason, "cancelled");
+    // Mino answers -32002 for a session it does not have open; the SDK reads that as "closed"
+    assert.deepEqual(await ctx.request(acp.AGENT_METHODS.session_close, { sessionId: sid }), {});
+    await assert.rejects(
+      ctx.request(acp.AGENT_METHODS.session_prompt, { sessionId: sid, prompt: [{ type: "text", text: "x" }] }),
+      (e) => e.code === -32002,
+    );
+    // the first process still runs; a second one opens the session at once
+    const again = spawnAgent(env, ws);
+    await second.app.connectWith(again.stream, async (ctx2) => {
+      await initialize(ctx2);
+      const resumed = await ctx2.request(acp.AGENT_METHODS.session_resume, { sessionId: sid, cwd: ws });
+      assert.equal(resumed.modes.currentModeId, "manual");
+      assert.equal(textOf(second.updates, sid, "user_message_chunk"), ""); // no replay
+      const result = await ctx2.request(acp.AGENT_METHODS.session_prompt, {
+        sessionId: sid,
+        prompt: [{ type: "text", text: "go on" }],
+      });
+      assert.equal(result.stopReason, "end_turn");
+      assert.equal(textOf(second.updates, sid), "resumed");
+    });
+    session.dispose();
   });
 });

@@ -6,13 +6,16 @@ session ID is the Mino session ID, so session/list and session/load work on Mino
 
 Threads:
 - main: reads one JSON-RPC message per line from stdin and dispatches it in arrival order.
-  initialize, session/list, session/set_mode and session/cancel are answered right there;
-- one worker per session/new, session/load and session/prompt: the core is synchronous and
-  blocking (a turn streams, asks and runs tools), so it runs where it may block. Its updates are
+  initialize, authenticate, session/list, session/set_mode, session/set_config_option and
+  session/cancel are answered right there;
+- one worker per session/new, session/load, session/resume, session/close and session/prompt: the
+  core is synchronous and blocking (a turn streams, asks and runs tools; a close waits for the
+  cancelled turn to end), so it runs where it may block. Its updates are
   written by that same worker before its answer, so a client sees every session/update of a turn
   before the turn's result;
-- approvals: a worker sends session/request_permission and waits for the answer (read by the
-  main thread), for session/cancel, or for the process to stop, whichever comes first.
+- approvals and client files: a worker sends session/request_permission (or fs/read_text_file,
+  fs/write_text_file) and waits for the answer (read by the main thread), for session/cancel, or
+  for the process to stop, whichever comes first.
 
 Why not the official Python SDK (PyPI `agent-client-protocol`) for the connection: it is asyncio
 end to end, and the core blocks. Every text delta, tool call and approval of a turn would cross from
@@ -62,7 +65,7 @@ from ..jsonrpc import (
 )
 from ..stdio import Terminated, claim_stdio, configure_logging, raise_on_sigterm
 from . import mapping as M
-from .session import AcpSession, SessionUI
+from .session import AcpSession, ClientFiles, SessionUI, Unanswered
 from .transport import LineError, Writer, read_messages
 
 if TYPE_CHECKING:
@@ -74,7 +77,7 @@ log = logging.getLogger("mino.acp")
 
 # The JSON-RPC layer's codes (mino_server/jsonrpc.py) keep the meaning they have in docs/PROTOCOL.md;
 # -32002 is ACP's own.
-NOT_FOUND = -32002  # ACP's "resource not found": an unknown or malformed session ID
+NOT_FOUND = M.NOT_FOUND
 AUTH_REQUIRED = -32000  # ACP's "authentication required": the client offers the authMethods
 
 STOP_WAIT_S = 5.0  # how long an exit waits for interrupted turns to write their end
@@ -102,6 +105,8 @@ class AcpAgent:
         self.model = model
         self.base_url = base_url
         self.initialized = False
+        self.client_reads = False  # clientCapabilities.fs: the client reads and writes files for Mino
+        self.client_writes = False
         self.stopping = CancelToken()
         self.sessions: dict[str, AcpSession] = {}
         self._changing: set[str] = set()  # session IDs being created or loaded
@@ -117,6 +122,8 @@ class AcpAgent:
     def run(self, stream: BinaryIO) -> None:
         for message in read_messages(stream):
             if isinstance(message, LineError):
+                if message.answers is not None:  # an answer too long to read: that request fails
+                    self.outgoing.answered(message.answers, None, ClientError(message.code, message.message))
                 self.send_error(None, message.code, message.message)
             else:
                 self.dispatch(message)
@@ -160,10 +167,13 @@ class AcpAgent:
             "authenticate": self.authenticate,
             "session/list": self.list_sessions,
             "session/set_mode": self.set_mode,
+            "session/set_config_option": self.set_config_option,
         }
         threaded: dict[str, Callable[[dict[str, Any]], Any]] = {
             "session/new": self.new_session,
             "session/load": self.load_session,
+            "session/resume": self.resume_session,
+            "session/close": self.close_session,
             "session/prompt": self.prompt,
         }
         handler = inline.get(method) or threaded.get(method)
@@ -243,18 +253,25 @@ class AcpAgent:
     def ask(self, method: str, params: dict[str, Any], cancel: CancelToken | None) -> Any:
         """Send a request and wait for its result: None on an error answer, on cancel and on exit
         (then the request is forgotten: an answer that comes later is ignored)."""
-        if self.stopping.cancelled:
+        try:
+            return self.call(method, params, cancel)
+        except Unanswered:
             return None
+        except ClientError as exc:
+            log.info("%s answered with an error (a denial): %s", method, exc)
+            return None
+
+    def call(self, method: str, params: dict[str, Any], cancel: CancelToken | None) -> Any:
+        """Send a request and wait for its result; ClientError for an error answer, Unanswered on
+        cancel and on exit (then the request is forgotten: an answer that comes later is ignored)."""
+        if self.stopping.cancelled or (cancel is not None and cancel.cancelled):
+            raise Unanswered
         msg_id = self.outgoing.new_id()
         future = self.outgoing.open(msg_id)
         self.writer.send({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
         if not self.outgoing.wait(msg_id, future, self.stopping, cancel):
-            return None
-        try:
-            return future.result()
-        except ClientError as exc:
-            log.info("%s answered with an error (a denial): %s", method, exc)
-            return None
+            raise Unanswered
+        return future.result()
 
     def _answered(self, message: dict[str, Any]) -> None:
         error = message.get("error")
@@ -304,7 +321,10 @@ class AcpAgent:
         from ..core.errors import StorageError, StoreLocked
 
         ui = SessionUI(self, workdir)
-        conversation = Conversation(self.store(), workdir, ui)
+        files = None
+        if self.client_reads or self.client_writes:  # the editor's buffers: read and written through it
+            files = ClientFiles(self, ui, self.client_reads, self.client_writes)
+        conversation = Conversation(self.store(), workdir, ui, files=files)
         try:
             startup = conversation.open(select=False)
         except StoreLocked as exc:
@@ -320,15 +340,20 @@ class AcpAgent:
         setup = [startup.setup.message] if startup.setup is not None else []  # shown in the new thread
         return conversation, ui, list(startup.warnings) + setup
 
-    def _remember(self, session_id: str, workdir: Path, title: str | None = None) -> None:
+    def _remember(
+        self, session_id: str, workdir: Path, title: str | None = None, model: str | None = None
+    ) -> None:
+        """Where the session was used (and its title and picked model, when given; else as known)."""
         from ..core.sessions import places
 
         directory = self.store().config.sessions_dir
+        known = places.recall(directory, session_id)
         if title is None:
-            known = places.recall(directory, session_id)
             title = known.title if known is not None else None
+        if model is None:
+            model = known.model if known is not None else None
         try:
-            places.remember(directory, session_id, places.Place(str(workdir), title))
+            places.remember(directory, session_id, places.Place(str(workdir), title, model))
         except OSError as exc:  # only session/list's cwd is lost; the session itself is saved
             log.warning("could not save where session %s was used: %s", session_id, exc)
 
@@ -336,9 +361,12 @@ class AcpAgent:
     def initialize(self, params: dict[str, Any]) -> Reply:
         if self.initialized:
             raise RpcError(INVALID_REQUEST, "Invalid request: initialize was already received; send it once.")
-        version = params.get("protocolVersion")
-        if not isinstance(version, int) or isinstance(version, bool) or version < 0:
-            raise M.ParamsError("Invalid params: protocolVersion must be a non-negative integer.")
+        M.protocol_version(params.get("protocolVersion"))  # Mino answers with the one it speaks
+        capabilities = params.get("clientCapabilities")
+        fs = capabilities.get("fs") if isinstance(capabilities, dict) else None
+        if isinstance(fs, dict):  # only a literal true offers it
+            self.client_reads = fs.get("readTextFile") is True
+            self.client_writes = fs.get("writeTextFile") is True
         self.initialized = True
         result = {
             "protocolVersion": M.PROTOCOL_VERSION,  # the one Mino speaks; a client on another one disconnects
@@ -346,7 +374,7 @@ class AcpAgent:
             "agentCapabilities": {
                 "loadSession": True,
                 "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
-                "sessionCapabilities": {"list": {}},
+                "sessionCapabilities": {"list": {}, "resume": {}, "close": {}},
             },
             "authMethods": self._auth_methods(),
         }
@@ -406,16 +434,30 @@ class AcpAgent:
             self.sessions[sid] = session
         self._remember(sid, workdir)
         return Reply(
-            {"sessionId": sid, "modes": M.modes_state(conversation.mode)},
+            {
+                "sessionId": sid,
+                "modes": M.modes_state(conversation.mode),
+                "configOptions": session.config_options(),
+            },
             lambda: self._introduce(session, warnings),
         )
 
-    def _introduce(self, session: AcpSession, warnings: list[str]) -> None:
+    def _introduce(self, session: AcpSession, warnings: list[str], title: str | None = None) -> None:
         session.ui.update(M.available_commands_update())
+        if title:
+            session.ui.update(M.session_info_update(title, _utc(time.time())))
         if warnings:
             session.ui.update(M.text_chunk("\n".join(warnings) + "\n\n"))
 
     def load_session(self, params: dict[str, Any]) -> Reply:
+        return self._open_existing(params, replay=True)
+
+    def resume_session(self, params: dict[str, Any]) -> Reply:
+        """session/load without the replay: the client shows the thread it already has."""
+        return self._open_existing(params, replay=False)
+
+    def _open_existing(self, params: dict[str, Any], replay: bool) -> Reply:
+        from ..core.sessions import places
         from ..core.sessions.store import ID_RE
 
         sid = params.get("sessionId")
@@ -452,7 +494,8 @@ class AcpAgent:
             try:
                 conversation.resume(sid)  # may ask the recovery question (request_permission)
                 ui.session_id = sid
-                self._replay(conversation, ui)
+                if replay:
+                    self._replay(conversation, ui)
             except BaseException:
                 conversation.close()
                 raise
@@ -462,8 +505,13 @@ class AcpAgent:
         finally:
             with self._lock:
                 self._changing.discard(sid)
+        known = places.recall(self.store().config.sessions_dir, sid)
+        if known is not None and known.model in conversation.config.model_choices:
+            conversation.set_model(known.model)  # the model picked in this session before
         self._remember(sid, workdir)
-        return Reply({"modes": M.modes_state(conversation.mode)}, lambda: self._introduce(session, warnings))
+        title = known.title if known is not None else None
+        result = {"modes": M.modes_state(conversation.mode), "configOptions": session.config_options()}
+        return Reply(result, lambda: self._introduce(session, warnings, title))
 
     def _replay(self, conversation: Conversation, ui: SessionUI) -> None:
         """The session's history as session/update, oldest first (the latest page when it is long)."""
@@ -494,7 +542,7 @@ class AcpAgent:
             item: dict[str, Any] = {
                 "sessionId": info.id,
                 "cwd": place.cwd if place is not None else fallback,
-                "updatedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(info.mtime)),
+                "updatedAt": _utc(info.mtime),
             }
             if place is not None and place.title:
                 item["title"] = place.title
@@ -521,7 +569,69 @@ class AcpAgent:
                 f"Invalid params: modeId must be one of {', '.join(M.MODES)}; got {M._short(mode)!r}."
             )
         session.conversation.set_mode(mode)
-        return Reply({}, lambda: session.ui.update(M.current_mode_update(session.conversation.mode)))
+        return Reply({}, lambda: self._mode_changed(session))
+
+    def _mode_changed(self, session: AcpSession) -> None:
+        """A mode set other than by session/set_config_option: both views of it follow."""
+        session.ui.update(M.current_mode_update(session.conversation.mode))
+        session.ui.update(M.config_option_update(session.config_options()))
+
+    def set_config_option(self, params: dict[str, Any]) -> Reply:
+        """The mode or the model of a session; the answer carries every option as it is now."""
+        session = self._session(params)
+        config_id, value = params.get("configId"), params.get("value")
+        conversation = session.conversation
+        if config_id == M.MODE_CONFIG_ID:
+            if value not in M.MODES:
+                raise M.ParamsError(
+                    f"Invalid params: the mode must be one of {', '.join(M.MODES)}; got {M._short(value)!r}."
+                )
+            changed = value != conversation.mode
+            conversation.set_mode(value)
+            after = (lambda: session.ui.update(M.current_mode_update(conversation.mode))) if changed else None
+            return Reply({"configOptions": session.config_options()}, after)
+        if config_id == M.MODEL_CONFIG_ID:
+            choices = conversation.config.model_choices
+            if not isinstance(value, str) or value not in choices:
+                raise M.ParamsError(
+                    f"Invalid params: the model must be one of {', '.join(choices)} (config.yaml's model "
+                    f"and models); got {M._short(value)!r}."
+                )
+            conversation.set_model(value)
+            self._remember(session.id, conversation.workdir, model=value)  # picked again on resume
+            return Reply({"configOptions": session.config_options()})
+        raise M.ParamsError(
+            f"Invalid params: unknown configId {M._short(config_id)!r}; Mino has "
+            f"{M.MODE_CONFIG_ID!r} and {M.MODEL_CONFIG_ID!r}."
+        )
+
+    def close_session(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Cancel the session's turn, if one runs, and close it here: its claim is released, so
+        another window or process may open it at once."""
+        session = self._session(params)
+        sid = session.id
+        with self._lock:
+            if sid in self._changing:
+                raise RpcError(BUSY, "busy", {"detail": SESSION_CHANGING, "running": "session/load"})
+            self._changing.add(sid)
+        try:
+            self.cancels.cancel(sid)  # pending permissions and client requests are given up now
+            if not session.close_when_idle(STOP_WAIT_S):
+                raise RpcError(
+                    BUSY,
+                    "busy",
+                    {
+                        "detail": "The session's turn did not stop in time; try again.",
+                        "running": "session/prompt",
+                    },
+                )
+            with self._lock:
+                if self.sessions.get(sid) is session:
+                    del self.sessions[sid]
+        finally:
+            with self._lock:
+                self._changing.discard(sid)
+        return {}
 
     def prompt(self, params: dict[str, Any]) -> dict[str, Any]:
         session = self._session(params)
@@ -562,8 +672,11 @@ class AcpAgent:
         if problem is not None:  # before anything is sent or logged; the client may offer authMethods
             raise RpcError(AUTH_REQUIRED, problem.message, {"kind": "setup", "problem": problem.problem})
         known = places.recall(conversation.config.sessions_dir, session.id)
-        if known is None or known.title is None:
-            self._remember(session.id, conversation.workdir, places.title_from(text) or "")
+        if known is None or known.title is None:  # the session's first message gives its title
+            title = places.title_from(text)
+            self._remember(session.id, conversation.workdir, title or "")
+            if title:
+                session.ui.update(M.session_info_update(title, _utc(time.time())))
         result = conversation.run_turn(text, cancel, items)
         if result.status == "completed":
             return {"stopReason": "end_turn"}
@@ -597,7 +710,7 @@ class AcpAgent:
         if text:
             session.ui.update(M.text_chunk(text + "\n"))
         if conversation.mode != mode_before:
-            session.ui.update(M.current_mode_update(conversation.mode))
+            self._mode_changed(session)
 
     # ---- leaving ---------------------------------------------------------------------------------
     def stop(self, timeout: float = STOP_WAIT_S) -> None:
@@ -616,6 +729,10 @@ class AcpAgent:
                 )
                 continue
             session.close()
+
+
+def _utc(seconds: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
 
 
 def _id_or_none(message: dict[str, Any]) -> Any:

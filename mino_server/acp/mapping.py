@@ -3,8 +3,8 @@
 Prompt blocks become the typed text and context requests; core events, approvals and history items
 become `session/update` payloads and `session/request_permission` tool calls. What a person sees of
 a tool call (its content) is exactly the escaped fields and warning every front end shows, inside a
-Markdown fence so an editor that renders Markdown shows it literally; `rawInput` carries the same
-escaped fields, never the model's raw arguments.
+Markdown fence so an editor that renders Markdown shows it literally; `rawInput` carries the call's
+arguments as the model sent them (data for the client, never shown as the call's title or content).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from ..core.vocab import MODE_HELP, MODE_NAMES, MODES  # noqa: F401  (vocab: no 
 # The rest of the core is imported where it is used: `initialize` is answered before any of it has
 # loaded (the editor waits for that answer at every start).
 PROTOCOL_VERSION = 1
+NOT_FOUND = -32002  # ACP's "resource not found": an unknown or malformed session ID
 AUTH_METHOD_ID = "api-key"
 
 
@@ -43,9 +44,12 @@ def env_var_auth_method(problem: SetupProblem) -> dict[str, Any]:
 
 MODE_DESCRIPTIONS = {m: text[0].upper() + text[1:] for m, text in MODE_HELP.items()}
 
+# The option IDs are the kinds' own names: clients that match a clicked ID against the kinds
+# (avante.nvim) take any other ID for a denial.
+APPROVE_OPTION = "allow_once"
 PERMISSION_OPTIONS = [
-    {"optionId": "approve", "name": "Approve", "kind": "allow_once"},
-    {"optionId": "deny", "name": "Deny", "kind": "reject_once"},
+    {"optionId": APPROVE_OPTION, "name": "Approve", "kind": "allow_once"},
+    {"optionId": "reject_once", "name": "Deny", "kind": "reject_once"},
 ]
 
 TITLE_MAX = 120
@@ -66,6 +70,58 @@ def modes_state(current: str) -> dict[str, Any]:
             {"id": m, "name": MODE_NAMES[m], "description": MODE_DESCRIPTIONS[m]} for m in MODES
         ],
     }
+
+
+MODE_CONFIG_ID = "mode"
+MODEL_CONFIG_ID = "model"
+
+
+def config_options(mode: str, model: str, models: list[str]) -> list[dict[str, Any]]:
+    """The session's choices as ACP config options: the mode (category "mode") and the model
+    (category "model": the one a client offers as its model picker)."""
+    return [
+        {
+            "id": MODE_CONFIG_ID,
+            "name": "Mode",
+            "category": "mode",
+            "type": "select",
+            "currentValue": mode,
+            "options": [
+                {"value": m, "name": MODE_NAMES[m], "description": MODE_DESCRIPTIONS[m]} for m in MODES
+            ],
+        },
+        {
+            "id": MODEL_CONFIG_ID,
+            "name": "Model",
+            "category": "model",
+            "type": "select",
+            "currentValue": model,
+            "options": [{"value": m, "name": m} for m in models],
+        },
+    ]
+
+
+def config_option_update(options: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"sessionUpdate": "config_option_update", "configOptions": options}
+
+
+def usage_update(used: int, size: int) -> dict[str, Any]:
+    """How full the context is: the input tokens of the latest request, of the context window."""
+    return {"sessionUpdate": "usage_update", "used": used, "size": size}
+
+
+def session_info_update(title: str, updated_at: str) -> dict[str, Any]:
+    return {"sessionUpdate": "session_info_update", "title": title, "updatedAt": updated_at}
+
+
+def protocol_version(value: Any) -> int:
+    """initialize's protocolVersion: a non-negative integer, or one written as a numeric string
+    ("1", as some clients send it); anything else is invalid params."""
+    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 9:
+        value = int(value)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ParamsError("Invalid params: protocolVersion must be a non-negative integer.")
+    return value
 
 
 def available_commands_update() -> dict[str, Any]:
@@ -227,7 +283,8 @@ def fields_content(
 ) -> list[dict[str, Any]]:
     """The tool call as every front end shows it (`[Tool: NAME]`, `Label: "value"` lines in the
     core's order, the warning, and for a permission a question naming a risk last), then for a file change the
-    whole file before and after as ACP's diff content."""
+    whole file before and after as ACP's diff content, first (clients that show one item of a tool
+    call, CodeCompanion.nvim, show the first)."""
     from ..core.display import approval_lines
 
     lines = approval_lines(tool, [(f.label, f.value) for f in fields], warning)
@@ -235,7 +292,7 @@ def fields_content(
         lines.append(question)
     content = [text_content(fence("\n".join(lines)))]
     if diff is not None:
-        content.append(diff_content(diff))
+        content.insert(0, diff_content(diff))
     return content
 
 
@@ -253,10 +310,6 @@ def text_content(text: str) -> dict[str, Any]:
     return {"type": "content", "content": {"type": "text", "text": text}}
 
 
-def raw_input(fields: list[ApprovalField]) -> dict[str, str]:
-    return {f.label: f.value for f in fields}
-
-
 def tool_call_start(
     call_id: str,
     tool: str,
@@ -264,6 +317,7 @@ def tool_call_start(
     warning: str | None,
     workdir: str,
     diff: FileDiff | None = None,
+    arguments: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     locations = [{"path": diff.path}] if diff is not None else tool_locations(fields, workdir)
     return {
@@ -272,7 +326,7 @@ def tool_call_start(
         "title": tool_title(tool, fields),
         "kind": tool_kind(tool),
         "status": "pending",
-        "rawInput": raw_input(fields),
+        "rawInput": arguments if arguments is not None else {},
         "locations": locations,
         "content": fields_content(tool, fields, warning, diff),
     }
@@ -296,14 +350,14 @@ def permission_tool_call(
 
 
 def granted(result: Any) -> bool:
-    """A session/request_permission answer: only the approve option selected is a yes."""
+    """A session/request_permission answer: only the allow_once option selected is a yes."""
     if not isinstance(result, dict):
         return False
     outcome = result.get("outcome")
     return (
         isinstance(outcome, dict)
         and outcome.get("outcome") == "selected"
-        and outcome.get("optionId") == "approve"
+        and outcome.get("optionId") == APPROVE_OPTION
     )
 
 

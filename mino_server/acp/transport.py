@@ -8,6 +8,7 @@ is skipped unread to its end and answered with -32600; standard library only.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO
@@ -16,6 +17,9 @@ from ..stdio import MessageWriter, too_many_containers
 
 MAX_LINE_BYTES = 32 * 1024 * 1024  # a prompt with 256 KiB of context is far below; a runaway client is not
 _CHUNK = 1 << 16
+# The id of one of Mino's own requests near the start of a skipped line: the answer it was (a client
+# answering fs/read_text_file with too much text), so that request fails instead of waiting on.
+_OWN_ID = re.compile(rb'"id"\s*:\s*"(mino-[0-9]{1,18})"')
 
 
 @dataclass(frozen=True)
@@ -24,6 +28,7 @@ class LineError:
 
     code: int
     message: str
+    answers: str | None = None  # the id of Mino's request a skipped line answered, when it says
 
 
 def read_messages(stream: BinaryIO, max_bytes: int = MAX_LINE_BYTES) -> Iterator[dict[str, Any] | LineError]:
@@ -37,7 +42,12 @@ def read_messages(stream: BinaryIO, max_bytes: int = MAX_LINE_BYTES) -> Iterator
                 more = stream.readline(_CHUNK)
                 if not more or more.endswith(b"\n"):
                     break
-            yield LineError(-32600, f"Invalid request: a message longer than {max_bytes} bytes was skipped.")
+            own = _OWN_ID.search(line, 0, 4096)
+            yield LineError(
+                -32600,
+                f"Invalid request: a message longer than {max_bytes} bytes was skipped.",
+                own.group(1).decode() if own else None,
+            )
             continue
         if not line.strip():
             continue

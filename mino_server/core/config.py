@@ -65,6 +65,7 @@ def readme_path() -> str | None:
 class Config(Mutable):
     home: Path
     model: str = DEFAULT_MODEL
+    models: tuple[str, ...] = ()  # config.yaml's other models a client may pick (ACP's model option)
     base_url: str = DEFAULT_BASE_URL
     api_key_env: str = "OPENAI_API_KEY"
     api_key: str | None = None
@@ -94,6 +95,11 @@ class Config(Mutable):
     def key_variables(self) -> list[str]:
         """The environment variables Mino reads the key from, in order."""
         return ["MINO_API_KEY"] + ([self.api_key_env] if self.api_key_env != "MINO_API_KEY" else [])
+
+    @property
+    def model_choices(self) -> list[str]:
+        """The models a person may pick for a session: the configured one first, then `models`."""
+        return [self.model, *(m for m in self.models if m != self.model)]
 
     def setup_problem(self) -> SetupProblem | None:
         """What stops every turn before a request is sent: OpenAI's endpoint and no key. A local
@@ -155,6 +161,7 @@ def _read_config_file(path: Path) -> dict[object, object]:
 
 KNOWN_KEYS = {
     "model",
+    "models",
     "base_url",
     "api_key_env",
     "context_window",
@@ -188,6 +195,8 @@ def load_config(
     cfg = Config(home=home)
     if "model" in data:
         cfg.model = _check(path, "model", data["model"], str, "a string")
+    if "models" in data:
+        cfg.models = _models(path, data["models"])
     if "base_url" in data:
         cfg.base_url = _check(path, "base_url", data["base_url"], str, "a URL string")
     if "api_key_env" in data:
@@ -250,6 +259,30 @@ def load_config(
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{soul}: cannot read the file: {exc}") from None
     return cfg
+
+
+MODEL_NAME_MAX = 200
+
+
+def _models(path: Path, value: object) -> tuple[str, ...]:
+    """config.yaml's `models`: a list of model names (each as `model` takes it), once each."""
+    if not isinstance(value, list):
+        raise ConfigError(f"{path}: 'models' must be a list of model names, got {value!r}")
+    names: list[str] = []
+    for i, name in enumerate(value):
+        if (
+            not isinstance(name, str)
+            or not name.strip()
+            or len(name) > MODEL_NAME_MAX
+            or not name.isprintable()
+        ):
+            raise ConfigError(
+                f"{path}: 'models' item {i + 1} must be a model name (printable text of 1 to "
+                f"{MODEL_NAME_MAX} characters), got {name!r}"
+            )
+        if name not in names:
+            names.append(name)
+    return tuple(names)
 
 
 def _mode(value: object, where: str) -> Mode:

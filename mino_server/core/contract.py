@@ -177,6 +177,10 @@ class ToolCall(Frozen):
     diff: FileDiff | None = optional(
         "write_file and edit_file: as in mino/approve, also when no one is asked"
     )
+    arguments: Any = optional(
+        "the call's arguments as the model sent them (the parsed JSON object): data for a client, "
+        "never escaped; what a person reads is `fields`"
+    )
 
 
 @dataclass(kw_only=True, frozen=True, eq=False, repr=False)

@@ -83,6 +83,7 @@ class Conversation:
         self.workdir = workdir.resolve()
         self.ui = ui
         self.mode: Mode = mode or store.config.mode
+        self.model: str = store.config.model  # what this conversation's requests name (set_model)
         self.log: SessionLog | None = None
         self._claim: SessionClaim | None = None  # this conversation has `log`'s session open
         self.restore_problem: str | None = None
@@ -386,6 +387,14 @@ class Conversation:
             raise CommandError(f"Unknown permission mode {mode!r}. Modes: {', '.join(MODES)}.")
         self.mode = mode  # one of MODES: a Mode
 
+    def set_model(self, model: str) -> None:
+        """The model this conversation's next requests name: one of `config.model_choices`."""
+        if model not in self.config.model_choices:
+            raise CommandError(f"Unknown model {model!r}. Models: {', '.join(self.config.model_choices)}.")
+        self.model = model
+        if self._client is not None:
+            self._client.model = model
+
     def check_idle(self) -> None:
         if self.busy:
             raise CommandError(TURN_RUNNING)
@@ -558,7 +567,7 @@ class Conversation:
             self._client = ModelClient(
                 self.config.base_url,
                 self.config.api_key,
-                self.config.model,
+                self.model,
                 timeout_s=self.config.request_timeout_s,
                 origin=self.config.base_url_origin,
             )
@@ -687,7 +696,7 @@ class Conversation:
             restoreProblem=(CANNOT_RESTORE + self.restore_problem) if self.restore_problem else None,
             mode=self.mode,
             workdir=str(self.workdir),
-            model=self.config.model,
+            model=self.model,
             busy=self.busy,
             sandbox=self._sandbox.name if self._sandbox is not None else None,
             usage=self.usage,

@@ -294,6 +294,7 @@ class Turn(Mutable):
                 warning=warning,
                 decision=decision,
                 diff=prepared.diff,
+                arguments=raw,
             )
         )
         if decision == "ask":

@@ -263,7 +263,7 @@ def test_acp_asks_with_request_permission(model: ScriptedModel, tmp_path: Path, 
     _project_with_skill(workdir)
     home = quiet_home(tmp_path)
     model.add({"text": "a"})
-    call = the_one_permission(mino_env(home, model.base_url), workdir, "approve")
+    call = the_one_permission(mino_env(home, model.base_url), workdir, "allow_once")
     assert call["title"] == "Load this project's skills?"
     assert ASKED_LINE in call["content"][0]["content"]["text"]
     assert CATALOGUE_LINE in model.requests[0]["instructions"]

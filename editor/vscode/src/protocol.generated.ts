@@ -545,6 +545,11 @@ export interface ToolCall {
   decision: Decision;
   /** write_file and edit_file: as in mino/approve, also when no one is asked */
   diff?: FileDiff;
+  /**
+   * the call's arguments as the model sent them (the parsed JSON object): data for a client, never escaped;
+   * what a person reads is `fields`
+   */
+  arguments?: unknown;
 }
 
 /** A tool call's result. */

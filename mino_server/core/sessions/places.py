@@ -1,8 +1,9 @@
 """Where each session was last used: `sessions/<id>.place.json` beside its log.
 
-`{"cwd": "/abs/dir", "title": "first line typed"|null}`, replaced atomically. An editor that lists
-sessions per project (the Agent Client Protocol's `session/list` with `cwd`) reads it; the log and
-its format stay as they are. A missing or damaged file means "not known": the session itself is
+`{"cwd": "/abs/dir", "title": "first line typed"|null, "model": "name"|null}`, replaced atomically.
+An editor that lists sessions per project (the Agent Client Protocol's `session/list` with `cwd`)
+reads it, and a resumed ACP session picks the model chosen in it again; the log and its format stay
+as they are. A missing or damaged file means "not known": the session itself is
 unaffected, and the next use writes a good one.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +27,7 @@ TITLE_MAX = 80
 class Place(Frozen):
     cwd: str
     title: str | None
+    model: str | None = None  # the model picked for the session (ACP's model option), if any
 
 
 def path_for(directory: Path, session_id: str) -> Path:
@@ -41,20 +44,35 @@ def recall(directory: Path, session_id: str) -> Place | None:
         return None
     if not isinstance(data, dict) or not isinstance(data.get("cwd"), str) or not os.path.isabs(data["cwd"]):
         return None
-    title = data.get("title")
-    return Place(data["cwd"], title if isinstance(title, str) else None)
+    title, model = data.get("title"), data.get("model")
+    return Place(
+        data["cwd"], title if isinstance(title, str) else None, model if isinstance(model, str) else None
+    )
 
 
 def remember(directory: Path, session_id: str, place: Place) -> None:
     """Save `place` atomically. Raises OSError (the caller decides whether that matters)."""
-    body = json.dumps({"cwd": place.cwd, "title": place.title}, ensure_ascii=True) + "\n"
+    fields = {"cwd": place.cwd, "title": place.title}
+    if place.model is not None:
+        fields["model"] = place.model
+    body = json.dumps(fields, ensure_ascii=True) + "\n"
     atomic_write(path_for(directory, session_id), body.encode())
 
 
+# An escape display.terminal_text may leave cut at the end of a title (`\u20`): dropped whole.
+_CUT_ESCAPE = re.compile(r"\\(?:x[0-9a-f]?|u[0-9a-f]{0,3}|U[0-9a-f]{0,7})?$")
+
+
 def title_from(text: str) -> str | None:
-    """A short title from what a person typed first: its first non-blank line, cut at TITLE_MAX."""
+    """A session's title from the first message typed in it: its first non-blank line, blanks
+    folded, escaped as every outside string a person reads (nothing invisible, no control
+    characters), cut to TITLE_MAX characters with "…". None when the text has no visible line."""
+    from ..display import terminal_text
+
     for line in text.splitlines():
-        line = " ".join(line.split())
+        line = terminal_text(" ".join(line.split()))
         if line:
-            return line if len(line) <= TITLE_MAX else line[: TITLE_MAX - 1] + "…"
+            if len(line) <= TITLE_MAX:
+                return line
+            return _CUT_ESCAPE.sub("", line[: TITLE_MAX - 1]) + "…"
     return None
