@@ -30,7 +30,7 @@ def record(entry: dict[str, Any]) -> None:
     if not path:
         return
     with open(path, "a", encoding="utf-8") as f:
-        f.write(json.dumps(entry) + "\n")
+        f.write(json.dumps({**entry, "pid": os.getpid()}) + "\n")
         f.flush()
         os.fsync(f.fileno())
 
