@@ -40,8 +40,14 @@ def write_config(home: Path, servers: dict[str, Any]) -> None:
     (home / "config.yaml").write_text(yaml.safe_dump({"sandbox": "off", "mcp_servers": servers}))
 
 
+# The fixture's start (Python and the SDK's server side) can take over 10 s on a loaded machine:
+# the tests give it longer, and test the 10 s default apart.
+SLOW_START = 120
+
+
 def fixture_server(record: Path, **more: Any) -> dict[str, Any]:
-    return {"command": FIXTURE, "env": {"MCP_FIXTURE_RECORD": str(record), **more.pop("env", {})}, **more}
+    env = {"MCP_FIXTURE_RECORD": str(record), **more.pop("env", {})}
+    return {"command": FIXTURE, "env": env, "start_timeout_s": SLOW_START, **more}
 
 
 def records(path: Path) -> list[dict[str, Any]]:
@@ -100,6 +106,7 @@ def test_client_servers_never_replace_configured_ones() -> None:
         ({"g": {"command": ["x"], "allow": "all"}}, "'mcp_servers.g.allow' must be a list of tool names"),
         ({"g": {"command": ["x"], "env": {"A": 1}}}, "'mcp_servers.g.env' must be a mapping of names"),
         ({"g": {"command": ["x"], "tools": []}}, "unknown key 'tools'"),
+        ({"g": {"command": ["x"], "start_timeout_s": 0}}, "'mcp_servers.g.start_timeout_s' must be a number"),
     ],
 )
 def test_bad_configuration_is_one_clear_line(raw: Any, says: str) -> None:
@@ -115,6 +122,22 @@ def test_a_bad_mcp_servers_entry_stops_mino_with_the_file_and_key(tmp_path: Path
     done = subprocess.run([*MINO, "-p", "hi"], env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert f"{home / 'config.yaml'}: 'mcp_servers.git.command' must be a list" in done.stderr
+
+
+def test_the_start_is_bounded(model: ScriptedModel, workdir: Path, mino_home: Path) -> None:
+    """A server that never answers the handshake fails after its start timeout (10 s unless set)."""
+    assert parse_servers({"s": {"command": ["x"]}}, "m")[0].start_timeout_s == 10.0
+    write_config(mino_home, {"mute": {"command": ["sleep", "600"], "start_timeout_s": 1}})
+    ui = RecordingUI()
+    agent = make_agent(model.base_url, workdir, ui)
+    agent.open()
+    try:
+        assert agent.mcp is not None
+        agent.mcp.wait_started(60)
+        (status,) = agent.state().mcp or []
+        assert status.state == "failed" and status.error == "did not start within 1 s"
+    finally:
+        agent.close()
 
 
 def test_servers_do_not_see_the_api_key_variables_unless_env_names_them() -> None:

@@ -26,7 +26,7 @@ from .values import Frozen, Mutable
 
 Origin = Literal["config", "client"]
 
-START_TIMEOUT_S = 10.0  # each server's start and tool listing (PROTOCOL: "each within 10 s")
+START_TIMEOUT_S = 10.0  # each server's start and tool listing, unless its `start_timeout_s` says otherwise
 MAX_TOOL_NAME = 64  # what the Responses API takes as a function name
 MAX_DESCRIPTION_CHARS = 2048  # a server's description of one tool, as the model gets it
 MAX_SCHEMA_BYTES = 32 * 1024  # one tool's input schema, as JSON; larger ones are offered as "any object"
@@ -50,6 +50,7 @@ class ServerSpec(Frozen):
     headers: tuple[tuple[str, str], ...] = ()
     allow: frozenset[str] = frozenset()
     origin: Origin = "config"
+    start_timeout_s: float = START_TIMEOUT_S
 
     @property
     def where(self) -> str:
@@ -89,7 +90,7 @@ def parse_servers(raw: object, where: str, origin: Origin = "config") -> tuple[S
 def parse_server(name: str, entry: object, where: str, origin: Origin = "config") -> ServerSpec:
     if not isinstance(entry, dict):
         raise ValueError(f"'{where}' must be a mapping with 'command' or 'url', got {entry!r}")
-    known = {"command", "env", "cwd", "url", "headers", "allow"}
+    known = {"command", "env", "cwd", "url", "headers", "allow", "start_timeout_s"}
     extra = sorted(str(k) for k in entry if k not in known)
     if extra:
         raise ValueError(f"'{where}': unknown key '{extra[0]}' (known keys: {', '.join(sorted(known))})")
@@ -101,6 +102,12 @@ def parse_server(name: str, entry: object, where: str, origin: Origin = "config"
     allow = entry.get("allow", [])
     if not isinstance(allow, list) or not all(isinstance(t, str) and t for t in allow):
         raise ValueError(f"'{where}.allow' must be a list of tool names, got {allow!r}")
+    timeout = entry.get("start_timeout_s", START_TIMEOUT_S)
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout <= 600:
+        raise ValueError(
+            f"'{where}.start_timeout_s' must be a number of seconds (more than 0, at most 600), got {timeout!r}"
+        )
+    timeout = float(timeout)
     if has_url:
         for key in ("env", "cwd"):
             if key in entry:
@@ -111,7 +118,14 @@ def parse_server(name: str, entry: object, where: str, origin: Origin = "config"
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             raise ValueError(f"'{where}.url' must start with http:// or https://, got {url!r}")
         headers = _string_map(entry.get("headers", {}), f"{where}.headers")
-        return ServerSpec(name=name, url=url, headers=headers, allow=frozenset(allow), origin=origin)
+        return ServerSpec(
+            name=name,
+            url=url,
+            headers=headers,
+            allow=frozenset(allow),
+            origin=origin,
+            start_timeout_s=timeout,
+        )
     if "headers" in entry:
         raise ValueError(f"'{where}.headers' is for a server reached by 'url'; this one has a 'command'")
     command = entry["command"]
@@ -129,7 +143,13 @@ def parse_server(name: str, entry: object, where: str, origin: Origin = "config"
         raise ValueError(f"'{where}.cwd' must be a folder path, got {cwd!r}")
     env = _string_map(entry.get("env", {}), f"{where}.env")
     return ServerSpec(
-        name=name, command=tuple(command), env=env, cwd=cwd, allow=frozenset(allow), origin=origin
+        name=name,
+        command=tuple(command),
+        env=env,
+        cwd=cwd,
+        allow=frozenset(allow),
+        origin=origin,
+        start_timeout_s=timeout,
     )
 
 
@@ -291,7 +311,7 @@ class McpHub:
         try:
             env = server_env(spec, self._hidden) if spec.url is None else {}
             cwd = resolve_cwd(spec, self._workdir)
-            connection = connector(spec, env, cwd, START_TIMEOUT_S, lambda why: self._gone(server, why))
+            connection = connector(spec, env, cwd, spec.start_timeout_s, lambda why: self._gone(server, why))
         except Exception as exc:
             self._failed(server, _one_line(exc))
             return

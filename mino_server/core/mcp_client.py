@@ -104,9 +104,15 @@ class SdkConnection:
         return stdio_client(params, errlog=self.errlog)
 
     def start(self, timeout_s: float) -> None:
+        # The SDK's import (0.3-0.6 s, more on a loaded machine) is Mino's, not the server's start:
+        # done here, on this server's thread, before its clock starts.
+        import mcp.client.stdio  # noqa: F401
+        import mcp.client.streamable_http  # noqa: F401
+
         async def begin() -> None:
             loop = asyncio.get_running_loop()
             ready: asyncio.Future[None] = loop.create_future()
+            ready.add_done_callback(lambda f: f.cancelled() or f.exception())  # always retrieved
             self._task = asyncio.ensure_future(self._serve(ready))
             try:
                 await asyncio.wait_for(asyncio.shield(ready), timeout_s)
