@@ -442,7 +442,74 @@ def test_the_editor_server_reports_mcp_state(model: ScriptedModel, tmp_path: Pat
         assert by_name["gone"]["state"] == "failed" and "cannot start the program" in by_name["gone"]["error"]
         lines = client.request("mino/command", {"line": "/mcp"})
         assert "fx: ready" in json.dumps(lines) and "mcp__fx__echo" in json.dumps(lines)
+        # $/cancelRequest on the turn cancels the call: the server hears notifications/cancelled.
+        model.add({"calls": [{"name": "mcp__fx__slow", "arguments": {"seconds": 60}}]}, {"text": "after"})
+        client.request("mino/mode", {"mode": "bypass"})
+        pending = client.start("mino/turn", {"text": "be slow"})
+        client.wait_for(lambda: any(r.get("tool") == "slow" for r in records(record)), 30, "the slow call")
+        client.cancel(pending)
+        assert pending.result(30)["status"] == "interrupted"
+        client.wait_for(lambda: any("cancelled" in r for r in records(record)), 30, "notifications/cancelled")
     finally:
         assert client.stop() == 0
     pids = {r["pid"] for r in records(record)}
     assert all(not alive(p) for p in pids)
+
+
+def test_the_terminal_asks_shows_escaped_and_ctrl_c_cancels_the_call(
+    model: ScriptedModel, mino_env: dict[str, str], mino_home: Path, workdir: Path, tmp_path: Path
+) -> None:
+    import pexpect
+    from cli_driver import spawn
+    from test_cli import PROMPT
+
+    record = tmp_path / "calls.jsonl"
+    write_config(mino_home, {"fx": fixture_server(record)})
+    model.add(
+        {"calls": [{"name": "mcp__fx__hostile", "arguments": {"who": "me\x1b]0;x\x07"}}]},
+        {"text": "first done"},
+        {"calls": [{"name": "mcp__fx__slow", "arguments": {"seconds": 60}}]},
+    )
+    child = spawn(mino_env, workdir, timeout=60)
+    raw: list[str] = []
+    child.logfile_read = type(
+        "Sink", (), {"write": lambda self, s: raw.append(s), "flush": lambda self: None}
+    )()
+    child.expect_exact(PROMPT)
+    deadline = time.monotonic() + SLOW_START
+    while time.monotonic() < deadline:  # the tools are offered once the server is ready
+        child.sendline("/mcp")
+        index = child.expect(["fx: ready", "fx: starting"])
+        child.expect_exact(PROMPT)
+        if index == 0:
+            break
+        time.sleep(0.5)
+    child.sendline("/mcp")
+    child.expect_exact("mcp__fx__echo")
+    child.expect_exact(PROMPT)
+    child.sendline("say hello")
+    child.expect_exact("[Tool: mcp__fx__hostile]")
+    child.expect_exact('Server: "fx (')
+    child.expect_exact('who: "me\\x1b]0;x\\x07"')
+    child.expect_exact("Approve this operation? [y/N] ")
+    child.sendline("y")
+    child.expect_exact("Assistant> first done")
+    child.expect_exact(PROMPT)
+    child.sendline("be slow")
+    child.expect_exact("Approve this operation? [y/N] ")
+    child.sendline("y")
+    deadline = time.monotonic() + 30
+    while not any(r.get("tool") == "slow" for r in records(record)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    child.sendintr()
+    child.expect_exact("[Tool result: failed]")
+    child.expect_exact("Interrupted.")
+    child.expect_exact(PROMPT)
+    child.sendeof()
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    screen = "".join(raw)
+    assert "\x1b]0;pwned" not in screen and "\x1b]0;x" not in screen and "\x07" not in screen
+    assert [r.get("tool") or "cancelled" for r in records(record)] == ["hostile", "slow", "cancelled"]
+    assert not alive(records(record)[0]["pid"])
