@@ -53,8 +53,8 @@ def fail(text: str) -> CallToolResult:
 
 
 @server.tool(description="Sleeps for the given seconds, then answers.")
-async def slow(seconds: float) -> str:
-    record({"tool": "slow", "args": {"seconds": seconds}})
+async def slow(seconds: float, token: str = "") -> str:
+    record({"tool": "slow", "args": {"seconds": seconds, **({"token": token} if token else {})}})
     try:
         await anyio.sleep(seconds)
     except BaseException:
