@@ -177,7 +177,7 @@ def test_a_call_asks_shows_server_and_arguments_and_returns_the_text(
         assert output["type"] == "function_call_output" and "hi" in output["output"]
         assert [r["tool"] for r in records(record)] == ["echo"]
         state = agent.state().mcp
-        assert state is not None and [(s.name, s.state) for s in state] == [("fx", "ready")]
+        assert state is not None and [(s.name, s.state, s.tools) for s in state] == [("fx", "ready", 8)]
     finally:
         agent.close()
 
@@ -275,6 +275,33 @@ def test_a_server_dying_mid_call_fails_the_call_once_and_its_tools_go(
         assert [r["tool"] for r in records(record)] == ["die"]
         state = agent.state().mcp
         assert state is not None and state[0].state == "failed" and state[0].error
+    finally:
+        agent.close()
+
+
+def test_a_server_exiting_while_idle_is_one_line_at_once(
+    model: ScriptedModel, workdir: Path, mino_home: Path, tmp_path: Path
+) -> None:
+    record = tmp_path / "calls.jsonl"
+    write_config(mino_home, {"fx": fixture_server(record)})
+    model.add(
+        {"calls": [{"name": "mcp__fx__quit_later", "arguments": {"seconds": 0.3}}]},
+        {"text": "ok"},
+        {"text": "b"},
+    )
+    ui = RecordingUI()
+    agent = ready_agent(model, workdir, ui, mode="bypass")
+    try:
+        turn(agent, "go")
+        deadline = time.monotonic() + 30
+        while (agent.state().mcp or [])[0].state != "failed" and time.monotonic() < deadline:
+            time.sleep(0.05)
+        (status,) = agent.state().mcp or []
+        assert status.state == "failed" and status.error == "stopped: the server closed its connection"
+        turn(agent, "again")
+        lines = [e["text"] for e in ui.of_type("notice") if e["text"].startswith("MCP server fx")]
+        assert lines == ["MCP server fx: stopped: the server closed its connection"]
+        assert not any(t["name"].startswith("mcp__fx") for t in model.requests[2]["tools"])
     finally:
         agent.close()
 
@@ -438,7 +465,7 @@ def test_the_editor_server_reports_mcp_state(model: ScriptedModel, tmp_path: Pat
         pushed = [n.get("mcp") for n in client.notifications("mino/stateChanged")]
         assert servers in pushed  # each change is pushed as mino/stateChanged, not only answered
         by_name = {s["name"]: s for s in servers}
-        assert by_name["fx"]["state"] == "ready" and by_name["fx"]["tools"] == 7
+        assert by_name["fx"]["state"] == "ready" and by_name["fx"]["tools"] == 8
         assert by_name["gone"]["state"] == "failed" and "cannot start the program" in by_name["gone"]["error"]
         lines = client.request("mino/command", {"line": "/mcp"})
         assert "fx: ready" in json.dumps(lines) and "mcp__fx__echo" in json.dumps(lines)

@@ -65,6 +65,7 @@ class SdkConnection:
         self._closing = False
 
     async def _serve(self, ready: asyncio.Future[None]) -> None:
+        import anyio
         from mcp import ClientSession
         from mcp.types import Implementation
 
@@ -72,14 +73,25 @@ class SdkConnection:
         try:
             async with contextlib.AsyncExitStack() as stack:
                 read, write = await stack.enter_async_context(self._transport())
+                # The server's messages pass through one relay, whose end is the server's end (EOF on
+                # its stdout): a server that exits while idle is known at once, not at its next call.
+                relay, relayed = anyio.create_memory_object_stream[Any](16)
+                ended = asyncio.ensure_future(_relay(read, relay))
+                stack.callback(ended.cancel)
                 session = await stack.enter_async_context(
-                    ClientSession(read, write, client_info=Implementation(name="mino", version=_version()))
+                    ClientSession(relayed, write, client_info=Implementation(name="mino", version=_version()))
                 )
                 await session.initialize()
                 self.tools = await _list_tools(session)
                 self.session = session
                 ready.set_result(None)
-                await self._stop.wait()
+                stop = asyncio.ensure_future(self._stop.wait())
+                await asyncio.wait({stop, ended}, return_when=asyncio.FIRST_COMPLETED)
+                stop.cancel()
+                if ended.done() and not self._closing:
+                    self.session = None
+                    self.on_exit("stopped: the server closed its connection")
+                    self._closing = True  # said once
         except BaseException as exc:  # noqa: B036 - the loop must outlive any server
             if not ready.done():
                 ready.set_exception(exc if isinstance(exc, Exception) else RuntimeError("stopped"))
@@ -217,6 +229,16 @@ def connect(
     connection = SdkConnection(spec, env, cwd, on_exit)
     connection.start(timeout_s)
     return connection
+
+
+async def _relay(source: Any, sink: Any) -> None:
+    """Forward the transport's messages to the session until the transport's stream ends."""
+    async with sink:
+        try:
+            async for item in source:
+                await sink.send(item)
+        except Exception:  # the stream broke: the same as its end
+            return
 
 
 @contextlib.asynccontextmanager

@@ -69,6 +69,20 @@ def die(text: str) -> str:
     os._exit(3)
 
 
+@server.tool(description="Answers, then exits the server after the given seconds (idle by then).")
+def quit_later(seconds: float) -> str:
+    import threading
+    import time
+
+    def later() -> None:
+        time.sleep(seconds)
+        os._exit(4)
+
+    record({"tool": "quit_later", "args": {"seconds": seconds}})
+    threading.Thread(target=later, daemon=True).start()
+    return "quitting soon"
+
+
 @server.tool(description="Names the API key variables this server can see.")
 def env() -> str:
     record({"tool": "env", "args": {}})
