@@ -540,3 +540,25 @@ def test_the_terminal_asks_shows_escaped_and_ctrl_c_cancels_the_call(
     assert "\x1b]0;pwned" not in screen and "\x1b]0;x" not in screen and "\x07" not in screen
     assert [r.get("tool") or "cancelled" for r in records(record)] == ["hostile", "slow", "cancelled"]
     assert not alive(records(record)[0]["pid"])
+
+
+def test_doctor_checks_the_programs_cheaply(tmp_path: Path) -> None:
+    from mino_server.core.doctor import run_doctor
+
+    home = tmp_path / "home"
+    write_config(
+        home,
+        {
+            "ok": {"command": [sys.executable]},
+            "gone": {"command": ["no-such-mcp-program"]},
+            "web": {"url": "http://127.0.0.1:9/mcp"},
+        },
+    )
+    env = {"MINO_HOME": str(home), "PATH": os.environ["PATH"], "HOME": str(tmp_path)}
+    (check,) = [c for c in run_doctor(3, env=env).checks if c.name == "mcp"]
+    assert check.ok is False and check.needed is False
+    assert (
+        "gone: no-such-mcp-program not found" in check.found
+        and "web: http://127.0.0.1:9/mcp (not contacted)" in check.found
+    )
+    assert check.fix and "mcp_servers.gone.command" in check.fix
