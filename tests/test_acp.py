@@ -101,7 +101,7 @@ def test_initialize_answers_the_capabilities(spawn: Spawn) -> None:
         "loadSession": True,
         "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
         "sessionCapabilities": {"list": {}},
-        "mcpCapabilities": {"http": True, "sse": False},
+        "mcpCapabilities": {"http": True},
     }
     assert result["authMethods"] == []
     assert client.error("initialize", {"protocolVersion": 1}).code == -32600  # once only

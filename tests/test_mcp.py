@@ -106,6 +106,7 @@ def test_client_servers_never_replace_configured_ones() -> None:
         ({"g": {"command": ["x"], "allow": "all"}}, "'mcp_servers.g.allow' must be a list of tool names"),
         ({"g": {"command": ["x"], "env": {"A": 1}}}, "'mcp_servers.g.env' must be a mapping of names"),
         ({"g": {"command": ["x"], "tools": []}}, "unknown key 'tools'"),
+        ({"a\x1b[2Jb": {"command": ["x"]}}, "a server name must be 1 to 64 printable characters"),
         ({"g": {"command": ["x"], "start_timeout_s": 0}}, "'mcp_servers.g.start_timeout_s' must be a number"),
     ],
 )

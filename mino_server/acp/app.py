@@ -351,7 +351,7 @@ class AcpAgent:
                 "loadSession": True,
                 "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
                 "sessionCapabilities": {"list": {}},
-                "mcpCapabilities": {"http": True, "sse": False},
+                "mcpCapabilities": {"http": True},
             },
             "authMethods": self._auth_methods(),
         }

@@ -81,13 +81,17 @@ def parse_servers(raw: object, where: str, origin: Origin = "config") -> tuple[S
         raise ValueError(f"'{where}' must be a mapping of server names to settings, got {raw!r}")
     specs = []
     for name, entry in raw.items():
-        if not isinstance(name, str) or not name.strip():
-            raise ValueError(f"'{where}': a server name must be a non-empty string, got {name!r}")
+        if not isinstance(name, str) or not _good_name(name):
+            raise ValueError(
+                f"'{where}': a server name must be 1 to 64 printable characters, got {name!r:.80}"
+            )
         specs.append(parse_server(name, entry, f"{where}.{name}", origin))
     return tuple(specs)
 
 
 def parse_server(name: str, entry: object, where: str, origin: Origin = "config") -> ServerSpec:
+    if not _good_name(name):
+        raise ValueError(f"'{where}': a server name must be 1 to 64 printable characters, got {name!r:.80}")
     if not isinstance(entry, dict):
         raise ValueError(f"'{where}' must be a mapping with 'command' or 'url', got {entry!r}")
     known = {"command", "env", "cwd", "url", "headers", "allow", "start_timeout_s"}
@@ -151,6 +155,11 @@ def parse_server(name: str, entry: object, where: str, origin: Origin = "config"
         origin=origin,
         start_timeout_s=timeout,
     )
+
+
+def _good_name(name: str) -> bool:
+    """A name is shown in lines and questions: printable, one line, bounded."""
+    return bool(name.strip()) and name.isprintable() and len(name) <= 64
 
 
 def _string_map(raw: object, where: str) -> tuple[tuple[str, str], ...]:
