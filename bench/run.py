@@ -1327,7 +1327,9 @@ def bench_mcp(ctx: Context, model_cls: type) -> None:
     home, work = ctx.scratch("mcp")
     home.mkdir(parents=True, exist_ok=True)
     (home / "config.yaml").write_text(
-        'sandbox: "off"\nmcp_servers:\n  fx:\n    start_timeout_s: 120\n    command: ' + json.dumps(fixture) + "\n"
+        'sandbox: "off"\nmcp_servers:\n  fx:\n    start_timeout_s: 120\n    command: '
+        + json.dumps(fixture)
+        + "\n"
     )
     calls = 5 if ctx.quick else 50
     with model_cls() as model:
