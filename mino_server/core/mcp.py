@@ -381,7 +381,7 @@ class McpHub:
             ]
 
     def wait_started(self, timeout: float) -> None:
-        """For tests and benchmarks: wait until every start has succeeded or failed."""
+        """Wait until every start has succeeded or failed (`mino -p`, which has one turn; tests)."""
         for t in self._threads:
             t.join(timeout)
 
