@@ -311,8 +311,12 @@ def _children(pid: int) -> list[int]:
 
 def test_a_malformed_mcp_server_is_invalid_params(spawn: Spawn, ws: Path) -> None:
     client = spawn()
+    sid = client.new_session(ws)
     for bad in ([{"name": "x"}], [{"name": "x", "type": "sse", "url": "http://127.0.0.1:1/"}], "no"):
         err = client.error("session/new", {"cwd": str(ws), "mcpServers": bad})
+        assert err.code == -32602 and "mcpServers" in err.message
+        # session/load reads them through the same function (Agent.client_mcp_servers)
+        err = client.error("session/load", {"sessionId": sid, "cwd": str(ws), "mcpServers": bad})
         assert err.code == -32602 and "mcpServers" in err.message
 
 
