@@ -1303,6 +1303,79 @@ def bench_rewind(ctx: Context, model_cls: type) -> None:
             agent.close()
 
 
+def bench_mcp(ctx: Context, model_cls: type) -> None:
+    """MCP servers (docs/BEHAVIOUR.md, "MCP servers"), with the fixture server on the official SDK
+    (mino_server/testing/mcp_fixture.py) over stdio: the SDK's import, the time from opening a
+    conversation to the server's tools being offered, and one call through Mino (McpTool.run: the
+    thread hop to the MCP loop, the SDK, stdio, the server) against the same call made with the SDK
+    alone on a plain asyncio loop (the floor: the server's own time and the SDK's)."""
+    import asyncio
+
+    from mino_server.core.cancel import CancelToken
+
+    sdk = ctx.row("mcp_import", "MCP SDK import (paid only with a server configured)", "ms", "—")
+    ready = ctx.row("mcp_ready", "Open → one stdio server's tools offered (fixture server)", "ms", "≤ 10000")
+    call = ctx.row(
+        "mcp_call", "MCP tool call (echo) through Mino vs the SDK alone", "ms", "—", True, digits=2
+    )
+    code = "import time; t = time.perf_counter(); import mcp.client.stdio, mcp; print((time.perf_counter() - t) * 1000)"
+    for _ in range(ctx.runs):
+        done = subprocess.run([ctx.python, "-c", code], capture_output=True, text=True, timeout=120)
+        check(done.returncode == 0, "the SDK imports")
+        sdk.mino.add(float(done.stdout))
+    fixture = [ctx.python, "-m", "mino_server.testing.mcp_fixture"]
+    home, work = ctx.scratch("mcp")
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.yaml").write_text(
+        'sandbox: "off"\nmcp_servers:\n  fx:\n    start_timeout_s: 120\n    command: '
+        + json.dumps(fixture)
+        + "\n"
+    )
+    calls = 5 if ctx.quick else 50
+    with model_cls() as model:
+        for i in range(ctx.runs + 1):
+            t = time.perf_counter()
+            agent = open_agent(home, work, model.base_url)
+            try:
+                while not any(n.startswith("mcp__fx__") for n in agent.turn_tools()):
+                    # a hang guard (a loaded machine takes longer than 10 s): the row reports the time
+                    check(time.perf_counter() - t < 150, "the fixture server got ready")
+                    time.sleep(0.002)
+                if i:
+                    ready.mino.add((time.perf_counter() - t) * 1000)
+                tool = agent.turn_tools()["mcp__fx__echo"]
+                tool_ctx = type("Ctx", (), {"cancel": CancelToken()})()
+                args = {"text": "hi"}
+                for _ in range(calls if i else 3):
+                    c = time.perf_counter()
+                    result = tool.run(args, tool_ctx, tool.prepare(args, tool_ctx))
+                    if i:
+                        call.mino.add((time.perf_counter() - c) * 1000)
+                    check(result.status == "completed" and result.output == "hi", "the echo call")
+            finally:
+                agent.close()
+
+    async def floor() -> list[float]:
+        from mcp import ClientSession
+        from mcp.client.stdio import StdioServerParameters, stdio_client
+
+        params = StdioServerParameters(command=fixture[0], args=fixture[1:])
+        times = []
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            await session.list_tools()
+            for i in range(calls * ctx.runs + 3):
+                c = time.perf_counter()
+                await session.call_tool("echo", {"text": "hi"})
+                if i >= 3:
+                    times.append((time.perf_counter() - c) * 1000)
+        return times
+
+    assert call.floor is not None
+    for ms in asyncio.run(floor()):
+        call.floor.add(ms)
+
+
 def _cancel_token() -> Any:
     from mino_server.core.cancel import CancelToken
 
@@ -1318,6 +1391,7 @@ BENCHMARKS: list[tuple[str, Callable[[Context, type], None]]] = [
     ("resume", bench_resume),
     ("million", bench_million),
     ("rewind", bench_rewind),
+    ("mcp", bench_mcp),
 ]
 
 
@@ -1399,7 +1473,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--only",
         action="append",
-        help="run only these benchmarks (cli, tool, server, acp, turn, resume, million, rewind)",
+        help="run only these benchmarks (cli, tool, server, acp, turn, resume, million, rewind, mcp)",
     )
     parser.add_argument(
         "--tree",

@@ -579,6 +579,7 @@ DOCTOR_LABELS = {
     "sandbox": "Sandbox",
     "home": "Mino home",
     "vscode": "VS Code extension",
+    "mcp": "MCP servers",
 }
 DOCTOR_USAGE = "usage: mino doctor [--json] [--model MODEL] [--base-url URL]\n"
 

@@ -230,6 +230,9 @@ def _run(config: Any, ui: PrintUI, out: Output, prompt: str, resume: str | None)
         ]:
             err(text)
         later = [*startup.warnings, *([startup.setup.message] if startup.setup is not None else [])]
+        if conversation.mcp is not None:  # one turn, no later one: it waits for the servers' start
+            longest = max(s.spec.start_timeout_s for s in conversation.mcp.servers)
+            conversation.mcp.wait_started(longest + 10)
         result = _turn(conversation, ui, out, prompt, later)
         return _finish(ui, out, conversation.session_id, result)
     finally:

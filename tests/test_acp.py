@@ -102,6 +102,7 @@ def test_initialize_answers_the_capabilities(spawn: Spawn) -> None:
         "loadSession": True,
         "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
         "sessionCapabilities": {"list": {}, "resume": {}, "close": {}},
+        "mcpCapabilities": {"http": True},
     }
     assert result["authMethods"] == []
     assert client.error("initialize", {"protocolVersion": 1}).code == -32600  # once only
@@ -185,6 +186,7 @@ def test_new_session_and_a_streamed_turn(spawn: Spawn, model: ScriptedModel, ws:
         "help",
         "clear",
         "rewind",
+        "mcp",
     ]
     # saved as the selection, as /new
     assert json.loads((sessions_dir(home) / "active-session.json").read_text())["session_id"] == sid
@@ -235,16 +237,110 @@ def test_busy_while_a_turn_runs(spawn: Spawn, model: ScriptedModel, ws: Path) ->
     assert client.prompt(sid, "two") == {"stopReason": "end_turn"}
 
 
-def test_mcp_servers_are_accepted_and_said_once(spawn: Spawn, model: ScriptedModel, ws: Path) -> None:
-    model.add({"text": "one"}, {"text": "two"})
+def test_mcp_servers_are_added_for_the_session_and_asked_about(
+    spawn: Spawn, model: ScriptedModel, ws: Path, home: Path, tmp_path: Path
+) -> None:
+    """The client's servers (here an http one) join the configured ones (a clashing name suffixed),
+    start with the session, and every call asks with the server and its arguments shown; ending
+    the process stops the stdio server it started."""
+    import socket
+
+    import yaml
+
+    record = tmp_path / "calls.jsonl"
+    fixture = [sys.executable, "-m", "mino_server.testing.mcp_fixture"]
+    config = yaml.safe_load((home / "config.yaml").read_text()) or {}
+    config["mcp_servers"] = {
+        "fx": {"command": fixture, "env": {"MCP_FIXTURE_RECORD": str(record)}, "start_timeout_s": 120}
+    }
+    (home / "config.yaml").write_text(yaml.safe_dump(config))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    web_record = tmp_path / "web-calls.jsonl"
+    web = subprocess.Popen(
+        [*fixture, "--http", str(port)],
+        env={**__import__("os").environ, "MCP_FIXTURE_RECORD": str(web_record)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while (
+            time.monotonic() < deadline
+        ):  # listening before the session starts: its 10 s are the handshake's
+            try:
+                socket.create_connection(("127.0.0.1", port), 0.2).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        model.add(
+            {"calls": [{"name": "mcp__fx-2__echo", "arguments": {"text": "from the editor"}}]}, {"text": "ok"}
+        )
+
+        def allow(params: dict[str, Any]) -> dict[str, Any]:
+            option = next(o for o in params["options"] if o["kind"] == "allow_once")
+            return {"outcome": {"outcome": "selected", "optionId": option["optionId"]}}
+
+        client = spawn(handlers={"session/request_permission": allow})
+        server = {"type": "http", "name": "fx", "url": f"http://127.0.0.1:{port}/mcp", "headers": []}
+        sid = client.new_session(ws, [server])
+        deadline = time.monotonic() + 150
+        while time.monotonic() < deadline:
+            client.prompt(sid, "/mcp")
+            text = client.agent_text(sid)
+            if "fx: ready" in text and "fx-2 (from the editor): ready" in text:
+                break
+            time.sleep(0.2)
+        assert "mcp__fx-2__echo" in client.agent_text(sid)
+        assert client.prompt(sid, "echo it") == {"stopReason": "end_turn"}
+        (asked,) = [r for r in client.incoming_requests if r["method"] == "session/request_permission"]
+        shown = json.dumps(asked["params"]["toolCall"])
+        assert "mcp__fx-2__echo" in shown and "Server" in shown and "from the editor" in shown
+        assert f"127.0.0.1:{port}" in shown
+        assert [json.loads(line)["tool"] for line in web_record.read_text().splitlines()] == ["echo"]
+        assert not record.exists()  # the configured server was not called
+        pids = set(_children(client.proc.pid))
+        assert pids  # the configured stdio server runs under the agent
+        assert client.close() == 0
+        deadline = time.monotonic() + 10
+        while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not any(_alive(p) for p in pids)  # no orphans once the process ended
+    finally:
+        web.terminate()
+        web.wait(10)
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().split(")")[-1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def test_a_malformed_mcp_server_is_invalid_params(spawn: Spawn, ws: Path) -> None:
     client = spawn()
-    server = {"name": "fs", "command": "/bin/true", "args": [], "env": []}
-    sid = client.new_session(ws, [server])
-    client.prompt(sid, "first")
-    chunks = client.updates(sid, "agent_message_chunk")
-    assert chunks[0]["content"]["text"].startswith("Mino has no MCP client yet")
-    client.prompt(sid, "second")
-    assert client.agent_text(sid).count("no MCP client") == 1
+    sid = client.new_session(ws)
+    for bad in ([{"name": "x"}], [{"name": "x", "type": "sse", "url": "http://127.0.0.1:1/"}], "no"):
+        err = client.error("session/new", {"cwd": str(ws), "mcpServers": bad})
+        assert err.code == -32602 and "mcpServers" in err.message
+        # session/load reads them through the same function (Agent.client_mcp_servers)
+        err = client.error("session/load", {"sessionId": sid, "cwd": str(ws), "mcpServers": bad})
+        assert err.code == -32602 and "mcpServers" in err.message
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.split(")")[-1].split()[0] != "Z"
 
 
 # ---- tool calls and permissions -------------------------------------------------------------------

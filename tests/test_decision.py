@@ -29,6 +29,9 @@ DECISION_CELLS = [
     ("other", "manual", "ask"),
     ("other", "accept-edits", "ask"),
     ("other", "bypass", "show"),
+    ("allowed", "manual", "ask"),
+    ("allowed", "accept-edits", "show"),
+    ("allowed", "bypass", "show"),
 ]
 
 

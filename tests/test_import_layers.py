@@ -240,6 +240,19 @@ def test_only_the_fence_imports_pygls() -> None:
     assert wrong == [], f"pygls and lsprotocol are used through {FENCE} only:\n" + "\n".join(wrong)
 
 
+def test_only_the_mcp_client_imports_the_mcp_sdk() -> None:
+    """The MCP SDK (0.3-0.6 s of imports) sits behind core/mcp.py's Connection port: only
+    core/mcp_client.py (and the test fixtures in testing/) import it, so nothing else pays for it."""
+    graph = build_graph()
+    allowed = {"mino_server.core.mcp_client", "mino_server.testing.mcp_fixture"}
+    wrong = [
+        f"{module} imports mcp"
+        for module, libraries in sorted(graph.external.items())
+        if module not in allowed and "mcp" in libraries
+    ]
+    assert wrong == [], "\n".join(wrong)
+
+
 def test_no_import_cycles() -> None:
     graph = build_graph()
     found = cycles(graph)

@@ -315,8 +315,11 @@ class AcpAgent:
         except Exception:  # reported when a request needs it
             pass
 
-    def _conversation(self, workdir: Path) -> tuple[Any, SessionUI, list[str]]:
-        """A conversation opened on the store without a session (the request picks one)."""
+    def _conversation(
+        self, workdir: Path, mcp_servers: list[Any] | None = None
+    ) -> tuple[Any, SessionUI, list[str]]:
+        """A conversation opened on the store without a session (the request picks one), with the
+        client's MCP servers (`client_mcp_servers`) added to the configured ones once it has one."""
         from ..core.conversation import Conversation
         from ..core.errors import StorageError, StoreLocked
 
@@ -325,6 +328,7 @@ class AcpAgent:
         if self.client_reads or self.client_writes:  # the editor's buffers: read and written through it
             files = ClientFiles(self, ui, self.client_reads, self.client_writes)
         conversation = Conversation(self.store(), workdir, ui, files=files)
+        conversation.client_servers = list(mcp_servers or [])
         try:
             startup = conversation.open(select=False)
         except StoreLocked as exc:
@@ -375,6 +379,7 @@ class AcpAgent:
                 "loadSession": True,
                 "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
                 "sessionCapabilities": {"list": {}, "resume": {}, "close": {}},
+                "mcpCapabilities": {"http": True},
             },
             "authMethods": self._auth_methods(),
         }
@@ -411,25 +416,23 @@ class AcpAgent:
             raise M.ParamsError(f"Invalid params: unknown methodId; Mino offers {M.AUTH_METHOD_ID!r}.")
         raise RpcError(AUTH_REQUIRED, problem.message, {"kind": "setup", "problem": problem.problem})
 
-    def _mcp_count(self, params: dict[str, Any], required: bool) -> int:
-        servers = params.get("mcpServers")
-        if servers is None and not required:
-            return 0
-        if not isinstance(servers, list):
-            raise M.ParamsError("Invalid params: mcpServers must be a list (Mino accepts and ignores it).")
-        return len(servers)
+    def client_mcp_servers(self, params: dict[str, Any]) -> list[Any]:
+        """session/new, load and resume: the client's `mcpServers` (stdio and http) as Mino's server
+        specs, for that session only; a name that clashes with a configured server is suffixed when
+        the conversation adds them (core/mcp.py). A malformed entry is -32602 naming it."""
+        return M.mcp_servers(params.get("mcpServers"))
 
     def new_session(self, params: dict[str, Any]) -> Reply:
         workdir = M.absolute_dir(params.get("cwd"), "cwd")
-        mcp = self._mcp_count(params, required=False)
-        conversation, ui, warnings = self._conversation(workdir)
+        servers = self.client_mcp_servers(params)
+        conversation, ui, warnings = self._conversation(workdir, servers)
         try:
             sid = conversation.new_session()
         except BaseException:
             conversation.close()
             raise
         ui.session_id = sid
-        session = AcpSession(self, conversation, ui, mcp)
+        session = AcpSession(self, conversation, ui)
         with self._lock:
             self.sessions[sid] = session
         self._remember(sid, workdir)
@@ -468,7 +471,7 @@ class AcpAgent:
                 "characters; session/list lists them.",
             )
         workdir = M.absolute_dir(params.get("cwd"), "cwd")
-        mcp = self._mcp_count(params, required=False)
+        servers = self.client_mcp_servers(params)
         if not self.store().sessions.exists(sid):
             raise RpcError(NOT_FOUND, f"No session with ID {sid}. session/list lists the sessions.")
         with self._lock:
@@ -490,7 +493,7 @@ class AcpAgent:
         try:
             if old is not None:
                 old.close()
-            conversation, ui, warnings = self._conversation(workdir)
+            conversation, ui, warnings = self._conversation(workdir, servers)
             try:
                 conversation.resume(sid)  # may ask the recovery question (request_permission)
                 ui.session_id = sid
@@ -499,7 +502,7 @@ class AcpAgent:
             except BaseException:
                 conversation.close()
                 raise
-            session = AcpSession(self, conversation, ui, mcp)
+            session = AcpSession(self, conversation, ui)
             with self._lock:
                 self.sessions[sid] = session
         finally:
@@ -643,13 +646,6 @@ class AcpAgent:
             raise M.ParamsError("Invalid params: the prompt has no text and no context.")
         cancel = session.begin()
         try:
-            if session.mcp_servers:
-                count, session.mcp_servers = session.mcp_servers, 0
-                session.ui.update(
-                    M.text_chunk(
-                        f"Mino has no MCP client yet: the {count} MCP server(s) of this session are ignored.\n\n"
-                    )
-                )
             if is_command:
                 self._command(session, text.strip(), cancel)
                 return {"stopReason": "cancelled" if cancel.cancelled else "end_turn"}

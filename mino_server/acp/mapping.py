@@ -63,6 +63,52 @@ class ParamsError(ValueError):
 # ---- session set-up ------------------------------------------------------------------------------
 
 
+def mcp_servers(raw: Any) -> list[Any]:
+    """ACP's `mcpServers`: stdio `{name, command, args, env: [{name, value}]}` and http
+    `{type: "http", name, url, headers: [{name, value}]}`, as core/mcp.py's ServerSpec (origin "client")."""
+    from ..core.mcp import parse_server
+
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise ParamsError("Invalid params: mcpServers must be a list.")
+    specs = []
+    for i, entry in enumerate(raw):
+        where = f"mcpServers[{i}]"
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) or not entry["name"].strip():
+            raise ParamsError(f"Invalid params: {where} must be an object with a non-empty name.")
+        kind = entry.get("type", "stdio")
+        try:
+            if kind == "http":
+                config = {
+                    "url": entry.get("url"),
+                    "headers": _pairs(entry.get("headers", []), f"{where}.headers"),
+                }
+            elif kind == "stdio" and "command" in entry:
+                args = entry.get("args", [])
+                if not isinstance(args, list):
+                    raise ValueError(f"'{where}.args' must be a list of strings")
+                config = {
+                    "command": [entry.get("command"), *args],
+                    "env": _pairs(entry.get("env", []), f"{where}.env"),
+                }
+            else:
+                raise ValueError(f"'{where}': Mino takes stdio (command) and http servers, not {kind!r}")
+            specs.append(parse_server(entry["name"], config, where, origin="client"))
+        except ValueError as exc:
+            raise ParamsError(f"Invalid params: {exc}") from None
+    return specs
+
+
+def _pairs(raw: Any, where: str) -> dict[str, Any]:
+    if not isinstance(raw, list) or not all(
+        isinstance(p, dict) and isinstance(p.get("name"), str) and isinstance(p.get("value"), str)
+        for p in raw
+    ):
+        raise ValueError(f"'{where}' must be a list of {{name, value}} strings")
+    return {p["name"]: p["value"] for p in raw}
+
+
 def modes_state(current: str) -> dict[str, Any]:
     return {
         "currentModeId": current,

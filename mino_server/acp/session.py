@@ -55,14 +55,13 @@ class Agent(Protocol):
 class AcpSession:
     """One ACP session: a conversation, its UI, and the turn (or command) running in it."""
 
-    def __init__(self, agent: Agent, conversation: Conversation, ui: SessionUI, mcp_servers: int) -> None:
+    def __init__(self, agent: Agent, conversation: Conversation, ui: SessionUI) -> None:
         self.agent = agent
         self.conversation = conversation
         self.ui = ui
         if conversation.session_id is None:  # made once session/new or session/load selected one
             raise ValueError("an ACP session needs a conversation with a selected session")
         self.id: str = conversation.session_id
-        self.mcp_servers = mcp_servers  # said once, in the first agent_message_chunk
         self._running = threading.Lock()
         self.cancel: CancelToken | None = None
         self.closed = False

@@ -229,6 +229,16 @@ class Command(Frozen):
     instead: str | None = None
 
 
+def cmd_mcp(
+    conversation: Conversation, args: list[str], out: Callable[[str], None], ask: object, cancel: CancelToken
+) -> None:
+    _no_args("/mcp", args)
+    from .mcp import status_lines
+
+    for line in status_lines(conversation.mcp):
+        out(line)
+
+
 COMMAND_TABLE: tuple[Command, ...] = (
     Command(
         "/new",
@@ -312,6 +322,18 @@ COMMAND_TABLE: tuple[Command, ...] = (
             "List the turns that changed files, or take back turn N and later (asks first)",
             rank=6,
             hint="turn number (optional)",
+        ),
+    ),
+    Command(
+        "/mcp",
+        "/mcp",
+        "list the MCP servers with their state and tools",
+        cmd_mcp,
+        threads=InThreads(
+            "/mcp",
+            "list the MCP servers with their state and tools",
+            "List the MCP servers and their tools",
+            rank=7,
         ),
     ),
     Command(

@@ -10,13 +10,16 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar
 from urllib.parse import urlsplit
 
 from .contract import MODES, Mode, SetupProblem
 from .durable import ensure_private_dir
 from .errors import ConfigError
 from .values import Mutable
+
+if TYPE_CHECKING:
+    from .mcp import ServerSpec
 
 T = TypeVar("T")
 
@@ -78,6 +81,7 @@ class Config(Mutable):
     # Where base_url and the key came from, for error lines and `mino doctor` (never the key itself).
     base_url_source: BaseUrlSource = "default"
     api_key_source: str | None = None  # the environment variable that held the key; None: no key
+    mcp_servers: tuple[ServerSpec, ...] = ()  # config.yaml's `mcp_servers` (core/mcp.py), checked
 
     @property
     def base_url_origin(self) -> str:
@@ -169,6 +173,7 @@ KNOWN_KEYS = {
     "request_timeout_s",
     "sandbox",
     "sandbox_unix_sockets",
+    "mcp_servers",
 }
 
 
@@ -231,6 +236,13 @@ def load_config(
         if not isinstance(value, bool):
             raise ConfigError(f"{path}: 'sandbox_unix_sockets' must be true or false, got {value!r}")
         cfg.sandbox_unix_sockets = value
+    if "mcp_servers" in data and data["mcp_servers"] is not None:
+        from .mcp import parse_servers  # no MCP SDK: only the shapes are checked here
+
+        try:
+            cfg.mcp_servers = parse_servers(data["mcp_servers"], "mcp_servers")
+        except ValueError as exc:
+            raise ConfigError(f"{path}: {exc}") from None
     # Environment, then flags.
     if "base_url" in data:
         cfg.base_url_source = "config"

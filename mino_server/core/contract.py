@@ -33,6 +33,7 @@ from .vocab import TURN_STATUSES as TURN_STATUSES
 from .vocab import UNKNOWN as UNKNOWN
 from .vocab import Decision as Decision
 from .vocab import Kind as Kind
+from .vocab import McpState as McpState
 from .vocab import MemoryType as MemoryType
 from .vocab import Mode as Mode
 from .vocab import Outcome as Outcome
@@ -267,6 +268,16 @@ class MemoryStatus(Mutable):
 
 
 @dataclass(kw_only=True, frozen=True, eq=False, repr=False)
+class McpServerStatus(Frozen):
+    """One MCP server of the conversation (config.yaml's `mcp_servers`, and an ACP client's)."""
+
+    name: str = doc("the server's name (a client's server whose name clashes is suffixed: `git-2`)")
+    state: McpState = doc('"starting" until its tools are listed (at most 10 s), then "ready" or "failed"')
+    tools: int = doc("how many of its tools the model is offered (0 unless ready)")
+    error: str | None = optional("why it failed or stopped, one line (outside text: escape it)")
+
+
+@dataclass(kw_only=True, frozen=True, eq=False, repr=False)
 class ProjectInstructions(Frozen):
     """One AGENTS.md that applies to the working directory (the repository root's first)."""
 
@@ -353,6 +364,10 @@ class State(Mutable):
     instructions: list[ProjectInstructions] | None = optional(
         "the AGENTS.md files that apply to the working directory, root first (empty: none); sent to the "
         "model only when accepted"
+    )
+    mcp: list[McpServerStatus] | None = optional(
+        "the conversation's MCP servers and their state (empty: none configured); a server's tools are "
+        "offered from the first turn after it is ready"
     )
 
 

@@ -65,6 +65,7 @@ from .words import (
 if TYPE_CHECKING:
     from .checkpoints import CheckpointStore
     from .context import ContextRequest, ResolvedItem
+    from .mcp import McpHub, ServerSpec
     from .memory import MemoryEntry, ProblemTracker
     from .model_client import ModelClient
     from .skills import Skill
@@ -106,6 +107,13 @@ class Conversation:
         self.budget = TokenBudget(self.config.context_window)
         self.usage: ContextUsage | None = None  # the latest request that reported usage (State.usage)
         self._checkpoints: CheckpointStore | None = None  # the active session's, opened when first used
+        # MCP servers (core/mcp.py): config.yaml's, plus those a client adds for this conversation
+        # (ACP's mcpServers); started once, when the first session becomes active.
+        self.client_servers: list[ServerSpec] = []
+        self.mcp: McpHub | None = None
+        self.on_mcp_change: typing.Callable[[], None] | None = (
+            None  # a server got ready or failed (any thread)
+        )
 
     # ---- lifecycle -----------------------------------------------------------------------
     @property
@@ -245,8 +253,42 @@ class Conversation:
         self._skills = None
         self._instructions_declined = None  # a no holds for its session only
         self._force_memory_report = True
+        self.start_mcp()
+
+    def start_mcp(self) -> None:
+        """Start the MCP servers once (in parallel, on threads of their own; nothing waits for them).
+        Without a server nothing MCP is imported beyond core/mcp.py's shapes."""
+        if self.mcp is not None or not (self.config.mcp_servers or self.client_servers):
+            return
+        from .mcp import McpHub, with_client_servers
+        from .mcp_client import connect  # the SDK itself loads on the servers' threads
+
+        specs = with_client_servers(self.config.mcp_servers, self.client_servers)
+        self.mcp = McpHub(specs, self.workdir, self._hidden_env(), connect, on_change=self._mcp_changed)
+        self.mcp.start()
+
+    def _mcp_changed(self) -> None:
+        if self.on_mcp_change is not None:
+            self.on_mcp_change()
+
+    def _hidden_env(self) -> frozenset[str]:
+        """Environment variables tools and MCP servers never see: the model's API key variables."""
+        return frozenset({"MINO_API_KEY", "OPENAI_API_KEY", self.config.api_key_env})
+
+    def turn_tools(self) -> dict[str, Tool]:
+        """Mino's tools, then the tools of the MCP servers ready now."""
+        if self.mcp is None:
+            return self.tools
+        return {**self.tools, **self.mcp.tools()}
+
+    def mcp_lines(self) -> list[str]:
+        """MCP servers' failure lines not shown yet (each shown once)."""
+        return self.mcp.lines() if self.mcp is not None else []
 
     def close(self) -> None:
+        if self.mcp is not None:  # their processes stop with the conversation
+            self.mcp.close()
+            self.mcp = None
         self._drop_checkpoints()
         if self.log is not None:
             self.log.close()
@@ -630,7 +672,7 @@ class Conversation:
                 cancel=cancel,
                 sandbox=self._sandbox,
                 files=self.files,
-                hidden_env=frozenset({"MINO_API_KEY", "OPENAI_API_KEY", self.config.api_key_env}),
+                hidden_env=self._hidden_env(),
             ),
             compactor=Compactor(self._client_for_turn(), log, self.budget),
             index=None,
@@ -657,7 +699,10 @@ class Conversation:
                 turn.ctx.skill_digests = {s.name: s.sha256 for s in skill_list if s.sha256}
                 turn.index = self._memory_index()
                 turn.instructions = self.instructions(skill_list, project)
-                turn.schemas = tool_schemas(self.tools)
+                for line in self.mcp_lines():
+                    self.ui.event(Notice(turnId=turn.turn_id, text=line))
+                turn.tools = self.turn_tools()  # MCP tools appear once their server is ready
+                turn.schemas = tool_schemas(turn.tools)
 
             result = turn.run(text, history, prepare, context)
         if turn.usage is not None:
@@ -703,6 +748,7 @@ class Conversation:
             setup=self.config.setup_problem(),
             checkpointBytes=self._checkpoint_bytes(),
             instructions=self.instructions_status(),
+            mcp=self.mcp.status() if self.mcp is not None else [],
             memory=MemoryStatus(
                 dir=str(self.config.memory_dir),
                 count=len(entries),

@@ -6,12 +6,13 @@ from .contract import MODES as MODES  # re-exported: the table's columns
 from .contract import Decision, Kind, Mode
 
 # Rows in the order of docs/BEHAVIOUR.md, "Permission decision": read-only, project file write,
-# bash inside the sandbox, anything else.
+# bash inside the sandbox, anything else, a tool config.yaml allows (an MCP server's `allow`).
 TABLE: dict[Kind, dict[Mode, Decision]] = {
     "read_only": {"manual": "run", "accept-edits": "run", "bypass": "run"},
     "project_write": {"manual": "ask", "accept-edits": "show", "bypass": "show"},
     "sandboxed": {"manual": "ask", "accept-edits": "show", "bypass": "show"},
     "other": {"manual": "ask", "accept-edits": "ask", "bypass": "show"},
+    "allowed": {"manual": "ask", "accept-edits": "show", "bypass": "show"},
 }
 
 

@@ -22,7 +22,7 @@ from .values import Frozen
 if TYPE_CHECKING:
     from .sessions.store import Holder, SessionStore
 
-CheckName = Literal["config", "key", "endpoint", "sandbox", "home", "vscode"]
+CheckName = Literal["config", "key", "endpoint", "sandbox", "home", "vscode", "mcp"]
 ENDPOINT_TIMEOUT_S = 10.0
 # Where VS Code, its remote server, code-server and VSCodium install extensions, under the home folder.
 EXTENSION_DIRS = (
@@ -82,7 +82,33 @@ def run_doctor(
     checks.append(check_sandbox(config))
     checks.append(check_home(config))
     checks.append(check_vscode(env, protocol_version))
+    if config.mcp_servers:
+        checks.append(check_mcp(config, env))
     return Report(checks)
+
+
+def check_mcp(config: Config, env: Mapping[str, str]) -> Check:
+    """config.yaml's MCP servers, cheaply: each stdio server's program is found (on PATH, or the
+    path given); HTTP servers are named, not contacted. Nothing is started."""
+    import shutil
+
+    parts, missing = [], []
+    for spec in config.mcp_servers:
+        if spec.url is not None:
+            parts.append(f"{spec.name}: {spec.url} (not contacted)")
+            continue
+        program = spec.command[0]
+        found = shutil.which(program, path=dict(spec.env).get("PATH", env.get("PATH")))
+        if found is None:
+            missing.append(spec.name)
+            parts.append(f"{spec.name}: {program} not found")
+        else:
+            parts.append(f"{spec.name}: {found}")
+    fix = None
+    if missing:
+        names = ", ".join(f"mcp_servers.{n}.command" for n in missing)
+        fix = f"install the program or correct {names} in {config.home / 'config.yaml'}"
+    return Check("mcp", not missing, False, "; ".join(parts), fix)
 
 
 def check_key(config: Config) -> Check:

@@ -21,7 +21,8 @@ MODE_HELP: dict[Mode, str] = {
 }
 
 # The rows of the permission decision table (mino_server/core/decision.py; docs/BEHAVIOUR.md).
-Kind = Literal["read_only", "project_write", "sandboxed", "other"]
+# "allowed": a tool config.yaml lets run without asking in accept-edits (an MCP server's `allow`).
+Kind = Literal["read_only", "project_write", "sandboxed", "other", "allowed"]
 KINDS: tuple[Kind, ...] = typing.get_args(Kind)
 
 Decision = Literal["run", "ask", "show"]
@@ -45,6 +46,7 @@ SetupKind = Literal["no-api-key"]
 TurnStatus = Literal["completed", "limit", "interrupted", "failed"]
 TURN_STATUSES: tuple[TurnStatus, ...] = typing.get_args(TurnStatus)
 
+McpState = Literal["starting", "ready", "failed"]  # an MCP server's (core/mcp.py)
 Outcome = Literal["approved", "denied", "cancelled"]
 Role = Literal["user", "assistant", "tool"]
 RewindAction = Literal["restore", "delete", "keep"]  # what /rewind does with a file (core/rewind.py)

@@ -376,6 +376,8 @@ class MinoServer:
             self._set_unavailable(why, line, **data)
             return
         self._conversation = opened.conversation
+        # An MCP server that gets ready or fails changes State.mcp (from its own thread).
+        opened.conversation.on_mcp_change = self.state_changed
         if not self.stopping.cancelled:
             self._watcher = opened.conversation.store.watch(self._sessions_changed)
         for kind, text, shown in opened.messages:

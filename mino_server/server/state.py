@@ -47,12 +47,18 @@ class StateReporter:
         return state
 
     def changed(self, state: Callable[[], P.State], notify: Callable[[str, Any], None], force: bool) -> None:
-        """Notify `mino/stateChanged` when session, restore problem, mode or busy differ from the
-        last one sent (or when forced: the same session, cleared)."""
+        """Notify `mino/stateChanged` when session, restore problem, mode, busy or the MCP servers
+        differ from the last one sent (or when forced: the same session, cleared)."""
         try:
             with self._lock:
                 data = P.dump(state())
-                key = (data["sessionId"], data["restoreProblem"], data["mode"], data["busy"])
+                key = (
+                    data["sessionId"],
+                    data["restoreProblem"],
+                    data["mode"],
+                    data["busy"],
+                    repr(data.get("mcp")),
+                )
                 if key == self._last_sent and not force:
                     return
                 self._last_sent = key
@@ -67,6 +73,9 @@ def _key(conversation: Conversation) -> tuple[Any, ...]:
         conversation.session_id,
         conversation.restore_problem,
         conversation.mode,
+        tuple((s.name, s.state, s.tools, s.error) for s in conversation.mcp.status())
+        if conversation.mcp
+        else (),
     )
 
 

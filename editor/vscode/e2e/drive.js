@@ -450,6 +450,16 @@ function memoryFile(name) {
     await shot(page, '15-usage-tooltip.png');
     await page.mouse.move(700, 400);
 
+    // ---------------------------------------------------------------- MCP servers on the panel's status line
+    const mcp = frame.locator('#mcp');
+    await frame.locator('#mcp', { hasText: 'MCP fixture ✓ missing ✗' }).waitFor({ timeout: 150000 });
+    const mcpTitle = await mcp.getAttribute('title');
+    assert(/✓ fixture: ready, 8 tools/.test(mcpTitle), 'the tooltip counts the ready server\'s tools: ' + mcpTitle);
+    assert(/✗ missing: failed \(cannot start the program/.test(mcpTitle), 'the tooltip says why the other failed: ' + mcpTitle);
+    assert(await mcp.evaluate((el) => el.classList.contains('off')), 'a failed server shows as a warning');
+    step('MCP servers on the panel: "' + (await mcp.innerText()).trim() + '"');
+    await shot(page, '15b-mcp-servers.png');
+
     // ---------------------------------------------------------------- an edit approval opens the diff editor
     t = Date.now();
     const appPy = path.join(process.env.MINO_E2E_WS, 'src', 'app.py');

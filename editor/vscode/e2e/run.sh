@@ -118,6 +118,12 @@ BASE_URL=$(head -1 "$WORK/model.url")
 [ -n "$BASE_URL" ] || { cat "$WORK/model.log"; die "scripted model did not start"; }
 log "scripted model at $BASE_URL"
 
+# MCP servers (README, "MCP servers"): the fixture server on the official SDK, and one that cannot
+# start; the panel lists both with their state
+mkdir -p "$WORK/home"
+printf 'mcp_servers:\n  fixture:\n    command: ["%s", "-m", "mino_server.testing.mcp_fixture"]\n    start_timeout_s: 120\n  missing:\n    command: ["%s"]\n' \
+  "$PY" "$WORK/no-such-mcp-server" > "$WORK/home/config.yaml"
+
 # a terminal Mino (the CLI, waiting on a FIFO for input) runs on the same home when VS Code starts:
 # since many windows share one home, the extension's server must start beside it, not be refused
 mkfifo "$WORK/holder.fifo"

@@ -41,6 +41,7 @@ export function chatHtml(webview: vscode.Webview, extensionUri: vscode.Uri): str
     <span id="hint" aria-live="polite"></span>
     <span id="usage" hidden><span class="meter" aria-hidden="true"><span class="fill"></span></span><span class="usage-text"></span></span>
     <span id="instructions" hidden></span>
+    <span id="mcp" hidden></span>
     <span id="statusline"></span>
     <button type="button" id="stop" class="btn secondary" hidden title="Interrupt the running turn">Stop</button>
     <button type="button" id="send" class="btn" title="Send (Enter)">Send</button>

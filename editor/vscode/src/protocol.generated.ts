@@ -24,6 +24,9 @@ export const MODES: readonly Mode[] = ['manual', 'accept-edits', 'bypass'];
 export type SetupKind = 'no-api-key';
 export const SETUP_KINDS: readonly SetupKind[] = ['no-api-key'];
 
+export type McpState = 'starting' | 'ready' | 'failed';
+export const MCP_STATES: readonly McpState[] = ['starting', 'ready', 'failed'];
+
 export type TurnStatus = 'completed' | 'limit' | 'interrupted' | 'failed';
 export const TURN_STATUSES: readonly TurnStatus[] = ['completed', 'limit', 'interrupted', 'failed'];
 
@@ -157,6 +160,11 @@ export interface State {
    * when accepted
    */
   instructions?: ProjectInstructions[];
+  /**
+   * the conversation's MCP servers and their state (empty: none configured); a server's tools are offered
+   * from the first turn after it is ready
+   */
+  mcp?: McpServerStatus[];
 }
 
 export interface MemoryStatus {
@@ -202,6 +210,18 @@ export interface ProjectInstructions {
    * next turn asks (a piped or `-p` run leaves it out)
    */
   accepted: boolean;
+}
+
+/** One MCP server of the conversation (config.yaml's `mcp_servers`, and an ACP client's). */
+export interface McpServerStatus {
+  /** the server's name (a client's server whose name clashes is suffixed: `git-2`) */
+  name: string;
+  /** "starting" until its tools are listed (at most 10 s), then "ready" or "failed" */
+  state: McpState;
+  /** how many of its tools the model is offered (0 unless ready) */
+  tools: number;
+  /** why it failed or stopped, one line (outside text: escape it) */
+  error?: string;
 }
 
 export interface TurnParams {

@@ -1,5 +1,5 @@
 /** Small pure helpers for what the palette commands and the status bar show. */
-import type { ContextUsage, MemoryInfo, Mode, ProjectInstructions, SessionInfo, State } from '../protocol';
+import type { ContextUsage, McpServerStatus, MemoryInfo, Mode, ProjectInstructions, SessionInfo, State } from '../protocol';
 import type { ConnectionStatus } from './messages';
 
 export function shortId(id: string | null | undefined): string {
@@ -151,4 +151,26 @@ export function instructionsTooltip(files: readonly ProjectInstructions[] | null
     ? 'Project instructions sent to the model with every request:'
     : 'Project instructions not sent (not accepted; Mino asks before the next turn sends them):';
   return [head, ...lines].join('\n');
+}
+
+const MCP_MARK: Record<McpServerStatus['state'], string> = { ready: '✓', starting: '…', failed: '✗' };
+
+/** The MCP servers on the panel's status line: each name with its state (a count past three). */
+export function mcpText(servers: readonly McpServerStatus[] | null | undefined): string {
+  if (!servers || servers.length === 0) return '';
+  if (servers.length > 3) {
+    const ready = servers.filter((s) => s.state === 'ready').length;
+    return `MCP ${ready}/${servers.length} ready`;
+  }
+  return 'MCP ' + servers.map((s) => `${s.name} ${MCP_MARK[s.state]}`).join(' ');
+}
+
+/** One line per server: state, tools, and why it failed (the server's words, shown as text). */
+export function mcpTooltip(servers: readonly McpServerStatus[] | null | undefined): string {
+  if (!servers || servers.length === 0) return '';
+  const lines = servers.map((s) => {
+    const what = s.state === 'ready' ? `ready, ${s.tools} tool${s.tools === 1 ? '' : 's'}` : s.state;
+    return `${MCP_MARK[s.state]} ${s.name}: ${what}${s.error ? ` (${s.error})` : ''}`;
+  });
+  return ['MCP servers (/mcp lists their tools):', ...lines].join('\n');
 }

@@ -3,7 +3,16 @@
  * approvals only on an explicit click of Approve or Deny on a card.
  */
 import type { ChatItem, ConnectionView, EarlierView, HostToWebview, WebviewToHost } from '../core/messages';
-import { instructionsText, instructionsTooltip, modeAndSession, usagePercent, usageText, usageTooltip } from '../core/format';
+import {
+  instructionsText,
+  instructionsTooltip,
+  mcpText,
+  mcpTooltip,
+  modeAndSession,
+  usagePercent,
+  usageText,
+  usageTooltip,
+} from '../core/format';
 import { Mirror } from '../core/mirror';
 import { keptScrollTop, shouldLoadEarlier } from '../core/paging';
 import type { State } from '../protocol';
@@ -31,6 +40,7 @@ const hintEl = $<HTMLSpanElement>('hint');
 const statusEl = $<HTMLSpanElement>('statusline');
 const usageEl = $<HTMLSpanElement>('usage');
 const instructionsEl = $<HTMLSpanElement>('instructions');
+const mcpEl = $<HTMLSpanElement>('mcp');
 
 const mirror = new Mirror();
 /** Above the first item while earlier history exists: a button, or "Loading…" while a page comes. */
@@ -185,6 +195,16 @@ function renderStatus(): void {
   }
   renderUsage(running ? state : null);
   renderInstructions(running ? state : null);
+  renderMcp(running ? state : null);
+}
+
+/** The MCP servers and their state (State.mcp); each with its tools or its error in the tooltip. */
+function renderMcp(s: State | null): void {
+  const text = mcpText(s?.mcp);
+  mcpEl.hidden = !text;
+  mcpEl.textContent = text;
+  mcpEl.title = mcpTooltip(s?.mcp);
+  mcpEl.classList.toggle('off', !!s?.mcp?.some((m) => m.state === 'failed'));
 }
 
 /** Which AGENTS.md files are in use (State.instructions); the paths in its tooltip. */

@@ -3,6 +3,8 @@ import assert from 'node:assert/strict';
 import {
   formatUtc,
   instructionsText,
+  mcpText,
+  mcpTooltip,
   instructionsTooltip,
   memoryIndexLine,
   sessionPickItems,
@@ -154,4 +156,20 @@ test('instructionsText: which AGENTS.md files are in use', () => {
   ];
   assert.equal(instructionsText(two), 'AGENTS.md ×2 (not sent)');
   assert.match(instructionsTooltip(two), /not sent.*\n✗ not sent: \/r\/AGENTS\.md\n✗ not sent: \/r\/sub\/AGENTS\.md$/s);
+});
+
+test('mcpText: the MCP servers and their state', () => {
+  assert.equal(mcpText(undefined), '');
+  assert.equal(mcpText([]), '');
+  const two = [
+    { name: 'fixture', state: 'ready' as const, tools: 7 },
+    { name: 'missing', state: 'failed' as const, tools: 0, error: 'cannot start the program' },
+  ];
+  assert.equal(mcpText(two), 'MCP fixture ✓ missing ✗');
+  assert.equal(
+    mcpTooltip(two),
+    'MCP servers (/mcp lists their tools):\n✓ fixture: ready, 7 tools\n✗ missing: failed (cannot start the program)',
+  );
+  const many = ['a', 'b', 'c', 'd'].map((name, i) => ({ name, state: i ? ('ready' as const) : ('starting' as const), tools: 1 }));
+  assert.equal(mcpText(many), 'MCP 3/4 ready');
 });

@@ -1,0 +1,292 @@
+"""The MCP client on the official Python SDK (`mcp` on PyPI), fitted to Mino's synchronous core.
+
+The SDK is async (anyio). One asyncio loop on a daemon thread owns every client session of the
+process; a server's session lives in one task on it (entered and left there, as anyio's scopes
+require). A turn's thread submits a call to the loop and waits on its future with the turn's cancel
+token: a cancel cancels the call's task, and the SDK then sends `notifications/cancelled` for it.
+
+Imported only when a server is to be started: the SDK costs ~0.3-0.6 s of imports
+(bench/README.md), which a session without MCP servers never pays.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import tempfile
+import threading
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeVar
+
+from .cancel import Cancelled, CancelToken
+from .mcp import CallOutcome, ServerGone, ServerSpec, ToolInfo, content_text
+
+T = TypeVar("T")
+
+_loop: asyncio.AbstractEventLoop | None = None
+_loop_lock = threading.Lock()
+STOP_TIMEOUT_S = 5.0  # a server's shutdown: stdin closed, then SIGTERM, then SIGKILL (the SDK's steps)
+STDERR_TAIL = 400
+CONNECTION_CLOSED = -32000  # the SDK's error code when the server's stream ends  # the last characters of a failed server's stderr, in its one line
+
+
+def _runtime() -> asyncio.AbstractEventLoop:
+    """The process's MCP loop, started on first use on a daemon thread."""
+    global _loop
+    with _loop_lock:
+        if _loop is None:
+            loop = asyncio.new_event_loop()
+            threading.Thread(target=loop.run_forever, name="mino-mcp-loop", daemon=True).start()
+            _loop = loop
+        return _loop
+
+
+def _submit(coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+    return asyncio.run_coroutine_threadsafe(coro, _runtime())
+
+
+class SdkConnection:
+    """One server's client session, owned by one task on the MCP loop."""
+
+    def __init__(
+        self, spec: ServerSpec, env: dict[str, str], cwd: str, on_exit: Callable[[str], None]
+    ) -> None:
+        self.spec = spec
+        self.env = env
+        self.cwd = cwd
+        self.on_exit = on_exit
+        self.tools: list[ToolInfo] = []
+        self.session: Any = None
+        # The server's stderr goes to an unnamed file, never to Mino's terminal; its tail explains a failure.
+        self.errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
+        self._stop: asyncio.Event | None = None
+        self._task: asyncio.Future[None] | None = None
+        self._closing = False
+
+    async def _serve(self, ready: asyncio.Future[None]) -> None:
+        import anyio
+        from mcp import ClientSession
+        from mcp.types import Implementation
+
+        self._stop = asyncio.Event()
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                read, write = await stack.enter_async_context(self._transport())
+                # The server's messages pass through one relay, whose end is the server's end (EOF on
+                # its stdout): a server that exits while idle is known at once, not at its next call.
+                relay, relayed = anyio.create_memory_object_stream[Any](16)
+                ended = asyncio.ensure_future(_relay(read, relay))
+                stack.callback(ended.cancel)
+                session = await stack.enter_async_context(
+                    ClientSession(relayed, write, client_info=Implementation(name="mino", version=_version()))
+                )
+                await session.initialize()
+                self.tools = await _list_tools(session)
+                self.session = session
+                ready.set_result(None)
+                stop = asyncio.ensure_future(self._stop.wait())
+                await asyncio.wait({stop, ended}, return_when=asyncio.FIRST_COMPLETED)
+                stop.cancel()
+                if ended.done() and not self._closing:
+                    self.session = None
+                    self.on_exit("stopped: the server closed its connection")
+                    self._closing = True  # said once
+        except BaseException as exc:  # noqa: B036 - the loop must outlive any server
+            if not ready.done():
+                ready.set_exception(exc if isinstance(exc, Exception) else RuntimeError("stopped"))
+            elif not self._closing:
+                self.session = None
+                self.on_exit(_describe(exc))
+            if not isinstance(exc, Exception):
+                raise
+
+    def _transport(self) -> contextlib.AbstractAsyncContextManager[Any]:
+        spec = self.spec
+        if spec.url is not None:
+            from mcp.client.streamable_http import streamable_http_client
+            from mcp.shared._httpx_utils import create_mcp_http_client
+
+            return _http(spec.url, dict(spec.headers), streamable_http_client, create_mcp_http_client)
+        from mcp.client.stdio import StdioServerParameters, stdio_client
+
+        params = StdioServerParameters(
+            command=spec.command[0], args=list(spec.command[1:]), env=self.env, cwd=self.cwd
+        )
+        return stdio_client(params, errlog=self.errlog)
+
+    def start(self, timeout_s: float) -> None:
+        # The SDK's import (0.3-0.6 s, more on a loaded machine) is Mino's, not the server's start:
+        # done here, on this server's thread, before its clock starts.
+        import mcp.client.stdio  # noqa: F401
+        import mcp.client.streamable_http  # noqa: F401
+
+        async def begin() -> None:
+            loop = asyncio.get_running_loop()
+            ready: asyncio.Future[None] = loop.create_future()
+            ready.add_done_callback(lambda f: f.cancelled() or f.exception())  # always retrieved
+            self._task = asyncio.ensure_future(self._serve(ready))
+            try:
+                await asyncio.wait_for(asyncio.shield(ready), timeout_s)
+            except TimeoutError:
+                self._closing = True
+                self._task.cancel()
+                with contextlib.suppress(BaseException):
+                    await asyncio.wait_for(self._task, STOP_TIMEOUT_S)
+                raise TimeoutError(f"did not start within {timeout_s:g} s") from None
+
+        try:
+            _submit(begin()).result()
+        except BaseException as exc:
+            raise RuntimeError(self._failure(exc)) from None
+
+    def _failure(self, exc: BaseException) -> str:
+        why = _describe(exc)
+        tail = self._stderr_tail()
+        return f"{why} (stderr: {tail})" if tail else why
+
+    def _stderr_tail(self) -> str:
+        try:
+            self.errlog.flush()
+            self.errlog.seek(0)
+            text = self.errlog.read()
+        except (OSError, ValueError):
+            return ""
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        return lines[-1][-STDERR_TAIL:] if lines else ""
+
+    def call(self, tool: str, arguments: dict[str, Any], cancel: CancelToken) -> CallOutcome:
+        session = self.session
+        if session is None:
+            raise ServerGone("the server is not running")
+        future = _submit(self._call(session, tool, arguments))
+        unregister = cancel.on_cancel(
+            lambda: None if future.cancel() else None
+        )  # cancels the task: the SDK tells the server
+        try:
+            return future.result()
+        except concurrent.futures.CancelledError:
+            raise Cancelled() from None
+        finally:
+            unregister()
+
+    async def _call(self, session: Any, tool: str, arguments: dict[str, Any]) -> CallOutcome:
+        from mcp.types import CallToolResult
+
+        assert self._task is not None
+        call = asyncio.ensure_future(session.call_tool(tool, arguments))
+        try:
+            # A server that exits mid-call ends its session's task: the call fails rather than waits.
+            await asyncio.wait({call, self._task}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            call.cancel()  # the SDK sends notifications/cancelled for the request it abandons
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(call, STOP_TIMEOUT_S)
+            raise
+        if not call.done():
+            call.cancel()
+            raise ServerGone("the server exited")
+        try:
+            result = call.result()
+        except Exception as exc:
+            from mcp.shared.exceptions import MCPError
+
+            if self._task.done() or (isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED):
+                raise ServerGone(_describe(exc)) from None
+            if isinstance(exc, MCPError):
+                return CallOutcome(text=f"MCP error: {_describe(exc)}", is_error=True)
+            raise ServerGone(_describe(exc)) from None
+        if not isinstance(result, CallToolResult):
+            return CallOutcome(
+                text="The server answered with something other than a tool result.", is_error=True
+            )
+        blocks: list[tuple[str, str | None]] = [
+            (str(b.type), getattr(b, "text", None)) for b in result.content
+        ]
+        return CallOutcome(text=content_text(blocks), is_error=bool(result.is_error))
+
+    def close(self) -> None:
+        self._closing = True
+
+        async def stop() -> None:
+            if self._stop is not None:
+                self._stop.set()
+            if self._task is not None:
+                try:
+                    await asyncio.wait_for(self._task, STOP_TIMEOUT_S)
+                except BaseException:
+                    self._task.cancel()
+
+        with contextlib.suppress(BaseException):
+            _submit(stop()).result(STOP_TIMEOUT_S + 1)
+        with contextlib.suppress(OSError):
+            self.errlog.close()
+
+
+def connect(
+    spec: ServerSpec, env: dict[str, str], cwd: str, timeout_s: float, on_exit: Callable[[str], None]
+) -> SdkConnection:
+    connection = SdkConnection(spec, env, cwd, on_exit)
+    connection.start(timeout_s)
+    return connection
+
+
+async def _relay(source: Any, sink: Any) -> None:
+    """Forward the transport's messages to the session until the transport's stream ends."""
+    async with sink:
+        try:
+            async for item in source:
+                await sink.send(item)
+        except Exception:  # the stream broke: the same as its end
+            return
+
+
+@contextlib.asynccontextmanager
+async def _http(url: str, headers: dict[str, str], client: Any, make_http: Any) -> Any:
+    async with make_http(headers=headers) as http, client(url, http_client=http) as streams:
+        yield streams
+
+
+async def _list_tools(session: Any) -> list[ToolInfo]:
+    tools: list[ToolInfo] = []
+    cursor = None
+    for _ in range(20):  # pages; a server that pages forever gets what 20 pages hold
+        from mcp.types import PaginatedRequestParams
+
+        page = await session.list_tools(params=PaginatedRequestParams(cursor=cursor) if cursor else None)
+        for t in page.tools:
+            tools.append(
+                ToolInfo(name=t.name, description=t.description or "", schema=_schema(t.input_schema))
+            )
+        cursor = page.next_cursor
+        if not cursor:
+            break
+    return tools
+
+
+def _schema(schema: Any) -> dict[str, Any]:
+    if hasattr(schema, "model_dump"):
+        dumped: dict[str, Any] = schema.model_dump(mode="json", by_alias=True, exclude_none=True)
+        return dumped
+    return dict(schema) if isinstance(schema, dict) else {}
+
+
+def _describe(exc: BaseException) -> str:
+    """One line for an exception from the SDK, anyio's exception groups unwrapped."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    if isinstance(exc, FileNotFoundError):
+        return f"cannot start the program: {exc.strerror or exc} ({exc.filename})"
+    if isinstance(exc, PermissionError):
+        return f"cannot start the program: {exc.strerror or exc}"
+    text = " ".join(str(exc).split())
+    return text or exc.__class__.__name__
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("mino")
+    except PackageNotFoundError:
+        return "0"
