@@ -1227,12 +1227,14 @@ def bench_million(ctx: Context, model_cls: type) -> None:
 
 def bench_rewind(ctx: Context, model_cls: type) -> None:
     """The checkpoint a write keeps (docs/BEHAVIOUR.md, "Rewind"): CPU and fsyncs per edit of a
-    1 MiB file (the hash of the new bytes and the store append; the old bytes' hash is the approval's),
+    1 MiB file (the digest of the new bytes and the store append; the old bytes' hash is the approval's),
     and /rewind N of a turn that changed 100 files (plan, journal record, 100 atomic restores)."""
     import hashlib
 
     from mino_server.core import checkpoints, rewind
 
+    # what a write entry's `after` is: BLAKE3 now; a tree from before that (PYTHONPATH) used sha256
+    digest = getattr(checkpoints, "after_digest", lambda data: hashlib.sha256(data).hexdigest())
     cpu = ctx.row(
         "checkpoint_cpu", "Checkpoint per edit of a 1 MiB file: CPU (user + system)", "ms", "≤ 1", digits=2
     )
@@ -1262,7 +1264,7 @@ def bench_rewind(ctx: Context, model_cls: type) -> None:
         counted[0] = 0
         try:
             t = time.process_time()
-            store.keep("t1", f"f{i}.txt", before, before_sha, hashlib.sha256(after).hexdigest(), 0o644)
+            store.keep("t1", f"f{i}.txt", before, before_sha, digest(after), 0o644)
             spent = time.process_time() - t
         finally:
             os.fsync = real_fsync
@@ -1289,7 +1291,7 @@ def bench_rewind(ctx: Context, model_cls: type) -> None:
                         f"d{k % 10}/f{k}.txt",
                         old,
                         None if old is None else hashlib.sha256(old).hexdigest(),
-                        hashlib.sha256(new).hexdigest(),
+                        digest(new),
                         None if old is None else 0o644,
                     )
                     path.write_bytes(new)
