@@ -744,6 +744,84 @@ def bench_tool(ctx: Context, model_cls: type) -> None:
                 (row.floor if name == "floor" else row.mino).add(ms)  # type: ignore[union-attr]
 
 
+def bench_sandbox(ctx: Context, model_cls: type) -> None:
+    """What a sandboxed bash call costs, in-process and split (issue 22): the start-up probe the
+    first call waits for, and per call the bwrap process (spawn → reaped) apart from the Python
+    around it (prepare + run minus that: the protected-folder walks, the argv, orphans' bookkeeping,
+    the output). The working directory holds a `.git` folder, as a project does."""
+    import subprocess
+
+    from mino_server.core.tools import sandbox
+    from mino_server.core.tools.base import ToolContext
+    from mino_server.core.tools.bash import BashTool
+
+    probe = ctx.row(
+        "sandbox_probe",
+        "Sandbox probe, in-process (seccomp filter built + probe command in bwrap)",
+        "ms",
+        "—",
+    )
+    python = ctx.row(
+        "bash_bwrap_python",
+        "bash in bwrap, in-process: Python around the command (per call)",
+        "ms",
+        "—",
+        digits=2,
+    )
+    process = ctx.row(
+        "bash_bwrap_process", "bash in bwrap, in-process: the bwrap process (spawn → reaped)", "ms", "—"
+    )
+    if shutil.which("bwrap") is None:
+        probe.mino.note = python.mino.note = process.mino.note = "no bwrap"
+        return
+    box = None
+    for i in range(ctx.runs + 1):
+        getattr(sandbox.seccomp_filter, "cache_clear", lambda: None)()  # built once per process
+        t = time.perf_counter()
+        box, line = sandbox.detect()
+        if i:
+            probe.mino.add((time.perf_counter() - t) * 1000)
+    check(box is not None and box.name == "bwrap", f"the probe trusts bwrap ({line})")
+    home, work = ctx.scratch("sandbox")
+    (work / ".git").mkdir()
+    tool_ctx = ToolContext(
+        workdir=work.resolve(), home=home, memory_dir=home / "memory", cancel=_cancel_token(), sandbox=box
+    )
+    tool = BashTool()
+    lives: list[float] = []
+    real = subprocess.Popen
+
+    class Timed(real):  # type: ignore[misc, valid-type]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            self.spawned = time.perf_counter()
+            super().__init__(*args, **kwargs)
+
+        def wait(self, timeout: float | None = None) -> int:
+            code = super().wait(timeout)
+            if not hasattr(self, "reaped"):
+                self.reaped = time.perf_counter()
+                lives.append(self.reaped - self.spawned)
+            return code
+
+    subprocess.Popen = Timed  # type: ignore[misc]
+    try:
+        for i in range(ctx.runs * 5 + 1):
+            args = tool.validate({"command": "echo hi"})
+            lives.clear()
+            t = time.perf_counter()
+            result = tool.run(args, tool_ctx, tool.prepare(args, tool_ctx))
+            whole = time.perf_counter() - t
+            check(
+                result.output.startswith("hi\n") and len(lives) == 1,
+                f"bash echo hi in bwrap: {result.output!r}",
+            )
+            if i:
+                process.mino.add(lives[0] * 1000)
+                python.mino.add((whole - lives[0]) * 1000)
+    finally:
+        subprocess.Popen = real  # type: ignore[misc]
+
+
 def bench_server(ctx: Context, model_cls: type) -> None:
     """`mino --stdio` on a fresh home: spawn → ready (first `mino/state` answered), spawn → the
     `initialize` result (answered before pygls has loaded: not yet ready), and the idle peak RSS."""
@@ -1314,6 +1392,7 @@ def _cancel_token() -> Any:
 BENCHMARKS: list[tuple[str, Callable[[Context, type], None]]] = [
     ("cli", bench_cli),
     ("tool", bench_tool),
+    ("sandbox", bench_sandbox),
     ("server", bench_server),
     ("acp", bench_acp),
     ("turn", bench_turn),
@@ -1401,7 +1480,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--only",
         action="append",
-        help="run only these benchmarks (cli, tool, server, acp, turn, resume, million, rewind)",
+        help="run only these benchmarks (cli, tool, sandbox, server, acp, turn, resume, million, rewind)",
     )
     parser.add_argument(
         "--tree",
