@@ -25,10 +25,10 @@ import os
 import shutil
 import sys
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
-from ..values import Frozen
+from ..values import Frozen, frozen
 from .protected import mount_target
 
 PROBE_TIMEOUT_S = 5.0
@@ -55,7 +55,7 @@ class SandboxError(Exception):
     """Why the sandbox cannot be made as strong as it must be; one line for the start-up message."""
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen
 class Sandbox(Frozen):
     name: str  # "bwrap" | "sandbox-exec"
     # bwrap: the seccomp BPF program (refuses unix sockets); None when config.yaml allows them.
