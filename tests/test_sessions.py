@@ -456,39 +456,3 @@ def test_unknown_result_refused_on_resume_keeps_selection(
     assert any(r["type"] == "recovery" for r in log.read_records())
     assert not any(r["type"] == "recovery_ack" for r in log.read_records())
     log.close()
-
-
-def test_a_new_sessions_first_turn_makes_its_skills_and_question_durable_with_one_fsync(
-    model: ScriptedModel, workdir: Path, mino_home: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The session_skills record goes out without an fsync of its own; the user_message appended
-    right after is fsynced, and that makes both durable (cold start: one fsync less before the
-    first request). Both are in the log, in order, and load back."""
-    import os
-
-    agent = make_agent(model.base_url, workdir)
-    startup_lines(agent.open())
-    assert agent.log is not None
-    log_fd = agent.log._fd
-    synced: list[int] = []
-    real = os.fsync
-
-    def counting(fd: int) -> None:
-        if fd == log_fd:
-            synced.append(len(agent.log.path.read_bytes()) if agent.log else 0)
-        real(fd)
-
-    model.add({"text": "ok"})
-    monkeypatch.setattr(os, "fsync", counting)
-    turn(agent, "hello")
-    monkeypatch.undo()
-    path = agent.log.path
-    agent.close()
-    records = [json.loads(x) for x in path.read_text().splitlines()]
-    kinds = [r["type"] for r in records]
-    assert kinds[:2] == ["session_skills", "user_message"]
-    first_two = len("".join(path.read_text().splitlines(keepends=True)[:2]).encode())
-    assert synced[0] == first_two  # the first fsync already covers both records
-    reopened = SessionLog.open(path)
-    assert reopened.session_skills() is not None
-    reopened.close()

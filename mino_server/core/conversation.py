@@ -432,10 +432,7 @@ class Conversation:
             if cancel.cancelled:  # no answer yet: the session's next turn asks again
                 return []
             found = []
-        # Not fsynced on its own: the turn's user_message, appended (fsynced) right after, makes
-        # both durable with one fsync on the way to the first request. A crash before that loses
-        # this record only, and the next turn scans again (the person's yes is kept in consent/).
-        log.append_unsynced("session_skills", skills=skills.catalogue_to_record(found))
+        log.append("session_skills", skills=skills.catalogue_to_record(found))
         self._skills = found
         return found
 

@@ -89,10 +89,9 @@ def _replace_at(dir_fd: int, name: str, data: bytes, mode: int) -> None:
         raise
 
 
-def append_line(fd: int, data: bytes | list[bytes], sync: bool = True) -> None:
+def append_line(fd: int, data: bytes | list[bytes]) -> None:
     """Append one whole record (or its parts, written one after the other and never joined in
-    memory: a checkpoint's megabyte is not copied) to an O_APPEND descriptor and fsync it
-    (`sync=False`: not yet, for a record the caller's next append, fsynced, makes durable with it).
+    memory: a checkpoint's megabyte is not copied) to an O_APPEND descriptor and fsync it.
 
     When the write or the fsync fails (a full disk can take part of a record first), the file is cut
     back to where it was: it keeps the old records, never part of a new one.
@@ -104,8 +103,7 @@ def append_line(fd: int, data: bytes | list[bytes], sync: bool = True) -> None:
             while view:
                 written = os.write(fd, view)
                 view = view[written:]
-        if sync:
-            os.fsync(fd)
+        os.fsync(fd)
     except BaseException:
         try:
             os.ftruncate(fd, start)

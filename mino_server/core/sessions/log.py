@@ -457,15 +457,6 @@ class SessionLog:
         return len(self._scan.offsets) + 1
 
     def append(self, type_: str, turn_id: str | None = None, **fields: Any) -> dict[str, Any]:
-        """Append one record, fsynced."""
-        return self._append(type_, turn_id, fields, sync=True)
-
-    def append_unsynced(self, type_: str, turn_id: str | None = None, **fields: Any) -> dict[str, Any]:
-        """Append one record without its own fsync: the caller's next append, fsynced, right after,
-        makes both durable at once (a crash between them loses only this record, whole)."""
-        return self._append(type_, turn_id, fields, sync=False)
-
-    def _append(self, type_: str, turn_id: str | None, fields: dict[str, Any], sync: bool) -> dict[str, Any]:
         record: dict[str, Any] = {"seq": self.next_seq, "type": type_}
         if turn_id is not None:
             record["turn_id"] = turn_id
@@ -474,7 +465,7 @@ class SessionLog:
         data = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
         if type_ in REPLAYABLE and self._replay is None:
             self.replay_records()  # loaded first, so this record joins it as it always did
-        append_line(self._fd, data, sync)
+        append_line(self._fd, data)
         with self._lock:
             self._scan.add(record, self._size)
             self._size += len(data)
