@@ -744,6 +744,84 @@ def bench_tool(ctx: Context, model_cls: type) -> None:
                 (row.floor if name == "floor" else row.mino).add(ms)  # type: ignore[union-attr]
 
 
+def bench_sandbox(ctx: Context, model_cls: type) -> None:
+    """What a sandboxed bash call costs, in-process and split (issue 22): the start-up probe the
+    first call waits for, and per call the bwrap process (spawn → reaped) apart from the Python
+    around it (prepare + run minus that: the protected-folder walks, the argv, orphans' bookkeeping,
+    the output). The working directory holds a `.git` folder, as a project does."""
+    import subprocess
+
+    from mino_server.core.tools import sandbox
+    from mino_server.core.tools.base import ToolContext
+    from mino_server.core.tools.bash import BashTool
+
+    probe = ctx.row(
+        "sandbox_probe",
+        "Sandbox probe, in-process (seccomp filter built + probe command in bwrap)",
+        "ms",
+        "—",
+    )
+    python = ctx.row(
+        "bash_bwrap_python",
+        "bash in bwrap, in-process: Python around the command (per call)",
+        "ms",
+        "—",
+        digits=2,
+    )
+    process = ctx.row(
+        "bash_bwrap_process", "bash in bwrap, in-process: the bwrap process (spawn → reaped)", "ms", "—"
+    )
+    if shutil.which("bwrap") is None:
+        probe.mino.note = python.mino.note = process.mino.note = "no bwrap"
+        return
+    box = None
+    for i in range(ctx.runs + 1):
+        getattr(sandbox.seccomp_filter, "cache_clear", lambda: None)()  # built once per process
+        t = time.perf_counter()
+        box, line = sandbox.detect()
+        if i:
+            probe.mino.add((time.perf_counter() - t) * 1000)
+    check(box is not None and box.name == "bwrap", f"the probe trusts bwrap ({line})")
+    home, work = ctx.scratch("sandbox")
+    (work / ".git").mkdir()
+    tool_ctx = ToolContext(
+        workdir=work.resolve(), home=home, memory_dir=home / "memory", cancel=_cancel_token(), sandbox=box
+    )
+    tool = BashTool()
+    lives: list[float] = []
+    real = subprocess.Popen
+
+    class Timed(real):  # type: ignore[misc, valid-type]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            self.spawned = time.perf_counter()
+            super().__init__(*args, **kwargs)
+
+        def wait(self, timeout: float | None = None) -> int:
+            code = super().wait(timeout)
+            if not hasattr(self, "reaped"):
+                self.reaped = time.perf_counter()
+                lives.append(self.reaped - self.spawned)
+            return code
+
+    subprocess.Popen = Timed  # type: ignore[misc]
+    try:
+        for i in range(ctx.runs * 5 + 1):
+            args = tool.validate({"command": "echo hi"})
+            lives.clear()
+            t = time.perf_counter()
+            result = tool.run(args, tool_ctx, tool.prepare(args, tool_ctx))
+            whole = time.perf_counter() - t
+            check(
+                result.output.startswith("hi\n") and len(lives) == 1,
+                f"bash echo hi in bwrap: {result.output!r}",
+            )
+            if i:
+                process.mino.add(lives[0] * 1000)
+                python.mino.add((whole - lives[0]) * 1000)
+    finally:
+        subprocess.Popen = real  # type: ignore[misc]
+
+
 def bench_server(ctx: Context, model_cls: type) -> None:
     """`mino --stdio` on a fresh home: spawn → ready (first `mino/state` answered), spawn → the
     `initialize` result (answered before pygls has loaded: not yet ready), and the idle peak RSS."""
@@ -1227,12 +1305,14 @@ def bench_million(ctx: Context, model_cls: type) -> None:
 
 def bench_rewind(ctx: Context, model_cls: type) -> None:
     """The checkpoint a write keeps (docs/BEHAVIOUR.md, "Rewind"): CPU and fsyncs per edit of a
-    1 MiB file (the hash of the new bytes and the store append; the old bytes' hash is the approval's),
+    1 MiB file (the digest of the new bytes and the store append; the old bytes' hash is the approval's),
     and /rewind N of a turn that changed 100 files (plan, journal record, 100 atomic restores)."""
     import hashlib
 
     from mino_server.core import checkpoints, rewind
 
+    # what a write entry's `after` is: BLAKE3 now; a tree from before that (PYTHONPATH) used sha256
+    digest = getattr(checkpoints, "after_digest", lambda data: hashlib.sha256(data).hexdigest())
     cpu = ctx.row(
         "checkpoint_cpu", "Checkpoint per edit of a 1 MiB file: CPU (user + system)", "ms", "≤ 1", digits=2
     )
@@ -1262,7 +1342,7 @@ def bench_rewind(ctx: Context, model_cls: type) -> None:
         counted[0] = 0
         try:
             t = time.process_time()
-            store.keep("t1", f"f{i}.txt", before, before_sha, hashlib.sha256(after).hexdigest(), 0o644)
+            store.keep("t1", f"f{i}.txt", before, before_sha, digest(after), 0o644)
             spent = time.process_time() - t
         finally:
             os.fsync = real_fsync
@@ -1289,7 +1369,7 @@ def bench_rewind(ctx: Context, model_cls: type) -> None:
                         f"d{k % 10}/f{k}.txt",
                         old,
                         None if old is None else hashlib.sha256(old).hexdigest(),
-                        hashlib.sha256(new).hexdigest(),
+                        digest(new),
                         None if old is None else 0o644,
                     )
                     path.write_bytes(new)
@@ -1385,6 +1465,7 @@ def _cancel_token() -> Any:
 BENCHMARKS: list[tuple[str, Callable[[Context, type], None]]] = [
     ("cli", bench_cli),
     ("tool", bench_tool),
+    ("sandbox", bench_sandbox),
     ("server", bench_server),
     ("acp", bench_acp),
     ("turn", bench_turn),
@@ -1473,7 +1554,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--only",
         action="append",
-        help="run only these benchmarks (cli, tool, server, acp, turn, resume, million, rewind, mcp)",
+        help="run only these benchmarks (cli, tool, sandbox, server, acp, turn, resume, million, rewind, mcp)",
     )
     parser.add_argument(
         "--tree",

@@ -194,6 +194,29 @@ def test_torn_store_tail_is_cut(tmp_path: Path) -> None:
     assert again.size == (checkpoints.folder(tmp_path, "s") / "pack").stat().st_size
 
 
+def test_after_digest_is_blake3_and_older_sha256_entries_still_match(tmp_path: Path) -> None:
+    """A write entry's `after` is BLAKE3 (a checkpoint hashes the new bytes ~4x faster than with
+    sha256); stores written before hold a sha256 there, and both must still tell Mino's bytes from
+    anyone else's."""
+    import hashlib
+
+    store = checkpoints.CheckpointStore(tmp_path, "s")
+    store.keep(
+        "t1", "a.txt", b"old", hashlib.sha256(b"old").hexdigest(), checkpoints.after_digest(b"new"), 0o644
+    )
+    store.close()
+    again = checkpoints.CheckpointStore(tmp_path, "s")
+    again.load()
+    after = again.entries[0].after
+    assert after is not None and after.startswith("blake3:")
+    sha = lambda b: hashlib.sha256(b).hexdigest()  # noqa: E731
+    assert checkpoints.same(after, b"new", sha(b"new"))
+    assert not checkpoints.same(after, b"new!", sha(b"new!")) and not checkpoints.same(after, None, None)
+    assert checkpoints.same(sha(b"new"), b"new", sha(b"new"))  # an older store's after
+    assert not checkpoints.same(sha(b"new"), b"other", sha(b"other"))
+    assert checkpoints.same(None, None, None) and not checkpoints.same(None, b"", sha(b""))
+
+
 def _records(agent: Agent) -> list[dict]:
     assert agent.log is not None
     return [json.loads(x) for x in agent.log.path.read_text().splitlines()]

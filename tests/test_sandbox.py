@@ -290,3 +290,44 @@ def test_kernel_settings_are_read_only_in_the_fresh_proc() -> None:
     ]
     assert "/proc/keys" in masked
     assert all(os.path.exists(p) for p in masked)
+
+
+def test_what_bwrap_covers_itself_is_bound_only_where_it_does_not() -> None:
+    """bwrap's --proc binds /proc/sysrq-trigger, /proc/irq and /proc/bus read-only itself where they
+    are writable: Mino does not bind them again (a mount each per command) unless the probe saw
+    bwrap leave one writable (root without CAP_DAC_OVERRIDE), and then the probe runs again with
+    Mino's own binds."""
+    argv = bwrap_argv(["true"], Path("/home/u/proj"))
+    assert not set(sandbox_module.BWRAP_COVERS) & set(argv)
+    bound = bwrap_argv(["true"], Path("/home/u/proj"), bind_covered=True)
+    present = [p for p in sandbox_module.BWRAP_COVERS if os.path.lexists(p)]
+    assert present and all(p in bound for p in present)
+    # The probe's own argv has no masks (they change nothing it checks); commands have them.
+    probe = bwrap_argv(["true"], Path("/tmp"), masked=False)
+    assert "/dev/null" not in probe[probe.index("--proc") :] and "/proc/keys" in argv
+    assert "/proc/sys" in probe
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="bubblewrap detection is for Linux")
+def test_the_probe_binds_the_covers_itself_when_bwrap_left_one_writable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ok = "CapEff:\t0000000000000000\nNoNewPrivs:\t1\nSeccomp:\t2\n"
+    irq = ok + "Writable:/proc/irq/default_smp_affinity\n"
+    assert sandbox_module._too_weak(irq, True, bind_covered=False) == sandbox_module._COVERS_WRITABLE
+    assert sandbox_module._too_weak(irq, True, bind_covered=True) == (
+        "sandboxed commands could change kernel settings here (/proc/irq/default_smp_affinity writable)"
+    )
+    sysctl = irq + "Writable:/proc/sys/kernel/core_pattern\n"  # not only covers: refused at once
+    assert sandbox_module._too_weak(sysctl, True, bind_covered=False).startswith("sandboxed commands could")
+    probed: list[bool] = []
+
+    def probe(box: sandbox_module.Sandbox) -> str | None:
+        probed.append(box.bind_covered)
+        return None if box.bind_covered else sandbox_module._COVERS_WRITABLE
+
+    monkeypatch.setattr(sandbox_module.shutil, "which", lambda name: "/usr/bin/" + name)
+    monkeypatch.setattr(sandbox_module, "seccomp_filter", lambda: b"\0" * 8)
+    monkeypatch.setattr(sandbox_module, "_probe", probe)
+    box, line = detect()
+    assert probed == [False, True] and box is not None and box.bind_covered and line == "Sandbox: bwrap"

@@ -43,7 +43,11 @@ def test_eq_hash_and_repr_are_the_dataclass_ones(cls: type) -> None:
     assert "__eq__" not in vars(cls) and "__repr__" not in vars(cls), (
         "declare it as the others: @dataclass(..., eq=False, repr=False) on values.Frozen or values.Mutable"
     )
-    assert issubclass(cls, Frozen) == params.frozen and issubclass(cls, Mutable)
+    # frozen: a Frozen subclass declared @frozen (Frozen refuses the writes) or, as before,
+    # @dataclass(frozen=True, ...) (its own compiled methods do).
+    frozen = issubclass(cls, Frozen)
+    assert issubclass(cls, Mutable) and (params.frozen or not frozen or "__setattr__" not in vars(cls))
+    assert not params.frozen or frozen
     fields = dataclasses.fields(cls)
     values = {f.name: f"value of {f.name}" for f in fields}
     one, same = cls(**values), cls(**dict(values))
@@ -51,7 +55,7 @@ def test_eq_hash_and_repr_are_the_dataclass_ones(cls: type) -> None:
     twin = dataclasses.make_dataclass(
         cls.__name__,
         [(f.name, Any, dataclasses.field(repr=f.repr, hash=f.hash, compare=f.compare)) for f in fields],
-        frozen=params.frozen,
+        frozen=frozen,
     )
     twin.__qualname__ = cls.__qualname__
     assert repr(one) == repr(twin(**values))
@@ -60,10 +64,30 @@ def test_eq_hash_and_repr_are_the_dataclass_ones(cls: type) -> None:
     for f in fields:
         other = dataclasses.replace(one, **{f.name: "something else"})
         assert (one == other) != f.compare
-    if params.frozen:
+    if frozen:
         assert hash(one) == hash(same) == hash(twin(**values))
+        for name in (fields[0].name, fields[-1].name, "not_a_field"):
+            with pytest.raises(dataclasses.FrozenInstanceError):
+                setattr(one, name, "changed")
         with pytest.raises(dataclasses.FrozenInstanceError):
-            setattr(one, fields[0].name, "changed")
+            delattr(one, fields[0].name)
+        assert repr(one) == repr(twin(**values))  # nothing changed
     else:
         with pytest.raises(TypeError, match="unhashable"):
             hash(one)
+
+
+def test_frozen_refuses_what_it_cannot_make_read_only() -> None:
+    from mino_server.core.values import Mutable, frozen
+
+    with pytest.raises(TypeError, match="subclasses of values.Frozen"):
+
+        @frozen
+        class NotFrozen(Mutable):
+            a: int
+
+    with pytest.raises(TypeError, match="set every field"):
+
+        @frozen
+        class Later(Frozen):
+            a: int = dataclasses.field(init=False, default=0)

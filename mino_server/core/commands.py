@@ -18,7 +18,7 @@ from .cancel import CancelToken
 from .contract import MODE_HELP, MODES
 from .conversation import Conversation
 from .errors import CommandError, StorageError
-from .values import Frozen, Mutable
+from .values import Frozen, Mutable, frozen
 from .words import (
     COMPACT_RUNNING,
     REWIND_RUNNING,
@@ -198,7 +198,7 @@ def cmd_rewind(
         out(checkpoint_size_line(size, str(checkpoints.folder(conversation.config.home, sid))))
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen
 class InThreads(Frozen):
     """How a client whose threads are sessions (ACP) offers a command: its /help line, and the
     command in its list (`description`, `hint` for the input). `rank` orders that list."""
@@ -210,7 +210,7 @@ class InThreads(Frozen):
     hint: str | None = None
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen
 class Command(Frozen):
     name: str  # with its slash: "/mode"
     usage: str  # the /help column: "/mode [NAME]"

@@ -25,13 +25,12 @@ import os
 import re
 import stat
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .contract import ContextItem
 from .errors import ContextError
-from .values import Frozen
+from .values import Frozen, frozen
 
 ITEM_MAX_BYTES = 64 * 1024  # a text the editor sends (a selection, an unsaved buffer)
 TOTAL_MAX_BYTES = 256 * 1024  # all items of one turn together
@@ -45,7 +44,7 @@ _TRAILING = ".,;:!?)]}>'\""  # punctuation after a mention ("see @a.py, then …
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen
 class ContextRequest(Frozen):
     """An item as a front end asks for it, with how an error message names it."""
 
@@ -56,7 +55,7 @@ class ContextRequest(Frozen):
     where: str = "context item"  # e.g. "params.context[2]", "@src/app.py:10-20", "prompt[1] (file:///…)"
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen
 class ResolvedItem(Frozen):
     """A checked item: `path` relative to the working directory ("/"-separated), `text` what the
     model gets. What the user_message record keeps (to_record / from_record)."""

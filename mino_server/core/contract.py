@@ -14,7 +14,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Literal, Union
 
-from .values import Frozen, Mutable
+from .values import Frozen, Mutable, frozen
 
 # The vocabularies (core/vocab.py), with the events and requests that use them. The tool names are
 # the registry's (core/tools/registry.py).
@@ -82,7 +82,7 @@ def protected_question(folder: str) -> str:
 DIFF_MAX_BYTES = 1024 * 1024  # a write carries its diff when the file before and after are at most this
 
 
-@dataclass(kw_only=True, frozen=True, eq=False, repr=False)
+@frozen(kw_only=True)
 class FileDiff(Frozen):
     """A write_file or edit_file call's whole file before and after, for an editor's diff view.
 
@@ -94,7 +94,7 @@ class FileDiff(Frozen):
     after: str = doc("the file's text once the call runs")
 
 
-@dataclass(kw_only=True, frozen=True, eq=False, repr=False)
+@frozen(kw_only=True)
 class ApprovalField(Frozen):
     """One line of an approval display: `Label: "value"`."""
 
@@ -104,7 +104,7 @@ class ApprovalField(Frozen):
     )
 
 
-@dataclass(kw_only=True, frozen=True, eq=False, repr=False)
+@frozen(kw_only=True)
 class ApprovalRequest(Frozen):
     """A question for the person about one tool call; the answer is yes or no."""
 
@@ -127,7 +127,7 @@ class ApprovalRequest(Frozen):
 
 
 # ---- editor context -----------------------------------------------------------------------------
-@dataclass(kw_only=True, frozen=True, eq=False, repr=False)
+@frozen(kw_only=True)
 class ContextItem(Frozen):
     """A file, or lines of it, attached to a turn (docs/BEHAVIOUR.md, "Editor context")."""
 
@@ -144,7 +144,7 @@ class ContextItem(Frozen):
 
 
 # ---- turn events --------------------------------------------------------------------------------
-@dataclass(kw_only=True, frozen=True, eq=False, repr=False)
+@frozen(kw_only=True)
 class TextDelta(Frozen):
     """Streamed text, as it arrives."""
 
@@ -153,7 +153,7 @@ class TextDelta(Frozen):
     text: str
 
 
-@dataclass(kw_only=True, frozen=True, eq=False, repr=False)
+@frozen(kw_only=True)
 class AssistantMessage(Frozen):
     """A whole assistant message (after its deltas)."""
 
@@ -162,7 +162,7 @@ class AssistantMessage(Frozen):
     text: str
 
 
-@dataclass(kw_only=True, frozen=True, eq=False, repr=False)
+@frozen(kw_only=True)
 class ToolCall(Frozen):
     """A tool call, displayed exactly as its approval would be."""
 
@@ -184,7 +184,7 @@ class ToolCall(Frozen):
     )
 
 
-@dataclass(kw_only=True, frozen=True, eq=False, repr=False)
+@frozen(kw_only=True)
 class ToolResultEvent(Frozen):
     """A tool call's result."""
 
@@ -196,7 +196,7 @@ class ToolResultEvent(Frozen):
     text: str
 
 
-@dataclass(kw_only=True, frozen=True, eq=False, repr=False)
+@frozen(kw_only=True)
 class ApprovalResolved(Frozen):
     """A pending approval ended (answer, cancel or turn end): dismiss it everywhere."""
 
@@ -206,7 +206,7 @@ class ApprovalResolved(Frozen):
     outcome: Outcome
 
 
-@dataclass(kw_only=True, frozen=True, eq=False, repr=False)
+@frozen(kw_only=True)
 class Notice(Frozen):
     """A line to show in the chat (limits reached, compaction, skipped skills)."""
 
@@ -215,7 +215,7 @@ class Notice(Frozen):
     text: str
 
 
-@dataclass(kw_only=True, frozen=True, eq=False, repr=False)
+@frozen(kw_only=True)
 class TurnEnd(Frozen):
     """The last event of a turn."""
 
@@ -224,7 +224,7 @@ class TurnEnd(Frozen):
     status: TurnStatus
 
 
-@dataclass(kw_only=True, frozen=True, eq=False, repr=False)
+@frozen(kw_only=True)
 class Usage(Frozen):
     """What the service counted for the request just answered; sent only when it reported a count."""
 
@@ -252,7 +252,7 @@ class TurnResult(Mutable):
     error: str | None = optional("why the turn did not complete (absent when completed)")
 
 
-@dataclass(kw_only=True, frozen=True, eq=False, repr=False)
+@frozen(kw_only=True)
 class MemoryProblem(Frozen):
     """A memory file that was not loaded, and why."""
 
@@ -267,7 +267,7 @@ class MemoryStatus(Mutable):
     problems: list[MemoryProblem]
 
 
-@dataclass(kw_only=True, frozen=True, eq=False, repr=False)
+@frozen(kw_only=True)
 class McpServerStatus(Frozen):
     """One MCP server of the conversation (config.yaml's `mcp_servers`, and an ACP client's)."""
 
@@ -277,7 +277,7 @@ class McpServerStatus(Frozen):
     error: str | None = optional("why it failed or stopped, one line (outside text: escape it)")
 
 
-@dataclass(kw_only=True, frozen=True, eq=False, repr=False)
+@frozen(kw_only=True)
 class ProjectInstructions(Frozen):
     """One AGENTS.md that applies to the working directory (the repository root's first)."""
 
@@ -288,7 +288,7 @@ class ProjectInstructions(Frozen):
     )
 
 
-@dataclass(kw_only=True, frozen=True, eq=False, repr=False)
+@frozen(kw_only=True)
 class ConfirmFile(Frozen):
     """A file whose content a confirmation is about, shown in full (mino/confirm kind "instructions")."""
 
@@ -296,7 +296,7 @@ class ConfirmFile(Frozen):
     text: str = doc("the text the model would get (cut at the 32 KiB limit), as it is: show it as plain text")
 
 
-@dataclass(kw_only=True, frozen=True, eq=False, repr=False)
+@frozen(kw_only=True)
 class Confirmation(Frozen):
     """A yes/no question that is not a tool's approval (ui.UI.confirm): kind "recovery" (outside a
     turn), "skills" (project skills not accepted before, at a session's first turn), "rewind"
@@ -311,7 +311,7 @@ class Confirmation(Frozen):
     files: tuple[ConfirmFile, ...] = ()
 
 
-@dataclass(kw_only=True, frozen=True, eq=False, repr=False)
+@frozen(kw_only=True)
 class ContextUsage(Frozen):
     """How full the context was at the latest request that reported usage."""
 
@@ -319,7 +319,7 @@ class ContextUsage(Frozen):
     contextWindow: int
 
 
-@dataclass(kw_only=True, frozen=True, eq=False, repr=False)
+@frozen(kw_only=True)
 class SetupProblem(Frozen):
     """Something missing that fails every turn before a request is sent (docs/BEHAVIOUR.md, "First run")."""
 
@@ -384,7 +384,7 @@ class HistoryItem(Mutable):
     rewound: bool | None = optional("true when /rewind took this turn back: later requests no longer send it")
 
 
-@dataclass(kw_only=True, frozen=True, eq=False, repr=False)
+@frozen(kw_only=True)
 class CheckpointFile(Frozen):
     """A file a turn changed, and what a rewind to before that turn would do with it."""
 
@@ -408,13 +408,13 @@ class CheckpointTurn(Mutable):
     files: list[CheckpointFile]
 
 
-@dataclass(kw_only=True, frozen=True, eq=False, repr=False)
+@frozen(kw_only=True)
 class KeptFile(Frozen):
     path: str
     reason: str
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen
 class OpenElsewhere(Frozen):
     """A session another conversation has open (another window, terminal or ACP session): who, for
     the lines that name it (words.py); `pid` and `workdir` are None when its note could not be read."""

@@ -11,13 +11,12 @@ import json
 import os
 import stat
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from .config import FIRST_RUN, Config, home_dir, load_config
 from .errors import ConfigError, StorageError, StoreLocked
-from .values import Frozen
+from .values import Frozen, frozen
 
 if TYPE_CHECKING:
     from .sessions.store import Holder, SessionStore
@@ -35,7 +34,7 @@ EXTENSION_DIRS = (
 EXTENSION_NAME = "mino-vscode"  # editor/vscode/package.json "name"
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen
 class Check(Frozen):
     name: CheckName
     ok: bool | None  # None: nothing to check here (e.g. no VS Code extension installed)
@@ -44,7 +43,7 @@ class Check(Frozen):
     fix: str | None = None  # what to do, when not ok
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen
 class Report(Frozen):
     checks: list[Check]
 

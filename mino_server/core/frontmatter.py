@@ -15,11 +15,10 @@ import os
 import re
 import stat
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .values import Frozen
+from .values import Frozen, frozen
 
 if TYPE_CHECKING:
     from yaml import CSafeLoader, SafeLoader
@@ -54,7 +53,7 @@ class FileRejected(Exception):
         self.reason = reason
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen
 class Document(Frozen):
     fields: dict[str, str]  # in file order
     body: str  # everything after the closing `---` line, verbatim

@@ -15,10 +15,9 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
-from .values import Frozen
+from .values import Frozen, frozen
 
 FILE_NAME = "AGENTS.md"
 CONSENT_KIND = "instructions"
@@ -29,7 +28,7 @@ HEADING = (
 )
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen
 class InstructionFile(Frozen):
     """One AGENTS.md as it would be sent: `text` is what the model gets (possibly cut)."""
 
@@ -43,7 +42,7 @@ class InstructionFile(Frozen):
         return self.data.decode("utf-8", "replace")
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen
 class Found(Frozen):
     root: Path
     files: tuple[InstructionFile, ...]

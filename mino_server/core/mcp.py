@@ -22,7 +22,7 @@ from .cancel import CancelToken
 from .contract import COMPLETED, FAILED, McpServerStatus, McpState, ToolCategory
 from .errors import ToolFailure
 from .tools.base import ArgumentError, Prepared, Tool, ToolContext, ToolResult
-from .values import Frozen, Mutable
+from .values import Frozen, Mutable, frozen
 
 Origin = Literal["config", "client"]
 
@@ -38,7 +38,7 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen
 class ServerSpec(Frozen):
     """One MCP server as config.yaml or an ACP client names it: stdio (`command`) or HTTP (`url`)."""
 
@@ -235,14 +235,14 @@ def argument_label(name: str) -> str:
 # ---- the port to an MCP client library ----------------------------------------------------------
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen
 class ToolInfo(Frozen):
     name: str  # the server's own name for it
     description: str
     schema: dict[str, Any]
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen
 class CallOutcome(Frozen):
     text: str
     is_error: bool

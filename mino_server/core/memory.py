@@ -19,7 +19,6 @@ import os
 import stat
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeGuard
 
@@ -27,7 +26,7 @@ from . import frontmatter
 from .contract import MEMORY_TYPES as MEMORY_TYPES  # re-exported: the memory_save tool's enum
 from .contract import MemoryType
 from .durable import FILE_MODE, atomic_write, ensure_private_dir
-from .values import Frozen
+from .values import Frozen, frozen
 
 FIELDS: tuple[str, ...] = ("name", "type", "summary")
 MAX_SUMMARY_BYTES = 200
@@ -51,7 +50,7 @@ OVER_INDEX_LIMIT = f"over the index limit of {INDEX_LIMIT}"
 Problem = tuple[str, str]  # (file name, reason)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen
 class MemoryEntry(Frozen):
     name: str
     type: MemoryType

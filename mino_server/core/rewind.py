@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .cancel import CancelToken
-from .checkpoints import CheckpointStore
+from .checkpoints import CheckpointStore, same
 from .contract import CheckpointFile, CheckpointTurn, Confirmation, FileDiff, KeptFile, RewindAction
 from .display import escape_value
 from .errors import CommandError, ToolFailure
@@ -116,7 +116,7 @@ def plan(conv: Conversation, n: int, cache: dict[str, bytes | None] | None = Non
         action: RewindAction = "delete" if target is None else "restore"
         if sha == target:
             files.append(FilePlan(path, action, target, mode, sha, current, True))
-        elif sha in mino:
+        elif any(same(d, current, sha) for d in mino):
             files.append(FilePlan(path, action, target, mode, sha, current, False))
         else:
             files.append(FilePlan(path, "keep", target, mode, sha, current, False, CHANGED_SINCE_MINO))

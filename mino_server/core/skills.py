@@ -13,11 +13,11 @@ import hashlib
 import os
 import stat
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 from . import frontmatter
-from .values import Frozen
+from .values import Frozen, frozen
 
 SKILLS_DIR = Path(".mino") / "skills"
 SKILL_FILE = "SKILL.md"
@@ -34,7 +34,7 @@ CATALOGUE_HEADING = (
 Problem = tuple[str, str]  # (folder name, reason)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen
 class Skill(Frozen):
     name: str
     description: str

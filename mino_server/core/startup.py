@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from .contract import Confirmation, ContextUsage, OpenElsewhere
@@ -20,12 +19,12 @@ from .sessions.log import SessionLog
 from .sessions.store import ID_RE, Holder, SessionClaim, SessionInUse
 from .store import Store
 from .ui import UI
-from .values import Frozen
+from .values import Frozen, frozen
 
 USAGE_TAIL_BYTES = 64 * 1024
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen
 class Pick(Frozen):
     """What the start-up table chose. `session_id` None: nothing to restore (a new session was
     made, or `problem` says why none could be chosen). `claim`: the session is open here."""

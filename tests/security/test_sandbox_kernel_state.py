@@ -45,6 +45,8 @@ KERNEL_FILES = [
     "/proc/sys/fs/suid_dumpable",
     "/proc/sys/net/core/somaxconn",
     "/proc/sysrq-trigger",
+    "/proc/irq/default_smp_affinity",  # bwrap's own --proc covers /proc/irq, /proc/bus, sysrq-trigger
+    "/proc/bus/pci/00/00.0",
     "/proc/mtrr",
     "/proc/acpi/wakeup",
     "/sys/kernel/mm/transparent_hugepage/enabled",
@@ -145,7 +147,7 @@ def test_the_sandbox_still_writes_its_own_process_files(tmp_path: Path) -> None:
 
 def _unprotected(monkeypatch: pytest.MonkeyPatch) -> None:
     """The sandbox as it was: /proc as bwrap leaves it."""
-    monkeypatch.setattr(sandbox_module, "proc_protections", lambda: ())
+    monkeypatch.setattr(sandbox_module, "proc_protections", lambda bind_covered=False: ())
 
 
 @as_root

@@ -120,7 +120,7 @@ def test_a_sandbox_without_the_seccomp_filter_is_not_used(monkeypatch: pytest.Mo
     monkeypatch.setattr(
         sandbox_module,
         "bwrap_argv",
-        lambda argv, wd, home=None, fd=None, protected=None: real(argv, wd, home, None, protected),
+        lambda argv, wd, home=None, fd=None, *rest: real(argv, wd, home, None, *rest),
     )
     found, line = detect()
     assert found is None

@@ -12,18 +12,17 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 from ..durable import atomic_write
-from ..values import Frozen
+from ..values import Frozen, frozen
 from .store import ID_RE
 
 SUFFIX = ".place.json"
 TITLE_MAX = 80
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen
 class Place(Frozen):
     cwd: str
     title: str | None

@@ -28,12 +28,12 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 from ..durable import atomic_write, ensure_private_dir, fsync_dir
 from ..errors import SelectionError, StorageError, StoreLocked
-from ..values import Frozen
+from ..values import Frozen, frozen
 from .log import LogError, SessionLog
 
 # Checked with fullmatch (and anchored with \A…\Z, which a trailing newline does not pass either:
@@ -50,13 +50,13 @@ STORE_LOCK_WAIT_S = (
 NOTE_BYTES = 16 * 1024  # a note is one short line; read no more than this of a file someone else wrote
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen
 class SessionInfo(Frozen):
     id: str
     mtime: float
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen
 class Holder(Frozen):
     """Who has a session open, from its note (None where the note could not be read)."""
 

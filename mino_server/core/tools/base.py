@@ -25,7 +25,7 @@ from ..contract import UNKNOWN as UNKNOWN
 from ..contract import FileDiff, Kind, ToolCategory, ToolStatus
 from ..errors import ArgumentError as ArgumentError
 from ..errors import ToolFailure as ToolFailure
-from ..values import Frozen, Mutable
+from ..values import Frozen, Mutable, frozen
 from .project_files import DISK, ProjectFiles
 
 if TYPE_CHECKING:
@@ -38,7 +38,7 @@ S = TypeVar("S")  # the state a tool captures in prepare() and checks again in r
 INTERRUPTED = "Interrupted by the user while running."
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen
 class ToolResult(Frozen):
     status: ToolStatus
     output: str

@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..cancel import Cancelled, CancelToken
 from ..contract import NO_SANDBOX_QUESTION, OUTSIDE_SANDBOX_QUESTION, Kind, ToolCategory
-from ..values import Frozen
+from ..values import Frozen, frozen
 from ..words import protected_folders_changed, protected_walk_incomplete
 from . import protected
 from .base import (
@@ -48,7 +47,7 @@ KILL_WAIT_S = 5.0  # for the shell to be reaped after SIGKILL
 DRAIN_S = 0.2  # for the pipe to close once the group is gone (a daemon that left the group may hold it)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen
 class BashArgs(Frozen):
     command: str
     timeout_s: float = DEFAULT_TIMEOUT_S

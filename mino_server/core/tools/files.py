@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import difflib
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, ClassVar
 
 from ..contract import DIFF_MAX_BYTES, FileDiff, Kind, ToolCategory, protected_question
 from ..display import escape_value, field_value, preview, split_lines, utf8_boundary
-from ..values import Frozen
+from ..values import Frozen, frozen
 from .base import (
     COMPLETED,
     ArgumentError,
@@ -43,7 +42,7 @@ EDIT_MAX_BYTES = 8 * 1024 * 1024  # edit_file holds the file, its new text and a
 BINARY_SNIFF_BYTES = 8192
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen
 class FileState(Frozen):
     """What a write is bound to: where it lands and the bytes there when the user was asked."""
 
@@ -51,21 +50,21 @@ class FileState(Frozen):
     sha256: str | None  # None when the file is absent
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen
 class ReadArgs(Frozen):
     path: str
     start_line: int | None = None
     end_line: int | None = None
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen
 class WriteArgs(Frozen):
     path: str
     content: str
     mode: str  # "create" | "overwrite"
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen
 class EditArgs(Frozen):
     path: str
     old_text: str

@@ -4,13 +4,12 @@ See docs/BEHAVIOUR.md, "memory_view and memory_save"."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from .. import memory
 from ..contract import MEMORY_QUESTION, Kind, MemoryType, ToolCategory
 from ..display import preview
-from ..values import Frozen
+from ..values import Frozen, frozen
 from .base import (
     COMPLETED,
     INVALID_ARGUMENTS,
@@ -88,7 +87,7 @@ class MemoryViewTool(ToolOf[str, None]):
         return ToolResult(COMPLETED, text)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen
 class SaveArgs(Frozen):
     name: str
     type: MemoryType

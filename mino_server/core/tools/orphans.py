@@ -25,10 +25,9 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
-from ..values import Frozen
+from ..values import Frozen, frozen
 
 MARKER = "MINO_COMMAND_ID"
 _MARKER_KEY = b"\0" + MARKER.encode() + b"="
@@ -44,7 +43,7 @@ class _Process(Protocol):
 P = TypeVar("P", bound=_Process)  # what spawn() returns: a subprocess.Popen
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen
 class Run(Frozen):
     pid: int  # the command's shell (or the outer bwrap): leader of its own session
     marker: bytes  # b"\0MINO_COMMAND_ID=<token>\0", to find in "\0" + /proc/PID/environ

@@ -14,11 +14,10 @@ import errno
 import functools
 import os
 import stat
-from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ArgumentError, ToolFailure
-from ..values import Frozen
+from ..values import Frozen, frozen
 
 # Files here run commands or instruct Mino later: git hooks and config (also a `.git` file, which
 # names the real git folder), Mino's project skills and settings, editor tasks and settings.
@@ -76,7 +75,7 @@ def _resolve(root: Path, rel: str) -> Path:
     return resolved
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen
 class Target(Frozen):
     """A tool's path, judged: `path` is real (no links, no `..`) and inside `root`."""
 

@@ -24,18 +24,17 @@ import hashlib
 import os
 import stat
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import BinaryIO, Protocol
 
 from .. import durable
 from ..errors import ToolFailure
-from ..values import Frozen
+from ..values import Frozen, frozen
 from .paths import Target, changed_while_in_use, final_name, open_parent
 
 CHANGED_AFTER_APPROVAL = "File changed after approval; nothing was written."
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen
 class FileBytes(Frozen):
     """A project file as a port read it: its bytes, and the permission bits a rewrite keeps."""
 

@@ -21,10 +21,9 @@ import stat
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass
 from pathlib import Path
 
-from ..values import Frozen
+from ..values import Frozen, frozen
 
 NAMES = (".git", ".mino", ".vscode")  # compared case-insensitively, as the file tools do
 # ~1 µs per entry on a quiet machine (8 µs on a loaded 2-core VM): bench/README.md, "Protected folders".
@@ -33,7 +32,7 @@ MAX_ENTRIES = 50_000
 MAX_FOUND = 200
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen
 class Found(Frozen):
     """The protected folders (or files: a worktree's `.git`) of a working directory, by path
     relative to it, with what identifies each (file type and inode); `complete` when the walk
@@ -47,7 +46,7 @@ class Found(Frozen):
         return [os.path.join(workdir, rel) for rel in self.paths]
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen
 class _Listed(Frozen):
     """One folder as the last walk listed it."""
 

@@ -25,10 +25,10 @@ import os
 import shutil
 import sys
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
-from ..values import Frozen
+from ..values import Frozen, frozen
 from .protected import mount_target
 
 PROBE_TIMEOUT_S = 5.0
@@ -39,7 +39,7 @@ PROTECTED_DIRS = (".git", ".mino", ".vscode")
 PROBE_WRITABLE = (
     "/proc/sys/kernel/core_pattern", "/proc/sys/kernel/hostname",
     "/proc/sys/kernel/randomize_va_space", "/proc/sys/vm/drop_caches", "/proc/sysrq-trigger",
-    "/proc/mtrr",
+    "/proc/mtrr", "/proc/irq/default_smp_affinity", "/proc/bus/pci/00/00.0",
 )  # fmt: skip
 # Bash builtins only (no extra process): what the sandbox really gave a command.
 PROBE_SCRIPT = (
@@ -55,23 +55,33 @@ class SandboxError(Exception):
     """Why the sandbox cannot be made as strong as it must be; one line for the start-up message."""
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen
 class Sandbox(Frozen):
     name: str  # "bwrap" | "sandbox-exec"
     # bwrap: the seccomp BPF program (refuses unix sockets); None when config.yaml allows them.
     seccomp: bytes | None = field(default=None, repr=False)
+    # bwrap: bind BWRAP_COVERS read-only too (bwrap left one writable here: root without
+    # CAP_DAC_OVERRIDE, whose access(W_OK) check fails on folders it may still write into).
+    bind_covered: bool = False
 
     def wrap(
-        self, argv: list[str], workdir: Path, home: Path | None = None, protected: list[str] | None = None
+        self,
+        argv: list[str],
+        workdir: Path,
+        home: Path | None = None,
+        protected: list[str] | None = None,
+        masked: bool = True,
     ) -> tuple[list[str], list[int]]:
         """`argv` as run inside the sandbox, with `workdir` writable and current, and MINO_HOME
         (`home`) out of reach; plus the descriptors to pass to it (pass_fds), which the caller
         closes once the process is started. `protected`: the paths to keep read-only in the working
-        directory (protected.mount_sources, at any depth); None: the top-level ones."""
+        directory (protected.mount_sources, at any depth); None: the top-level ones. `masked`:
+        False for the start-up probe only (see proc_protections)."""
         if self.name == "bwrap":
             fds = [_filter_fd(self.seccomp)] if self.seccomp is not None else []
             try:
-                return bwrap_argv(argv, workdir, home, fds[0] if fds else None, protected), fds
+                seccomp_fd = fds[0] if fds else None
+                return bwrap_argv(argv, workdir, home, seccomp_fd, protected, masked, self.bind_covered), fds
             except BaseException:
                 for fd in fds:
                     os.close(fd)
@@ -87,6 +97,8 @@ def bwrap_argv(
     home: Path | None = None,
     seccomp_fd: int | None = None,
     protected: list[str] | None = None,
+    masked: bool = True,
+    bind_covered: bool = False,
 ) -> list[str]:
     wd = str(workdir)
     out = [
@@ -94,7 +106,8 @@ def bwrap_argv(
         "--ro-bind", "/", "/",
         "--dev", "/dev",
         "--proc", "/proc",  # a fresh one for the new pid namespace: no other process is visible
-        *proc_protections(),
+        *proc_protections(bind_covered),
+        *(proc_masks() if masked else ()),
         "--tmpfs", "/tmp",
         "--bind", wd, wd,  # after the /tmp tmpfs, so a working directory under /tmp stays visible
     ]  # fmt: skip
@@ -127,6 +140,13 @@ READ_ONLY_PROC = (
     "/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs", "/proc/mtrr",
     "/proc/acpi", "/proc/scsi", "/proc/asound",
 )  # fmt: skip
+# Of those, what bwrap's own --proc already binds read-only wherever it is writable: it does so when
+# access(W_OK) succeeds, which for root it does (root still has CAP_DAC_OVERRIDE while bwrap sets
+# up; only /proc/sys answers EACCES whatever the capabilities), and another user cannot write them.
+# Binding them again costs a mount each on every command (bwrap reads the whole mount table for
+# each), so Mino leaves them to bwrap, and the start-up probe opens one file of each for writing
+# (PROBE_WRITABLE): a bwrap that stopped covering them is not trusted.
+BWRAP_COVERS = ("/proc/sysrq-trigger", "/proc/irq", "/proc/bus")
 # Files that show kernel memory, keys or timers of the host: replaced by /dev/null (runc's masked
 # paths). Kernel keys are refused by seccomp too; this hides their descriptions.
 MASKED_PROC = (
@@ -136,17 +156,24 @@ MASKED_PROC = (
 
 
 @functools.cache
-def proc_protections() -> tuple[str, ...]:
-    """bwrap arguments that make READ_ONLY_PROC read-only and hide MASKED_PROC, for those this
-    kernel has (a bind onto a missing /proc entry would stop bwrap); checked once per process."""
+def proc_protections(bind_covered: bool = False) -> tuple[str, ...]:
+    """bwrap arguments that make READ_ONLY_PROC read-only (but BWRAP_COVERS, which bwrap does,
+    unless `bind_covered`), for those this kernel has (a bind onto a missing /proc entry would stop
+    bwrap); checked once per process."""
     out: list[str] = []
     for path in READ_ONLY_PROC:
-        if os.path.lexists(path):
+        if (bind_covered or path not in BWRAP_COVERS) and os.path.lexists(path):
             out += ["--ro-bind", path, path]
-    for path in MASKED_PROC:
-        if os.path.lexists(path):
-            out += ["--ro-bind", "/dev/null", path]
     return tuple(out)
+
+
+@functools.cache
+def proc_masks() -> tuple[str, ...]:
+    """bwrap arguments that hide MASKED_PROC (those this kernel has). Every command gets them; the
+    start-up probe does not: they hide what could be read and change nothing the probe checks
+    (capabilities, no_new_privs, seccomp, writable kernel settings), and each is one more mount
+    on the way to the first command, which waits for the probe."""
+    return tuple(a for path in MASKED_PROC if os.path.lexists(path) for a in ("--ro-bind", "/dev/null", path))
 
 
 def protected_paths(workdir: Path) -> list[str]:
@@ -249,18 +276,38 @@ def _eq(arg: int, value: int, mask: int = _LOW_32) -> tuple[int, int, int, int]:
     return (arg, _SCMP_CMP_MASKED_EQ, mask, value)
 
 
+def _blocks(values: set[int], mask: int) -> list[tuple[int, int]]:
+    """(mask, value) pairs whose masked comparisons `arg & mask == value` together match exactly
+    the numbers in `values` (small numbers, all within `mask`): aligned power-of-two runs, as an
+    address range is written as prefixes. Fewer rules make libseccomp's build (on the way to the
+    first command) and the filter every system call runs shorter."""
+    out = []
+    v, top = 0, max(values) + 1 if values else 0
+    while v < top:
+        if v not in values:
+            v += 1
+            continue
+        size = 1
+        while v % (size * 2) == 0 and all(x in values for x in range(v, v + size * 2)):
+            size *= 2
+        out.append((mask & ~(size - 1), v))
+        v += size
+    return out
+
+
 def _family_rules() -> list[Rule]:
     """socket() and socketpair() of any family but IPv4, IPv6 and netlink → EAFNOSUPPORT, as a
     kernel without that family answers (as Flatpak does). The network ones reach only the
     sandbox's empty network namespace (netlink included: it is per namespace, and what it could
     change on the host needs capabilities). AF_UNIX has its own rules below; AF_VSOCK reached the
     VM host's services; the rest (AF_ALG, AF_BLUETOOTH, AF_PACKET, ...) no build needs. Families
-    from 17 up in one comparison (the whole 64 bits: a value with high bits set is refused too)."""
+    below 17 in aligned runs (0, 3, 4-7, 8-9, 11, 12-15), from 17 up in one comparison (the whole
+    64 bits: a value with high bits set is refused too)."""
+    refused = set(range(_AF_NETLINK + 1)) - {_AF_UNIX, _AF_INET, _AF_INET6, _AF_NETLINK}
     rules: list[Rule] = []
     for call in ("socket", "socketpair"):
-        for family in range(17):
-            if family not in (_AF_UNIX, _AF_INET, _AF_INET6, _AF_NETLINK):
-                rules.append((call, _EAFNOSUPPORT, (_eq(0, family),)))
+        for mask, value in _blocks(refused, _LOW_32):
+            rules.append((call, _EAFNOSUPPORT, (_eq(0, value, mask),)))
         rules.append((call, _EAFNOSUPPORT, ((0, _SCMP_CMP_GE, _AF_NETLINK + 1, 0),)))
     return rules
 
@@ -283,10 +330,9 @@ def _family_rules() -> list[Rule]:
 _REQUIRED = ("socket", "socketpair", "io_uring_setup", "keyctl", "add_key", "request_key")
 SECCOMP_RULES: tuple[Rule, ...] = (
     ("socket", _EPERM, (_eq(0, _AF_UNIX),)),
-    *(
-        ("socketpair", _EPERM, (_eq(0, _AF_UNIX), _eq(1, kind, _SOCK_TYPE_MASK)))
-        for kind in range(_SOCK_TYPE_MASK + 1)
-        if kind != _SOCK_STREAM
+    *(  # the types 0, 2-3, 4-7, 8-15: four masked comparisons
+        ("socketpair", _EPERM, (_eq(0, _AF_UNIX), _eq(1, value, mask)))
+        for mask, value in _blocks(set(range(_SOCK_TYPE_MASK + 1)) - {_SOCK_STREAM}, _SOCK_TYPE_MASK)
     ),
     *_family_rules(),
     *((name, _EPERM, ()) for name in (
@@ -411,6 +457,9 @@ def detect(setting: str = "auto", unix_sockets: bool = False) -> tuple[Sandbox |
     else:
         return None, f"Sandbox: unavailable (no sandbox on {sys.platform})"
     problem = _probe(sandbox)
+    if problem == _COVERS_WRITABLE:  # bwrap left its own covers writable here: Mino binds them too
+        sandbox = Sandbox("bwrap", sandbox.seccomp, bind_covered=True)
+        problem = _probe(sandbox)
     if problem:
         return None, f"Sandbox: unavailable ({problem})"
     if sandbox.name == "bwrap" and unix_sockets:
@@ -424,7 +473,7 @@ def _probe(sandbox: Sandbox) -> str | None:
 
     command = ["bash", "-c", PROBE_SCRIPT] if sandbox.name == "bwrap" else ["true"]
     try:
-        argv, fds = sandbox.wrap(command, Path(tempfile.gettempdir()).resolve())
+        argv, fds = sandbox.wrap(command, Path(tempfile.gettempdir()).resolve(), masked=False)
     except OSError as e:
         return f"{sandbox.name} cannot be prepared: {e.strerror or e}"
     from . import orphans
@@ -461,11 +510,11 @@ def _probe(sandbox: Sandbox) -> str | None:
         detail = lines[-1].strip() if lines else f"exit code {proc.returncode}"
         return f"{sandbox.name} cannot create a sandbox here: {detail}"
     if sandbox.name == "bwrap":
-        return _too_weak(stdout.decode("utf-8", "replace"), sandbox.seccomp is not None)
+        return _too_weak(stdout.decode("utf-8", "replace"), sandbox.seccomp is not None, sandbox.bind_covered)
     return None
 
 
-def _too_weak(status: str, want_seccomp: bool) -> str | None:
+def _too_weak(status: str, want_seccomp: bool, bind_covered: bool = True) -> str | None:
     """Why the probe's /proc/self/status lines show a sandbox too weak to trust, or None."""
     seen = {}
     writable = []
@@ -482,6 +531,15 @@ def _too_weak(status: str, want_seccomp: bool) -> str | None:
         return "bwrap does not set no_new_privs here"
     if want_seccomp and seen.get("Seccomp") != "2":
         return f"bwrap did not apply the seccomp filter (Seccomp {seen.get('Seccomp') or 'unknown'})"
+    if writable and not bind_covered and all(_covered(path) for path in writable):
+        return _COVERS_WRITABLE
     if writable:
         return f"sandboxed commands could change kernel settings here ({', '.join(writable)} writable)"
     return None
+
+
+_COVERS_WRITABLE = "covers"  # _too_weak: only what BWRAP_COVERS names was writable (detect retries)
+
+
+def _covered(path: str) -> bool:
+    return any(path == cover or path.startswith(cover + "/") for cover in BWRAP_COVERS)
