@@ -298,3 +298,23 @@ def test_hostile_image_files(model: ScriptedModel, wd: Path, mino_home: Path) ->
         agent.run_turn("x", CancelToken(), [ContextRequest(str(mino_home / "secret.png"), where="item")])
     assert model.requests == []
     agent.close()
+
+
+def test_text_only_turns_and_a_resume_import_nothing_of_images(model: ScriptedModel, workdir: Path) -> None:
+    """Start-up and a text-only turn stay as light as before images (docs/ARCHITECTURE.md)."""
+    import subprocess
+    import sys
+
+    model.add({"text": "a"}, {"text": "b"})
+    code = (
+        "import sys\nsys.path.insert(0, 'tests')\nfrom helpers import make_agent\n"
+        "from mino_server.core.cancel import CancelToken\n"
+        f"from pathlib import Path\nurl, wd = {model.base_url!r}, Path({str(workdir)!r})\n"
+        "a = make_agent(url, wd); a.open(); a.run_turn('hi', CancelToken()); a.close()\n"
+        "b = make_agent(url, wd); b.open(); b.run_turn('again', CancelToken()); b.history(); b.close()\n"
+        "print('images imported:', 'mino_server.core.images' in sys.modules)\n"
+    )
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().endswith("images imported: False") and len(model.requests) == 2

@@ -186,9 +186,7 @@ def image_notices(home: Path, log: SessionLog) -> list[str]:
     """A line for each image the session's next request would send whose kept bytes are missing or
     changed (core/images.py). Only a session with an image folder pays for the look: when the whole
     folder is gone, the first request says so instead (Turn's notices)."""
-    from .images import folder
-
-    if not folder(home, log.id).is_dir():
+    if not (home / "images" / log.id).is_dir():  # images.folder, without importing it at start-up
         return []
     records = [r for r in log.replay_records() if r["type"] == "user_message" and r.get("images")]
     if not records:
