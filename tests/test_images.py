@@ -318,3 +318,32 @@ def test_text_only_turns_and_a_resume_import_nothing_of_images(model: ScriptedMo
     done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().endswith("images imported: False") and len(model.requests) == 2
+
+
+def test_compaction_summarises_an_image_by_name_and_counts_it_as_a_few_tokens(
+    model: ScriptedModel, workdir: Path
+) -> None:
+    from mino_server.core.compaction import IMAGE_CHARS, item_chars
+
+    big = png() + b"\x00" * (4 * 1024 * 1024)  # its base64 is 5.6 million characters
+    item = user_item("x", None, [images.check(big, None, "b.png", "w").record()], lambda: _FakeBlobs())
+    assert item_chars(item) == 16 + 1 + IMAGE_CHARS
+    model.add(*({"text": f"answer {n}"} for n in range(3)), {"text": "a summary"}, {"text": "after"})
+    agent = make_agent(model.base_url, workdir)
+    agent.open()
+    _image_turn(agent, "turn 0 with a picture", png(seed=12))
+    turn(agent, "turn 1")
+    turn(agent, "turn 2")
+    assert image_urls(model.requests[2]) == [data_url(png(seed=12))]  # still sent, uncompacted
+    assert command(agent, "/compact")[-1].startswith("Compacted the older history")
+    summary_request = json.dumps(model.requests[3], ensure_ascii=False)
+    assert image_urls(model.requests[3]) == [] and "[image: shot0.png, PNG 2×1, 72 bytes]" in summary_request
+    turn(agent, "turn 3")
+    assert image_urls(model.requests[4]) == []  # the summarised turn is no longer sent
+    assert model.errors == []
+    agent.close()
+
+
+class _FakeBlobs:
+    def part(self, rec: dict[str, Any]) -> dict[str, Any]:
+        return {"type": "input_image", "image_url": "data:image/png;base64,AAAA", "detail": "auto"}
