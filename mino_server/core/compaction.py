@@ -65,7 +65,8 @@ def item_chars(item: dict[str, Any]) -> int:
         if isinstance(content, str):
             return 16 + len(content)
         return 16 + sum(
-            IMAGE_CHARS if part.get("type") == "input_image" else len(part.get("text", "")) for part in content
+            IMAGE_CHARS if part.get("type") == "input_image" else len(part.get("text", ""))
+            for part in content
         )
     if item.get("type") == "function_call":
         return 32 + len(item["name"]) + len(item["arguments"])
