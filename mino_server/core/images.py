@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .durable import ensure_private_dir, fsync_dir
+from .durable import atomic_write_at, ensure_private_dir, fsync_dir
 from .errors import ContextError
 from .values import Frozen
 
@@ -272,19 +272,13 @@ def save(home: Path, session_id: str, images: Sequence[Image]) -> list[dict[str,
     ensure_private_dir(where)
     dir_fd = os.open(where, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
-        wrote = False
         for image in images:
-            if _blob_at(dir_fd, image.sha256) == image.data:
-                continue
-            from .durable import atomic_write_at
-
-            atomic_write_at(dir_fd, image.sha256, image.data)
-            wrote = True
-        if not wrote:
-            os.fsync(dir_fd)  # a blob found there may still be only in the page cache of a crashed writer
+            if _blob_at(dir_fd, image.sha256) != image.data:  # the same bytes kept earlier stay as they are
+                atomic_write_at(dir_fd, image.sha256, image.data)  # fsyncs the file, then the folder
     finally:
         os.close(dir_fd)
-    fsync_dir(where.parent)
+    fsync_dir(where.parent)  # the session's folder may be new, and `images` with it
+    fsync_dir(home)
     return [image.record() for image in images]
 
 
