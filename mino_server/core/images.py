@@ -366,7 +366,8 @@ class Blobs:
             finally:
                 os.close(fd)
         if data is None or hashlib.sha256(data).hexdigest() != rec["sha256"]:
-            why = "missing from Mino's image store" if data is None else "changed in Mino's image store"
+            changed = "changed in Mino's image store"  # a link, another kind of file, other bytes
+            why = (self.problem(rec) or changed) if data is None else changed
             if rec["sha256"] not in self._said:
                 self._said.add(rec["sha256"])
                 self.problems.append(placeholder(rec, why))
