@@ -463,7 +463,10 @@ def test_images_reach_the_model_and_a_restart_sends_the_same(
             "params.images[1]: the file starts like a PNG image but its header is damaged",
         ),
         ([{"mimeType": "text/html", "data": "PGI+"}], "params.images[0]: mimeType must be image/png"),
-        ([{"mimeType": "image/png", "data": b64(png())}] * 9, "9 images; a message may carry at most 8"),
+        (
+            [{"mimeType": "image/png", "data": b64(png())}] * 9,
+            "params.images[8]: 9 images; a message may carry at most 8",
+        ),
         (
             [{"mimeType": "image/png", "data": "A" * 8_000_000}],
             "params.images[0]: the image is about 6,000,000 bytes",

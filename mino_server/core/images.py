@@ -149,10 +149,11 @@ def is_image_file(workdir: Path, home: Path, path: str) -> bool:
         return False
 
 
-def too_many(count: int) -> None:
-    """Refuse a message of `count` images before any is decoded."""
+def too_many(count: int, where: str = "") -> None:
+    """Refuse a message of `count` images before any is decoded; `where` names the first one too many."""
     if count > MAX_IMAGES:
-        raise ContextError(f"{count} images; a message may carry at most {MAX_IMAGES}.")
+        named = f"{where}: " if where else ""
+        raise ContextError(f"{named}{count} images; a message may carry at most {MAX_IMAGES}.")
 
 
 def _read(workdir: Path, home: Path, path: str, where: str, limit: int) -> bytes:

@@ -452,7 +452,7 @@ them, to what the person typed (docs/BEHAVIOUR.md, "Editor context"):
   is such an image is attached as an image too. The log keeps each image's name, type, size and
   sha256; the bytes are kept under `MINO_HOME/images/<session>/`, so a later request, a resume and a
   restart send the same image; `mino/history` shows it as `[image: NAME, PNG 640×480, 12 KB]` after
-  the text. The whole message stays under the size limit above (16 MiB: about 12 MiB of images).
+  the text. The whole message stays under the size limit above (16 MiB: about 11 MiB of images).
 - `mino/files {{prefix}}` → `{{paths}}` completes the `@` word being typed: up to 50 files relative
   to the working directory whose path (then whose name) starts with `prefix`, ignoring case, shallow
   ones first. Git-ignored and hidden files (any part of the path starting with `.`) are left out:

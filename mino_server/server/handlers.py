@@ -65,7 +65,7 @@ def _images(items: list[P.ImageItem]) -> list[Image]:
     """The turn's images, checked (core/images.py): the count before any is decoded."""
     from ..core import images
 
-    images.too_many(len(items))
+    images.too_many(len(items), f"params.images[{images.MAX_IMAGES}]")
     return [
         images.from_base64(item.data, item.mimeType, item.name or f"image {i + 1}", f"params.images[{i}]")
         for i, item in enumerate(items)
