@@ -46,6 +46,7 @@ from .core.words import NO_SESSION, context_line, startup_lines
 if TYPE_CHECKING:
     from .core.context import ResolvedItem
     from .core.conversation import Conversation
+    from .core.images import Image
 
 RESULT_PREVIEW_LINES = 20
 WAITING = "\x1b[2m… waiting for the model\x1b[0m"
@@ -466,14 +467,16 @@ def _loop(conversation: Conversation, ui: TerminalUI) -> int:
             continue
         text = line.rstrip("\n")
         context: list[ResolvedItem] = []
-        # `@path` and `@path:A-B` attach files, as in the editor's chat box; without an @ there is no
-        # mention, and core/context.py (~1.5 ms to import) stays off the start path.
+        images: list[Image] = []
+        # `@path` and `@path:A-B` attach files (`@shot.png`, a file whose bytes are an image, as an
+        # image), as in the editor's chat box; without an @ there is no mention, and core/context.py
+        # (~1.5 ms to import) stays off the start path.
         if "@" in text:
             from .core.context import find_mentions
             from .core.errors import ContextError
 
             try:
-                context = conversation.resolve_context(
+                context, images = conversation.attachments(
                     find_mentions(text, conversation.workdir, conversation.config.home)
                 )
             except ContextError as exc:
@@ -483,8 +486,10 @@ def _loop(conversation: Conversation, ui: TerminalUI) -> int:
                 continue
         for item in context:  # behind the start-up lines if they are still held
             ui.hold(context_line_for(item))
+        for image in images:
+            ui.hold(image_line_for(image))
         ui.hold("")
-        outcome = _run_turn(conversation, ui, text, context)
+        outcome = _run_turn(conversation, ui, text, context, images)
         unanswered = unanswered or outcome.status != "completed"
         if outcome.status == "interrupted":
             ui.line("Interrupted.")
@@ -516,10 +521,21 @@ def context_line_for(item: ResolvedItem) -> str:
     return f"[{item_label(replace(item, path=escape_value(item.path)))}]"
 
 
+def image_line_for(image: Image) -> str:
+    """One line per attached image: `[image: shot.png, PNG 640×480, 12 KB]`, the name escaped."""
+    from .core.images import placeholder
+
+    return placeholder({**image.record(), "name": escape_value(image.name)})
+
+
 def _run_turn(
-    conversation: Conversation, ui: TerminalUI, text: str, context: list[ResolvedItem]
+    conversation: Conversation,
+    ui: TerminalUI,
+    text: str,
+    context: list[ResolvedItem],
+    images: list[Image] | None = None,
 ) -> TurnResult:
-    return _in_worker(ui, lambda cancel: conversation.run_turn(text, cancel, context))
+    return _in_worker(ui, lambda cancel: conversation.run_turn(text, cancel, context, images or ()))
 
 
 R = TypeVar("R")

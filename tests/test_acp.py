@@ -20,10 +20,11 @@ import pytest
 from acp_client import NO_ANSWER, AcpClient
 from cancel_points import POINTS, reach
 from helpers import mino_env, quiet_home
+from image_files import b64, data_url, gif, png, webp
 from rpc_client import RpcError
 
 from mino_server.core.sessions.store import SessionStore
-from mino_server.testing.scripted_model import ScriptedModel
+from mino_server.testing.scripted_model import ScriptedModel, image_urls
 
 APPROVE = {"outcome": {"outcome": "selected", "optionId": "allow_once"}}
 DENY = {"outcome": {"outcome": "selected", "optionId": "reject_once"}}
@@ -100,7 +101,7 @@ def test_initialize_answers_the_capabilities(spawn: Spawn) -> None:
     assert result["agentInfo"]["name"] == "mino" and result["agentInfo"]["version"]
     assert result["agentCapabilities"] == {
         "loadSession": True,
-        "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
+        "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
         "sessionCapabilities": {"list": {}, "resume": {}, "close": {}},
         "mcpCapabilities": {"http": True},
     }
@@ -587,7 +588,8 @@ def test_resources_become_context_items(spawn: Spawn, model: ScriptedModel, ws: 
         ),
         ({"type": "resource_link", "uri": "https://example.com/x", "name": "x"}, "file:// URI"),
         ({"type": "resource", "resource": {"uri": "file:///x", "blob": "AAAA"}}, "blob resource"),
-        ({"type": "image", "data": "AAAA", "mimeType": "image/png"}, "image block"),
+        ({"type": "image", "data": "AAAA", "mimeType": "image/png"}, "not a PNG, JPEG, GIF or WebP image"),
+        ({"type": "audio", "data": "AAAA", "mimeType": "audio/wav"}, "audio block"),
         ({"type": "resource_link", "uri": "file:///x#frag", "name": "x"}, "#L10-20"),
     ],
 )
@@ -601,13 +603,101 @@ def test_bad_context_is_refused_before_anything_is_sent(
     assert model.requests == [] and records(home, sid) == []
 
 
-def test_context_text_over_the_limit(spawn: Spawn, model: ScriptedModel, ws: Path) -> None:
+def test_context_text_over_64_kib_is_cut_with_a_note(spawn: Spawn, model: ScriptedModel, ws: Path) -> None:
+    model.add({"text": "read it"})
     client = spawn()
     sid = client.new_session(ws)
-    big = {"type": "resource", "resource": {"uri": (ws / "big.txt").as_uri(), "text": "x" * (64 * 1024 + 1)}}
-    err = client.error("session/prompt", client.prompt_params(sid, "look", big))
-    assert err.code == -32602 and "at most 65536 bytes" in err.message
-    assert model.requests == []
+    big = {"type": "resource", "resource": {"uri": (ws / "big.txt").as_uri(), "text": "x" * 100_000}}
+    result = client.request("session/prompt", client.prompt_params(sid, "look", big))
+    assert result == {"stopReason": "end_turn"}
+    part = model.requests[0]["input"][-1]["content"][1]["text"]
+    assert part.startswith(
+        "Context: big.txt\n```\n" + "x" * (64 * 1024) + "\n[Mino cut this item at 65,536 of 100,000"
+    )
+    shown = "".join(u["content"]["text"] for u in client.updates(sid, "agent_message_chunk"))
+    assert "Context item big.txt is 100,000 bytes: the model gets the first 65,536" in shown
+    # The 256 KiB of all items together stays an error.
+    five = [{**big, "resource": {**big["resource"], "uri": (ws / f"b{i}.txt").as_uri()}} for i in range(5)]
+    err = client.error("session/prompt", client.prompt_params(sid, "look", *five))
+    assert err.code == -32602 and "all items together may hold at most 262144 bytes" in err.message
+    assert len(model.requests) == 1
+
+
+# ---- images ----------------------------------------------------------------------------------------
+
+
+def test_an_image_reaches_the_model_through_load_and_a_restart(
+    spawn: Spawn, model: ScriptedModel, ws: Path, home: Path
+) -> None:
+    shot = {"type": "image", "mimeType": "image/png", "data": b64(png(seed=7)), "uri": "file:///tmp/shot.png"}
+    model.add({"text": "a picture"}, {"text": "again"}, {"text": "after a restart"})
+    client = spawn()
+    sid = client.new_session(ws)
+    assert client.prompt(sid, "what is this?", shot) == {"stopReason": "end_turn"}
+    assert image_urls(model.requests[0]) == [data_url(png(seed=7))]
+    (saved,) = [r for r in records(home, sid) if r["type"] == "user_message"]
+    assert saved["images"][0]["name"] == "shot.png" and "data" not in json.dumps(saved["images"])
+    # session/load in a second process (the first has closed): the replay names the image...
+    client.close()
+    second = spawn()
+    second.request("session/load", {"sessionId": sid, "cwd": str(ws), "mcpServers": []})
+    replayed = "".join(u["content"]["text"] for u in second.updates(sid, "user_message_chunk"))
+    assert "what is this?\n[image: shot.png, PNG 2×1, 72 bytes]" in replayed
+    # ...and the next request sends the very same data URL.
+    assert second.prompt(sid, "and now?") == {"stopReason": "end_turn"}
+    assert image_urls(model.requests[1]) == image_urls(model.requests[0])
+    second.close()
+    third = spawn()
+    third.request("session/load", {"sessionId": sid, "cwd": str(ws), "mcpServers": []})
+    assert third.prompt(sid, "once more") == {"stopReason": "end_turn"}
+    assert image_urls(model.requests[2]) == [data_url(png(seed=7))]
+    assert model.errors == []
+
+
+def test_an_image_alone_and_an_image_file_link(spawn: Spawn, model: ScriptedModel, ws: Path) -> None:
+    (ws / "diagram.gif").write_bytes(gif())
+    model.add({"text": "seen"}, {"text": "seen too"})
+    client = spawn()
+    sid = client.new_session(ws)
+    assert client.prompt(sid, {"type": "image", "mimeType": "image/webp", "data": b64(webp())}) == {
+        "stopReason": "end_turn"
+    }
+    assert image_urls(model.requests[0]) == [data_url(webp(), "image/webp")]
+    link = {"type": "resource_link", "uri": (ws / "diagram.gif").as_uri(), "name": "diagram.gif"}
+    assert client.prompt(sid, "and this", link) == {"stopReason": "end_turn"}
+    assert image_urls(model.requests[1])[-1] == data_url(gif(), "image/gif")
+
+
+@pytest.mark.parametrize(
+    "blocks, words",
+    [
+        (
+            [{"type": "image", "mimeType": "image/png", "data": "A" * (8 * 1024 * 1024)}],
+            "prompt[1]: the image is about 6,291,456 bytes; an image may be at most 5,242,880 bytes",
+        ),
+        (
+            [{"type": "image", "mimeType": "image/png", "data": b64(png()[:8] + b"\x00" * 40)}],
+            "prompt[1]: the file starts like a PNG image but its header is damaged",
+        ),
+        (
+            [{"type": "image", "mimeType": "image/gif", "data": b64(png())}],
+            "prompt[1]: its bytes are a PNG image, not 'image/gif' as declared",
+        ),
+        ([{"type": "image", "mimeType": "image/png", "data": "%%%"}], "prompt[1]: data is not valid base64"),
+        (
+            [{"type": "image", "mimeType": "image/png", "data": b64(png(seed=i))} for i in range(9)],
+            "prompt[9] is image 9; a prompt may carry at most 8 images",
+        ),
+    ],
+)
+def test_bad_images_are_refused_naming_the_block(
+    spawn: Spawn, model: ScriptedModel, ws: Path, home: Path, blocks: list[Any], words: str
+) -> None:
+    client = spawn()
+    sid = client.new_session(ws)
+    err = client.error("session/prompt", client.prompt_params(sid, "look", *blocks))
+    assert err.code == -32602 and words in err.message, err.message
+    assert model.requests == [] and records(home, sid) == [] and not (home / "images").exists()
 
 
 # ---- many sessions, session/list, session/load ----------------------------------------------------

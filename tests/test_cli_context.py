@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pexpect
 from cli_driver import piped, spawn
+from image_files import data_url, png
 
-from mino_server.testing.scripted_model import ScriptedModel
+from mino_server.testing.scripted_model import ScriptedModel, image_urls
 
 PROMPT = "You> "
 
@@ -78,6 +79,7 @@ def test_a_line_without_at_leaves_the_context_module_unloaded(
     model.add({"text": "Hi."})
     code = (
         "import sys\nfrom mino_server.main import main\ncode = main([])\n"
+        "print('images loaded:', 'mino_server.core.images' in sys.modules)\n"
         "print('context loaded:', 'mino_server.core.context' in sys.modules)\n"
     )
     done = subprocess.run(
@@ -86,4 +88,41 @@ def test_a_line_without_at_leaves_the_context_module_unloaded(
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "Assistant> Hi." in done.stdout and done.stdout.rstrip().endswith("context loaded: False")
+    assert "images loaded: False" in done.stdout  # nor anything of images
     assert user_content(model, 0) == "hello, mail me at home"
+
+
+def test_at_image_through_the_pty(
+    model: ScriptedModel, mino_env: dict[str, str], workdir: Path, tmp_path: Path
+) -> None:
+    (workdir / "shot.png").write_bytes(png(seed=6))
+    (tmp_path / "outside.png").write_bytes(png(seed=8))
+    (workdir / "link.png").symlink_to(tmp_path / "outside.png")  # leads outside: names no file inside
+    model.add({"text": "A picture."}, {"text": "Nothing attached."})
+    child = spawn(mino_env, workdir)
+    child.expect_exact(PROMPT)
+    child.sendline("what is in @shot.png?")
+    child.expect_exact("[image: shot.png, PNG 2×1, 72 bytes]\r\n")
+    child.expect_exact("Assistant> A picture.")
+    child.expect_exact(PROMPT)
+    child.sendline("and @link.png?")
+    child.expect_exact("Assistant> Nothing attached.")
+    assert "[image:" not in (child.before or "")
+    child.expect_exact(PROMPT)
+    child.sendeof()
+    child.expect(pexpect.EOF)
+    assert image_urls(model.requests[0]) == [data_url(png(seed=6))]
+    assert user_content(model, 0)[0] == {"type": "input_text", "text": "what is in @shot.png?"}  # type: ignore[index]
+    assert image_urls(model.requests[1]) == [data_url(png(seed=6))]  # the first turn's image, again
+    assert user_content(model, 1) == "and @link.png?"  # plain text: the link's target was never read
+    assert model.errors == []
+
+
+def test_a_damaged_at_image_sends_nothing(
+    model: ScriptedModel, mino_env: dict[str, str], workdir: Path
+) -> None:
+    (workdir / "fake.png").write_bytes(png()[:8] + b"not an image at all" * 4)
+    done = piped(mino_env, workdir, "see @fake.png\n")
+    assert done.returncode == 1
+    assert "Not sent: @fake.png: the file starts like a PNG image but its header is damaged." in done.stderr
+    assert model.requests == []

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from helpers import make_agent, quiet_home, session_records, turn
+from image_files import b64, data_url, jpeg, png
 from server_client import Spawn, servers
 
 from mino_server.core.cancel import CancelToken
@@ -32,7 +33,7 @@ from mino_server.core.contract import ContextItem
 from mino_server.core.model_client import alternating
 from mino_server.core.sessions.log import LogError, replay_items, user_item
 from mino_server.core.sessions.store import SessionStore
-from mino_server.testing.scripted_model import ScriptedModel, input_problems
+from mino_server.testing.scripted_model import ScriptedModel, image_urls, input_problems
 
 
 # ---- the fence and the part ---------------------------------------------------------------------
@@ -161,17 +162,30 @@ def test_items_that_cannot_be_attached(
 
 def test_size_limits_in_utf8_bytes(wd: Path, mino_home: Path) -> None:
     fits = "é" * (ITEM_MAX_BYTES // 2)  # 64 KiB exactly
-    assert resolve_context(wd, mino_home, [ContextItem(path="a", text=fits)])[0].text == fits
-    with pytest.raises(
-        ContextError, match=r"context\[1\]: its text is 65,538 bytes; an item may hold at most 65536"
-    ):
-        resolve_context(
-            wd, mino_home, [ContextItem(path="a", text="x"), ContextItem(path="b", text=fits + "é")]
-        )
+    (whole,) = resolve_context(wd, mino_home, [ContextItem(path="a", text=fits)])
+    assert whole.text == fits and whole.cut is None
     four = [ContextItem(path=f"f{i}", text="x" * ITEM_MAX_BYTES) for i in range(4)]
     assert len(resolve_context(wd, mino_home, four)) == 4  # 256 KiB together: the limit itself
     with pytest.raises(ContextError, match=r"context\[4\]: with it the context items come to 262,145 bytes"):
         resolve_context(wd, mino_home, [*four, ContextItem(path="f5", text="y")])
+
+
+def test_an_item_over_64_kib_is_cut_with_a_note_not_refused(wd: Path, mino_home: Path) -> None:
+    # "x" then two-byte characters: 64 KiB falls in the middle of one, which is left out whole.
+    text = "x" + "é" * (ITEM_MAX_BYTES // 2 + 100)
+    size = len(text.encode())
+    (item,) = resolve_context(wd, mino_home, [ContextItem(path="big.txt", text=text)])
+    kept = "x" + "é" * (ITEM_MAX_BYTES // 2 - 1)
+    assert item.cut == (ITEM_MAX_BYTES - 1, size)
+    assert item.text == (
+        f"{kept}\n[Mino cut this item at 65,535 of {size:,} bytes (UTF-8); the rest was not attached. "
+        "Read big.txt with read_file to see more.]"
+    )
+    # Four cut items still fit the 256 KiB of a turn (the notes do not count); a fifth item does not.
+    four = [ContextItem(path=f"f{i}", text="y" * 100_000) for i in range(4)]
+    assert [i.cut for i in resolve_context(wd, mino_home, four)] == [(ITEM_MAX_BYTES, 100_000)] * 4
+    with pytest.raises(ContextError, match="all items together may hold at most 262144 bytes"):
+        resolve_context(wd, mino_home, [*four, ContextItem(path="f5", text="z")])
 
 
 def test_a_large_file_is_cut_as_read_file_cuts_it(wd: Path, mino_home: Path) -> None:
@@ -351,10 +365,6 @@ def test_replay_after_resume_and_restart_sends_the_same_parts(
             "params.context[1]: escape.txt leads outside the working directory",
         ),
         (
-            [{"path": "big.txt", "text": "x" * (ITEM_MAX_BYTES + 1)}],
-            "params.context[0]: its text is 65,537 bytes; an item may hold at most 65536 bytes",
-        ),
-        (
             [{"path": f"f{i}", "text": "x" * 60_000} for i in range(5)],
             "params.context[4]: with it the context items come to 300,000 bytes",
         ),
@@ -397,3 +407,77 @@ def test_an_email_address_is_not_a_file_and_a_version_1_turn_is_unchanged(
     assert user_content(model.requests[1]) == "no context at all"
     sid = client.request("mino/state")["sessionId"]
     assert all("context" not in r for r in session_records(home, sid))
+
+
+def test_an_item_over_64_kib_is_sent_cut_and_the_person_told(
+    spawn: Spawn, model: ScriptedModel, home: Path, ws: Path
+) -> None:
+    model.add({"text": "read"})
+    client = spawn()
+    text = "a" * 70_000
+    result = client.request("mino/turn", {"text": "look", "context": [{"path": "big.txt", "text": text}]})
+    assert result["status"] == "completed"
+    part = user_content(model.requests[0])[1]["text"]
+    assert part.startswith(
+        "Context: big.txt\n```\n" + "a" * ITEM_MAX_BYTES + "\n[Mino cut this item at 65,536 of 70,000"
+    )
+    (notice,) = client.events("notice")
+    assert notice["text"] == (
+        "Context item big.txt is 70,000 bytes: the model gets the first 65,536 and a note that it can read "
+        "the rest with read_file."
+    )
+    sid = client.request("mino/state")["sessionId"]
+    (saved,) = [r for r in session_records(home, sid) if r["type"] == "user_message"]
+    assert saved["context"][0]["text"].endswith("Read big.txt with read_file to see more.]")  # as sent
+
+
+# ---- images over a real `mino --stdio` (docs/BEHAVIOUR.md, "Images") -------------------------------
+def test_images_reach_the_model_and_a_restart_sends_the_same(
+    spawn: Spawn, model: ScriptedModel, home: Path, ws: Path
+) -> None:
+    (ws / "chart.png").write_bytes(png(seed=3))
+    model.add({"text": "two pictures"}, {"text": "again"})
+    client = spawn()
+    pasted = {"mimeType": "image/jpeg", "data": b64(jpeg()), "name": "pasted.jpg"}
+    result = client.request("mino/turn", {"text": "compare with @chart.png", "images": [pasted]})
+    assert result["status"] == "completed"
+    assert image_urls(model.requests[0]) == [data_url(jpeg(), "image/jpeg"), data_url(png(seed=3))]
+    (item,) = client.request("mino/history")["items"][:1]
+    assert item["text"] == (
+        "compare with @chart.png\n[image: pasted.jpg, JPEG 3×2, 35 bytes]\n[image: chart.png, PNG 2×1, 72 bytes]"
+    )
+    client.stop()
+    again = spawn()
+    again.request("mino/turn", {"text": "and after a restart?"})
+    assert image_urls(model.requests[1]) == image_urls(model.requests[0])
+
+
+@pytest.mark.parametrize(
+    "images, words",
+    [
+        (
+            [
+                {"mimeType": "image/png", "data": b64(png())},
+                {"mimeType": "image/png", "data": b64(b"\x89PNG\r\n\x1a\n" + b"x" * 30)},
+            ],
+            "params.images[1]: the file starts like a PNG image but its header is damaged",
+        ),
+        ([{"mimeType": "text/html", "data": "PGI+"}], "params.images[0]: mimeType must be image/png"),
+        (
+            [{"mimeType": "image/png", "data": b64(png())}] * 9,
+            "params.images[8]: 9 images; a message may carry at most 8",
+        ),
+        (
+            [{"mimeType": "image/png", "data": "A" * 8_000_000}],
+            "params.images[0]: the image is about 6,000,000 bytes",
+        ),
+    ],
+)
+def test_bad_images_are_refused_before_anything_is_sent_or_logged(
+    spawn: Spawn, model: ScriptedModel, home: Path, images: list[Any], words: str
+) -> None:
+    client = spawn()
+    err = client.error("mino/turn", {"text": "look", "images": images})
+    assert err.code == -32602 and words in err.message, err.message
+    assert model.requests == [] and not (home / "images").exists()
+    assert session_records(home, client.request("mino/state")["sessionId"]) == []

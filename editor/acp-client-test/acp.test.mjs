@@ -419,3 +419,48 @@ test("session/close frees the session for a second process at once; session/resu
     session.dispose();
   });
 });
+
+// A 2×1 PNG (a real one: IHDR with its CRC, one IDAT, IEND).
+const PNG = "iVBORw0KGgoAAAANSUhEUgAAAAIAAAABCAIAAAB7QOjdAAAAD0lEQVR4nGPg5uHl4xcAAAERAFIruQFvAAAAAElFTkSuQmCC";
+
+test("an image block reaches the model, and a session/load in a new process sends the same image", async () => {
+  const url = `data:image/png;base64,${PNG}`;
+  const { agent, ws, env } = await setUp([
+    { text: "a tiny picture", require: [url, "what is this?"] },
+    { text: "still the same picture", require: [url, "and now?"] },
+  ]);
+  let sid;
+  const first = clientApp();
+  await first.app.connectWith(agent.stream, async (ctx) => {
+    const init = await initialize(ctx);
+    assert.equal(init.agentCapabilities.promptCapabilities.image, true);
+    const session = await ctx.buildSession(ws).start();
+    sid = session.sessionId;
+    const image = { type: "image", mimeType: "image/png", data: PNG, uri: "file:///tmp/shot.png" };
+    const turn = session.prompt([{ type: "text", text: "what is this?" }, image]);
+    assert.equal(await session.readText(), "a tiny picture");
+    assert.equal((await turn).stopReason, "end_turn");
+    // a PNG header on garbage is refused, naming the block
+    await assert.rejects(
+      ctx.request(acp.AGENT_METHODS.session_prompt, {
+        sessionId: sid,
+        prompt: [{ type: "text", text: "x" }, { type: "image", mimeType: "image/png", data: "iVBORw0KGgpnYXJiYWdlIGdhcmJhZ2U=" }],
+      }),
+      (err) => err.code === -32602 && /prompt\[1\]: .*header is damaged/.test(err.message),
+    );
+    session.dispose();
+  });
+  await agent.stop();
+  const second = clientApp();
+  const again = spawnAgent(env, ws);
+  await second.app.connectWith(again.stream, async (ctx) => {
+    await initialize(ctx);
+    await ctx.request(acp.AGENT_METHODS.session_load, { sessionId: sid, cwd: ws, mcpServers: [] });
+    assert.match(textOf(second.updates, sid, "user_message_chunk"), /what is this\?\n\[image: shot\.png, PNG 2×1, 72 bytes\]/);
+    const result = await ctx.request(acp.AGENT_METHODS.session_prompt, {
+      sessionId: sid,
+      prompt: [{ type: "text", text: "and now?" }],
+    });
+    assert.equal(result.stopReason, "end_turn");
+  });
+});

@@ -377,7 +377,7 @@ class AcpAgent:
             "agentInfo": {"name": "mino", "title": "Mino", "version": __version__},
             "agentCapabilities": {
                 "loadSession": True,
-                "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
+                "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
                 "sessionCapabilities": {"list": {}, "resume": {}, "close": {}},
                 "mcpCapabilities": {"http": True},
             },
@@ -638,30 +638,32 @@ class AcpAgent:
 
     def prompt(self, params: dict[str, Any]) -> dict[str, Any]:
         session = self._session(params)
-        text, requests = M.parse_prompt(params.get("prompt"))
+        text, requests, images = M.parse_prompt(params.get("prompt"))
         is_command = text.lstrip().startswith("/")
-        if is_command and requests:
-            raise M.ParamsError("Invalid params: a slash command takes no resource or resource_link blocks.")
-        if not text.strip() and not requests:
+        if is_command and (requests or images):
+            raise M.ParamsError(
+                "Invalid params: a slash command takes no image, resource or resource_link blocks."
+            )
+        if not text.strip() and not requests and not images:
             raise M.ParamsError("Invalid params: the prompt has no text and no context.")
         cancel = session.begin()
         try:
             if is_command:
                 self._command(session, text.strip(), cancel)
                 return {"stopReason": "cancelled" if cancel.cancelled else "end_turn"}
-            return self._turn(session, text, requests, cancel)
+            return self._turn(session, text, requests, cancel, images)
         finally:
             session.end()
 
     def _turn(
-        self, session: AcpSession, text: str, requests: list[Any], cancel: CancelToken
+        self, session: AcpSession, text: str, requests: list[Any], cancel: CancelToken, images: list[Any]
     ) -> dict[str, Any]:
         from ..core.errors import ContextError
         from ..core.sessions import places
 
         conversation = session.conversation
-        try:  # checked before anything is sent or logged
-            items = conversation.resolve_context(requests)
+        try:  # checked before anything is sent or logged; a resource_link to an image file is an image
+            items, images = conversation.attachments(requests, images)
         except ContextError as exc:
             raise M.ParamsError(f"Invalid params: {exc}") from None
         problem = conversation.config.setup_problem()
@@ -673,7 +675,7 @@ class AcpAgent:
             self._remember(session.id, conversation.workdir, title or "")
             if title:
                 session.ui.update(M.session_info_update(title, _utc(time.time())))
-        result = conversation.run_turn(text, cancel, items)
+        result = conversation.run_turn(text, cancel, items, images)
         if result.status == "completed":
             return {"stopReason": "end_turn"}
         if result.status == "limit":

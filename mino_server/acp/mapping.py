@@ -20,6 +20,7 @@ from ..core.contract import APPROVAL_QUESTION
 if TYPE_CHECKING:
     from ..core.context import ContextRequest
     from ..core.contract import ApprovalField, Confirmation, FileDiff, HistoryItem, SetupProblem
+    from ..core.images import Image
 
 from ..core.vocab import MODE_HELP, MODE_NAMES, MODES  # noqa: F401  (vocab: no core import)
 
@@ -209,14 +210,24 @@ def absolute_dir(value: Any, field: str) -> Path:
 # ---- prompts -------------------------------------------------------------------------------------
 
 
-def parse_prompt(blocks: Any) -> tuple[str, list[ContextRequest]]:
-    """(typed text, context requests) of a session/prompt's `prompt` (docs/ACP.md)."""
+def parse_prompt(blocks: Any) -> tuple[str, list[ContextRequest], list[Image]]:
+    """(typed text, context requests, checked images) of a session/prompt's `prompt` (docs/ACP.md)."""
     from ..core.context import ContextRequest
 
     if not isinstance(blocks, list) or not blocks:
         raise ParamsError("Invalid params: prompt must be a non-empty list of content blocks.")
     texts: list[str] = []
     context: list[ContextRequest] = []
+    images: list[Image] = []
+    shown = [i for i, b in enumerate(blocks) if isinstance(b, dict) and b.get("type") == "image"]
+    if shown:
+        from ..core import images as checks
+
+        if len(shown) > checks.MAX_IMAGES:  # refused before any is decoded
+            raise ParamsError(
+                f"Invalid params: prompt[{shown[checks.MAX_IMAGES]}] is image {checks.MAX_IMAGES + 1}; "
+                f"a prompt may carry at most {checks.MAX_IMAGES} images."
+            )
     for i, block in enumerate(blocks):
         where = f"prompt[{i}]"
         if not isinstance(block, dict) or not isinstance(block.get("type"), str):
@@ -243,14 +254,32 @@ def parse_prompt(blocks: Any) -> tuple[str, list[ContextRequest]]:
                 raise ParamsError(f"Invalid params: {where}.resource.text must be a string.")
             path, start, end = file_uri(uri, f"{where}.resource.uri")
             context.append(ContextRequest(path, start, end, resource["text"], f"{where} ({_short(uri)})"))
-        elif kind in ("image", "audio"):
+        elif kind == "image":
+            images.append(_image(block, where, len(images) + 1))
+        elif kind == "audio":
             raise ParamsError(
-                f"Invalid params: {where} is an {kind} block; Mino takes text, resource and "
+                f"Invalid params: {where} is an audio block; Mino takes text, image, resource and "
                 "resource_link blocks only."
             )
         else:
             raise ParamsError(f"Invalid params: {where} has an unknown type {kind!r}.")
-    return "\n\n".join(texts), context
+    return "\n\n".join(texts), context, images
+
+
+def _image(block: dict[str, Any], where: str, n: int) -> Image:
+    """An image block `{mimeType, data, uri?}`, checked (core/images.py); named by its URI's last
+    part when it has one."""
+    from ..core import images
+    from ..core.errors import ContextError
+
+    uri = block.get("uri")
+    name = f"image {n}"
+    if isinstance(uri, str) and uri:
+        name = unquote(urlsplit(uri).path).rstrip("/").rsplit("/", 1)[-1] or name
+    try:
+        return images.from_base64(block.get("data"), block.get("mimeType"), name, where)
+    except ContextError as exc:
+        raise ParamsError(f"Invalid params: {exc}") from None
 
 
 def file_uri(uri: Any, field: str) -> tuple[str, int | None, int | None]:

@@ -53,12 +53,21 @@ instructions to you."""
 SUMMARY_REQUEST = "Summarise the conversation above as instructed."
 
 
+# An image costs the model a number of tokens that depends on its size, not on its base64 (OpenAI's
+# high detail: up to about 1,500); counted as that many tokens' worth of characters at the default
+# 4 characters a token, so a screenshot neither looks free nor like two million tokens of base64.
+IMAGE_CHARS = 6000
+
+
 def item_chars(item: dict[str, Any]) -> int:
     if item.get("type") == "message":
         content = item["content"]
         if isinstance(content, str):
             return 16 + len(content)
-        return 16 + sum(len(part.get("text", "")) for part in content)
+        return 16 + sum(
+            IMAGE_CHARS if part.get("type") == "input_image" else len(part.get("text", ""))
+            for part in content
+        )
     if item.get("type") == "function_call":
         return 32 + len(item["name"]) + len(item["arguments"])
     if item.get("type") == "function_call_output":

@@ -7,10 +7,12 @@ the chat panel and the terminal alike), and an ACP client's resource / resource_
 
 `resolve_context` checks every item before anything is sent or logged, and raises ContextError with
 one line naming the first item that cannot be attached: the path must resolve, symbolic links
-included, inside the working directory and never into MINO_HOME (tools/paths.py's confinement); a
-given text is at most ITEM_MAX_BYTES; an item without text is read from disk with read_file's own
-checks and limits; all items together are at most TOTAL_MAX_BYTES (UTF-8 bytes), and at most
-MAX_ITEMS of them.
+included, inside the working directory and never into MINO_HOME (tools/paths.py's confinement); an
+item without text is read from disk with read_file's own checks and limits; all items together are
+at most TOTAL_MAX_BYTES (UTF-8 bytes), and at most MAX_ITEMS of them. A given text over
+ITEM_MAX_BYTES is not refused: the model gets its first ITEM_MAX_BYTES, cut on a character
+boundary, and a line saying where it was cut and that read_file reads the rest (`cut_item`); the
+conversation tells the person with a notice (words.context_cut).
 
 The model receives the typed text followed by one `input_text` part per item (`context_part`):
 `Context: <path relative to the working directory>[ (lines A-B)]`, a newline, and the text in a
@@ -64,6 +66,7 @@ class ResolvedItem(Frozen):
     start_line: int | None
     end_line: int | None
     text: str
+    cut: tuple[int, int] | None = None  # (bytes sent, bytes given) when cut_item cut it; not kept
 
 
 # ---- resolving ----------------------------------------------------------------------------------
@@ -86,9 +89,10 @@ def resolve_context(
         else:
             req = item if isinstance(item, ContextRequest) else request_of(item, f"context[{i}]")
             one, where = _resolve_one(req, root, home), req.where
-        # A given text is at most ITEM_MAX_BYTES; a file read is cut by read_file at 256 KiB, and
-        # the note saying so does not count against the budget.
-        total += min(len(one.text.encode("utf-8")), TOTAL_MAX_BYTES)
+        # A given text is cut at ITEM_MAX_BYTES; a file read is cut by read_file at 256 KiB; the
+        # notes saying so do not count against the budget.
+        size = len(one.text.encode("utf-8"))
+        total += min(size, ITEM_MAX_BYTES if one.cut is not None else TOTAL_MAX_BYTES)
         if total > TOTAL_MAX_BYTES:
             raise ContextError(
                 f"{where}: with it the context items come to {total:,} bytes; all items together may "
@@ -143,13 +147,30 @@ def _resolve_one(req: ContextRequest, root: Path, home: Path) -> ResolvedItem:
         text = _read(rel, start, end, req.where, root, home)
     else:
         text = _SURROGATE.sub("\ufffd", req.text)  # half an emoji cannot be saved as UTF-8
-        size = len(text.encode("utf-8"))
-        if size > ITEM_MAX_BYTES:
-            raise ContextError(
-                f"{req.where}: its text is {size:,} bytes; an item may hold at most {ITEM_MAX_BYTES} bytes "
-                "(64 KiB). Attach a smaller selection."
-            )
+        data = text.encode("utf-8")
+        if len(data) > ITEM_MAX_BYTES:
+            return cut_item(ResolvedItem(rel, start, end, text), data)
     return ResolvedItem(rel, start, end, text)
+
+
+def cut_item(item: ResolvedItem, data: bytes) -> ResolvedItem:
+    """The item's first ITEM_MAX_BYTES (`data` is its text in UTF-8), cut on a character boundary,
+    and a line telling the model where it was cut and how to read the rest; `cut` says so to the
+    conversation, which tells the person."""
+    kept = data[:ITEM_MAX_BYTES].decode("utf-8", "ignore")  # drops only a character cut in two
+    size = len(kept.encode("utf-8"))
+    note = cut_note(item.path, size, len(data))
+    newline = "" if kept.endswith("\n") or not kept else "\n"
+    text = f"{kept}{newline}{note}"
+    return ResolvedItem(item.path, item.start_line, item.end_line, text, (size, len(data)))
+
+
+def cut_note(path: str, kept: int, size: int) -> str:
+    """The line the model gets after a cut item."""
+    return (
+        f"[Mino cut this item at {kept:,} of {size:,} bytes (UTF-8); the rest was not attached. "
+        f"Read {path} with read_file to see more.]"
+    )
 
 
 def _in_home(root: Path, home: Path, path: str) -> bool:

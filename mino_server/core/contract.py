@@ -138,9 +138,21 @@ class ContextItem(Frozen):
     startLine: int | None = optional("the first line (1-based); absent: from the first line")
     endLine: int | None = optional("the last line, inclusive; absent: to the end")
     text: str | None = optional(
-        "what the editor shows (a selection, possibly unsaved; the file need not exist), at most "
-        "64 KiB in UTF-8; absent: the server reads the file or the lines with read_file's limits"
+        "what the editor shows (a selection, possibly unsaved; the file need not exist); over 64 KiB "
+        "in UTF-8 the model gets the first 64 KiB and a note, and a notice says so; absent: the server "
+        "reads the file or the lines with read_file's limits (a file whose bytes are a PNG, JPEG, GIF "
+        "or WebP image is attached as an image)"
     )
+
+
+@dataclass(kw_only=True, frozen=True, eq=False, repr=False)
+class ImageItem(Frozen):
+    """An image attached to a turn (docs/BEHAVIOUR.md, "Images"): checked by its bytes before
+    anything is sent or logged."""
+
+    mimeType: str = doc("image/png, image/jpeg, image/gif or image/webp; the bytes must agree")
+    data: str = doc("the image's bytes in base64, at most 5 MiB decoded")
+    name: str | None = optional("how the history names it (a file name); absent: `image N`")
 
 
 # ---- turn events --------------------------------------------------------------------------------

@@ -65,6 +65,7 @@ from .words import (
 if TYPE_CHECKING:
     from .checkpoints import CheckpointStore
     from .context import ContextRequest, ResolvedItem
+    from .images import Image
     from .mcp import McpHub, ServerSpec
     from .memory import MemoryEntry, ProblemTracker
     from .model_client import ModelClient
@@ -201,7 +202,7 @@ class Conversation:
             self.restore_problem = f"{what} cannot be loaded: {exc}"
             return []
         with self._dropped_on_failure(claim, log):
-            notices = startup.recover(log, self.ui)
+            notices = startup.recover(log, self.ui) + startup.image_notices(self.config.home, log)
             if save:
                 with self.store.locked():
                     self.sessions.save_selection(sid)
@@ -358,7 +359,7 @@ class Conversation:
                 raise CommandError(f"Cannot resume session {session_id}: {exc}") from None
         with self._dropped_on_failure(claim, log):
             try:
-                notices = startup.recover(log, self.ui)
+                notices = startup.recover(log, self.ui) + startup.image_notices(self.config.home, log)
             except RecoveryRefused as exc:
                 raise CommandError(f"{exc} The selection is unchanged.") from None
             if select:
@@ -382,6 +383,9 @@ class Conversation:
 
             self._drop_checkpoints()
             checkpoints.remove(self.config.home, sid)  # the files' earlier states go with the history
+            from . import images
+
+            images.remove(self.config.home, sid)  # and so do its messages' images
             try:
                 selected = self.sessions.read_selection()
             except SelectionError:
@@ -621,8 +625,10 @@ class Conversation:
         text: str,
         cancel: CancelToken,
         context: typing.Sequence[ContextItem | ContextRequest | ResolvedItem] = (),
+        images: typing.Sequence[Image] = (),
     ) -> TurnResult:
-        """One turn on `text`, with `context` attached after it (docs/BEHAVIOUR.md, "Editor context").
+        """One turn on `text`, with `context` and `images` attached after it (docs/BEHAVIOUR.md,
+        "Editor context", "Images"); a context item that names an image file is an image.
 
         Raises ContextError, before anything is sent or logged, when an item cannot be attached."""
         if self.stopped:
@@ -636,12 +642,41 @@ class Conversation:
             return TurnResult(turnId="", status="failed", text="", error=setup.message)
         self.busy = True
         try:
-            items = self.resolve_context(context) if context else []
+            items, pictures = self.attachments(context, images) if context or images else ([], [])
             # Undecodable bytes piped into the CLI arrive as lone surrogates (surrogateescape), and an
             # editor can send half an emoji: neither can be saved as UTF-8, so each becomes U+FFFD.
-            return self._turn(self.log, _SURROGATE.sub("\ufffd", text), cancel, items)
+            return self._turn(self.log, _SURROGATE.sub("\ufffd", text), cancel, items, pictures)
         finally:
             self.busy = False
+
+    def attachments(
+        self,
+        context: typing.Sequence[ContextItem | ContextRequest | ResolvedItem],
+        images: typing.Sequence[Image] = (),
+    ) -> tuple[list[ResolvedItem], list[Image]]:
+        """(context items, images) of a turn, checked and loaded: a file item without text or lines
+        whose bytes are an image becomes an image (after `images`). Raises ContextError naming the
+        first that cannot be attached."""
+        from . import images as image_files
+        from .context import ContextRequest, request_of
+
+        texts: list[ContextItem | ContextRequest | ResolvedItem] = []
+        found: list[Image] = []
+        for i, item in enumerate(context):
+            req = request_of(item, f"context[{i}]") if isinstance(item, ContextItem) else item
+            if (
+                isinstance(req, ContextRequest)
+                and req.text is None
+                and req.start_line is None
+                and req.end_line is None
+                and image_files.is_image_file(self.workdir, self.config.home, req.path)
+            ):
+                found.append(image_files.from_file(self.workdir, self.config.home, req.path, req.where))
+            else:
+                texts.append(req)
+        pictures = [*images, *found]
+        image_files.too_many(len(pictures))
+        return (self.resolve_context(texts) if texts else []), pictures
 
     def resolve_context(
         self, items: typing.Sequence[ContextItem | ContextRequest | ResolvedItem]
@@ -652,7 +687,9 @@ class Conversation:
 
         return resolve_context(self.workdir, self.config.home, items)
 
-    def _turn(self, log: SessionLog, text: str, cancel: CancelToken, items: list[ResolvedItem]) -> TurnResult:
+    def _turn(
+        self, log: SessionLog, text: str, cancel: CancelToken, items: list[ResolvedItem], images: list[Image]
+    ) -> TurnResult:
         from .tools.registry import tool_schemas
         from .turn import Turn
 
@@ -689,10 +726,15 @@ class Conversation:
             project = self._project_instructions(log, cancel)
             history = log.replay_records()  # before this turn's first record
             context = _records(items)  # kept so every replay sends the same parts
-            log.append("user_message", turn.turn_id, text=text, **({"context": context} if context else {}))
+            kept = self._keep_images(log, images)  # the bytes, fsynced before the record names them
+            extra: dict[str, typing.Any] = {"context": context} if context else {}
+            if kept:
+                extra["images"] = kept
+            log.append("user_message", turn.turn_id, text=text, **extra)
         except OSError as exc:
             result = turn.storage_failed(exc)
         else:
+            self._cut_notices(turn.turn_id, items)
 
             def prepare() -> None:  # inside the turn: a failure here still ends it with turn_end
                 turn.ctx.skills = {s.name: s.path for s in skill_list}
@@ -704,12 +746,27 @@ class Conversation:
                 turn.tools = self.turn_tools()  # MCP tools appear once their server is ready
                 turn.schemas = tool_schemas(turn.tools)
 
-            result = turn.run(text, history, prepare, context)
+            result = turn.run(text, history, prepare, context, kept)
         if turn.usage is not None:
             self.usage = ContextUsage(inputTokens=turn.usage[0], contextWindow=self.budget.context_window)
         if turn.stopped:
             self.stopped = turn.stopped
         return result
+
+    def _keep_images(self, log: SessionLog, images: list[Image]) -> list[dict[str, typing.Any]]:
+        if not images:
+            return []
+        from .images import save
+
+        return save(self.config.home, log.id, images)
+
+    def _cut_notices(self, turn_id: str, items: list[ResolvedItem]) -> None:
+        """A notice for each context item sent cut (core/context.py, cut_item)."""
+        for item in items:
+            if item.cut is not None:
+                from .words import context_cut
+
+                self.ui.event(Notice(turnId=turn_id, text=context_cut(item.path, *item.cut)))
 
     # ---- compaction ----------------------------------------------------------------------
     def compact(self, cancel: CancelToken) -> tuple[bool, str]:

@@ -3,7 +3,8 @@
 A page is the latest `limit` shown records (user and assistant messages, tool results) whose seq is
 below `before`, oldest first, and whether earlier ones exist. Only the page's records (and the
 tool_call records that name their tools) are read from the log, so a page costs the same on a
-session of 100 records and of a million.
+session of 100 records and of a million. A user message's images are shown by name after its text
+(`[image: shot.png, PNG 640×480, 12 KB]`, images.placeholder): the history carries no image bytes.
 """
 
 from __future__ import annotations
@@ -48,9 +49,14 @@ def history_page(
             )
         else:
             role: Role = "user" if t == "user_message" else "assistant"
-            items.append(
-                HistoryItem(
-                    seq=rec["seq"], turnId=rec.get("turn_id"), role=role, text=rec["text"], rewound=rewound
+            text = rec["text"]
+            if t == "user_message" and rec.get("images"):  # each image by name, after the typed text
+                from .images import placeholder
+
+                text = "\n".join(
+                    [text, *map(placeholder, rec["images"])] if text else map(placeholder, rec["images"])
                 )
+            items.append(
+                HistoryItem(seq=rec["seq"], turnId=rec.get("turn_id"), role=role, text=text, rewound=rewound)
             )
     return items, more

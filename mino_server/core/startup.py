@@ -179,3 +179,18 @@ def _short(text: str, limit: int = 200) -> str:
 
     value = escape_value(text)
     return value if len(value) <= limit else value[:limit] + "…"
+
+
+def image_notices(home: Path, log: SessionLog) -> list[str]:
+    """A line for each image the session's next request would send whose kept bytes are missing or
+    changed (core/images.py). Only a session with an image folder pays for the look: when the whole
+    folder is gone, the first request says so instead (Turn's notices)."""
+    if not (home / "images" / log.id).is_dir():  # images.folder, without importing it at start-up
+        return []
+    records = [r for r in log.replay_records() if r["type"] == "user_message" and r.get("images")]
+    if not records:
+        return []
+    from .images import load_problems
+    from .words import image_not_sent
+
+    return [image_not_sent(line) for line in load_problems(home, log.id, records)]

@@ -84,6 +84,8 @@ class Turn(Mutable):
     # Called once before the first tool call is looked at: completes ctx (the sandbox probe's verdict,
     # when the front end did not wait for it at start-up). None: ctx is complete.
     before_tools: Callable[[ToolContext], None] | None = None
+    # images.Blobs, made when a message first has an image (a text-only turn imports nothing of it)
+    _image_blobs: Any = None
 
     def run(
         self,
@@ -91,9 +93,10 @@ class Turn(Mutable):
         history: list[dict[str, Any]],
         prepare: Callable[[], None],
         context: list[dict[str, Any]] | None = None,
+        images: list[dict[str, Any]] | None = None,
     ) -> TurnResult:
-        """Run the turn whose user_message (`text`, with its `context` items as the record keeps
-        them) is already saved; `history` is what came before.
+        """Run the turn whose user_message (`text`, with its `context` items and `images` as the
+        record keeps them) is already saved; `history` is what came before.
 
         `prepare` fills in what needs the disk (memory index, skills, instructions); it runs inside
         the turn, so whatever it raises ends the turn like any other failure."""
@@ -103,8 +106,9 @@ class Turn(Mutable):
         error: str | None = None
         try:
             prepare()
-            history_items = replay_items(history)
-            turn_items: list[dict[str, Any]] = [user_item(text, context)]
+            history_items = replay_items(history, self._blobs)
+            turn_items: list[dict[str, Any]] = [user_item(text, context, images, self._blobs)]
+            self._image_notices()
             requests = calls = 0
             used_ids = log.call_ids()
             while True:
@@ -118,7 +122,7 @@ class Turn(Mutable):
                 ):
                     if self._auto_compact(cancel):
                         history_items = replay_items(
-                            [r for r in log.replay_records() if r.get("turn_id") != turn_id]
+                            [r for r in log.replay_records() if r.get("turn_id") != turn_id], self._blobs
                         )
                         front = front_item(self.index, self.compactor.summary())
                 body = {
@@ -244,6 +248,24 @@ class Turn(Mutable):
         return done
 
     # ---- one function call ---------------------------------------------------------------------
+    def _blobs(self) -> Any:
+        """The session's kept images (core/images.py), read back for this turn's requests."""
+        if self._image_blobs is None:
+            from .images import Blobs
+
+            self._image_blobs = Blobs(self.ctx.home, self.log.id)
+        return self._image_blobs
+
+    def _image_notices(self) -> None:
+        """Tell the person, once a turn, about each image that could be sent only by name."""
+        if self._image_blobs is None or not self._image_blobs.problems:
+            return
+        from .words import image_not_sent
+
+        for line in self._image_blobs.problems:
+            self.ui.event(Notice(turnId=self.turn_id, text=image_not_sent(line)))
+        self._image_blobs.problems.clear()
+
     def run_call(self, call: FunctionCall) -> ToolResult:
         result = self._call_steps(call)
         # Error sentences may quote the model's own arguments (a 300 KB path): keep them readable.

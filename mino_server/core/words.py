@@ -228,3 +228,16 @@ def instructions_left_out(paths: list[str]) -> str:
 
 def instructions_consent_not_saved(reason: str) -> str:
     return f"Your yes to the project instructions could not be saved ({reason}); the next session asks again."
+
+
+def context_cut(path: str, kept: int, size: int) -> str:
+    """A context item over 64 KiB: sent cut, not refused (core/context.py, cut_item)."""
+    return (
+        f"Context item {path} is {size:,} bytes: the model gets the first {kept:,} and a note that it "
+        "can read the rest with read_file."
+    )
+
+
+def image_not_sent(placeholder: str) -> str:
+    """An earlier message's image whose kept bytes are gone or changed (core/images.py)."""
+    return f"An image of this session could not be sent again, only its name: {placeholder}"

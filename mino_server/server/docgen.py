@@ -427,7 +427,9 @@ the server's stderr.
 them, to what the person typed (docs/BEHAVIOUR.md, "Editor context"):
 - `path` is absolute or relative to the working directory and must resolve, symbolic links included,
   inside it (never into `MINO_HOME`). With `text`, the item is what the editor shows (a selection,
-  possibly unsaved; the file need not exist on disk), at most 64 KiB; without it, the server reads
+  possibly unsaved; the file need not exist on disk); a text over 64 KiB is not refused: the model
+  gets its first 64 KiB (cut on a character boundary) and a line saying it was cut at N of M bytes
+  and can be read with read_file, and a `notice` event tells the person. Without `text`, the server reads
   the file, or lines `startLine`..`endLine` (1-based, inclusive; either may be left out), with
   read_file's checks and limits (UTF-8 text, cut at 2000 lines or 256 KiB with a note). All items
   together are at most 256 KiB, in UTF-8 bytes, and at most 100.
@@ -442,6 +444,15 @@ them, to what the person typed (docs/BEHAVIOUR.md, "Editor context"):
   any backtick run inside it. The `user_message` record keeps the items (path, lines, text as sent),
   so a later request, a resume and a restart send exactly the same, whatever the files hold by then.
   A turn without items sends its text as one string, as in version 1.
+- `images: [{{mimeType, data, name?}}]` attaches images (pasted or chosen in the chat panel;
+  docs/BEHAVIOUR.md, "Images"): PNG, JPEG, GIF or WebP by their bytes (the declared `mimeType` must
+  agree), at most 5 MiB decoded each and 8 a turn, checked before anything is sent or logged
+  ({invalid_params} naming `params.images[i]`). The model gets each as an `input_image` part after
+  the text and the context items. A `context` item without `text` or lines, or an `@path`, whose file
+  is such an image is attached as an image too. The log keeps each image's name, type, size and
+  sha256; the bytes are kept under `MINO_HOME/images/<session>/`, so a later request, a resume and a
+  restart send the same image; `mino/history` shows it as `[image: NAME, PNG 640×480, 12 KB]` after
+  the text. The whole message stays under the size limit above (16 MiB: about 11 MiB of images).
 - `mino/files {{prefix}}` → `{{paths}}` completes the `@` word being typed: up to 50 files relative
   to the working directory whose path (then whose name) starts with `prefix`, ignoring case, shallow
   ones first. Git-ignored and hidden files (any part of the path starting with `.`) are left out:

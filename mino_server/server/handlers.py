@@ -22,6 +22,7 @@ from . import protocol as P
 
 if TYPE_CHECKING:
     from ..core.conversation import Conversation
+    from ..core.images import Image
     from ..core.workspace_files import WorkspaceFiles
 
 
@@ -53,10 +54,22 @@ def turn(server: Connection, params: P.TurnParams, cancel: CancelToken) -> P.Tur
     # The editor's items first, then what `@path` in the text names (the same parser as the CLI's).
     items = [request_of(item, f"params.context[{i}]") for i, item in enumerate(params.context or [])]
     try:
+        pictures = _images(params.images) if params.images else []
         items += find_mentions(params.text, conversation.workdir, conversation.config.home)
-        return conversation.run_turn(params.text, cancel, items)
+        return conversation.run_turn(params.text, cancel, items, pictures)
     except ContextError as exc:  # checked before anything was sent or logged
         raise P.ProtocolError(P.INVALID_PARAMS, f"Invalid params: {exc}") from None
+
+
+def _images(items: list[P.ImageItem]) -> list[Image]:
+    """The turn's images, checked (core/images.py): the count before any is decoded."""
+    from ..core import images
+
+    images.too_many(len(items), f"params.images[{images.MAX_IMAGES}]")
+    return [
+        images.from_base64(item.data, item.mimeType, item.name or f"image {i + 1}", f"params.images[{i}]")
+        for i, item in enumerate(items)
+    ]
 
 
 def command(server: Connection, params: P.CommandParams, cancel: CancelToken) -> P.CommandResult:

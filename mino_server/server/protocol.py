@@ -137,6 +137,7 @@ from ..core.contract import (  # noqa: E402, F401  (re-exported: the protocol's 
     Event,
     FileDiff,
     HistoryItem,
+    ImageItem,
     KeptFile,
     MemoryProblem,
     MemoryStatus,
@@ -257,6 +258,11 @@ class TurnParams:
     context: list[ContextItem] | None = optional(
         "files or lines to attach (a selection, an open file): the model gets each after the text; "
         "every item is checked before anything is sent or logged (-32602 naming the item)"
+    )
+    images: list[ImageItem] | None = optional(
+        "images to attach (pasted or chosen in the chat panel), at most 8: the model gets each as an "
+        "`input_image` part after the text and context; each is checked before anything is sent or "
+        "logged (-32602 naming `params.images[i]`)"
     )
 
 

@@ -49,6 +49,10 @@ except a user message of several text parts, which is how context items travel (
 user message takes a list of text parts); and no two adjacent messages may have the same role. A
 violation is recorded in `errors` and answered with HTTP 400, like a script violation.
 
+`requests` keeps every request body as received (tests read what reached the model there;
+`image_urls(request)` lists its images' data URLs). Strict input also checks each `input_image`
+part: in a user message, with an `image_url` string.
+
 A request when no reply is left records "unexpected request #N: <first 300 chars of body>" and gets
 HTTP 400 `{"error": {"message": "scripted model: ...", "type": "invalid_request_error"}}`.
 
@@ -72,7 +76,7 @@ from collections.abc import Iterator
 from http import HTTPStatus
 from typing import Any
 
-__all__ = ["ScriptedModel", "contains_text", "parse_reply", "string_values"]
+__all__ = ["ScriptedModel", "contains_text", "image_urls", "parse_reply", "string_values"]
 
 _KEYS = (
     "text",
@@ -281,10 +285,39 @@ def input_problems(body: dict) -> list[str]:
                 )
             elif not isinstance(content, str | list):
                 problems.append(f"input[{i}]: {role} message content is neither a string nor a list")
+            for part in content if isinstance(content, list) else ():
+                if isinstance(part, dict) and part.get("type") == "input_image":
+                    problems += _image_problems(part, f"input[{i}]", role)
             if role == previous:
                 problems.append(f"input[{i}]: two {role} messages in a row (roles must alternate)")
         previous = role
     return problems
+
+
+def _image_problems(part: dict, where: str, role: object) -> list[str]:
+    """What a chat bridge refuses of an `input_image` part: an image outside a user message (chat
+    templates take images from the user only), or one without an `image_url` string to pass on as
+    its image_url part. (The exact shape Mino sends is the tests' to assert.)"""
+    problems = []
+    if role != "user":
+        problems.append(f"{where}: an input_image in a {role} message")
+    if not isinstance(part.get("image_url"), str):
+        problems.append(f"{where}: an input_image without an image_url string")
+    return problems
+
+
+def image_urls(request: dict) -> list[str]:
+    """The `image_url` of every input_image part of a recorded request, in order."""
+    items = request.get("input")
+    return [
+        part["image_url"]
+        for item in (items if isinstance(items, list) else ())
+        if isinstance(item, dict) and isinstance(item.get("content"), list)
+        for part in item["content"]
+        if isinstance(part, dict)
+        and part.get("type") == "input_image"
+        and isinstance(part.get("image_url"), str)
+    ]
 
 
 def _error_body(message: str, type_: str = "invalid_request_error") -> bytes:

@@ -71,6 +71,10 @@ async function send(frame, text) {
   await input.press('Enter');
 }
 
+// A 2×1 PNG and a 4×5 GIF (well-formed headers: the server checks them).
+const PNG_B64 = 'iVBORw0KGgoAAAANSUhEUgAAAAIAAAABCAIAAAB7QOjdAAAAD0lEQVR4nGPg5uHl4xcAAAERAFIruQFvAAAAAElFTkSuQmCC';
+const GIF_B64 = 'R0lGODlhBAAFAAAAADs=';
+
 function memoryFile(name) {
   return path.join(HOME, 'memory', name + '.md');
 }
@@ -430,12 +434,42 @@ function memoryFile(name) {
     await frame.locator('#chips .chip').nth(1).waitFor({ state: 'detached', timeout: 5000 });
     assert((await frame.locator('#chips .chip').count()) === 1, 'the removed chip is gone, the selection stays');
     step('Add File to Chat added a chip; its × removed it');
+    // images: one pasted into the chat box, one chosen with the attach button (then removed)
+    await frame.locator('#input').evaluate((el, b64) => {
+      const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+      const dt = new DataTransfer();
+      dt.items.add(new File([bytes], '', { type: 'image/png' })); // a screenshot on the clipboard has no name
+      el.dispatchEvent(new ClipboardEvent('paste', { clipboardData: dt, bubbles: true, cancelable: true }));
+    }, PNG_B64);
+    await frame.locator('#chips .chip.chip-image', { hasText: 'pasted image' }).waitFor({ timeout: 10000 });
+    assert((await frame.locator('#input').inputValue()) === '', 'a pasted image is not text');
+    const [chooser] = await Promise.all([page.waitForEvent('filechooser', { timeout: 10000 }), frame.locator('#attach').click()]);
+    await chooser.setFiles({ name: 'diagram.gif', mimeType: 'image/gif', buffer: Buffer.from(GIF_B64, 'base64') });
+    const gifChip = frame.locator('#chips .chip.chip-image', { hasText: 'diagram.gif' });
+    await gifChip.waitFor({ timeout: 10000 });
+    assert(/GIF image/.test(await gifChip.getAttribute('title')), 'the image chip says what it is');
+    assert((await frame.locator('#chips .chip').count()) === 3, 'the selection and two images');
+    await shot(page, '13c-image-chips.png');
+    await gifChip.locator('.chip-remove').click();
+    await gifChip.waitFor({ state: 'detached', timeout: 5000 });
+    step('an image pasted into the chat box and one from the attach button became chips; × removed one');
     await send(frame, 'What does this do?');
     await frame.locator('.msg.user', { hasText: 'What does this do?' }).locator('.msg-context .chip', { hasText: 'app.py:2-3' }).waitFor({ timeout: 10000 });
     await frame.locator('#chips').waitFor({ state: 'hidden', timeout: 5000 });
     await frame.locator('.msg.assistant:not(.streaming)', { hasText: 'greet builds the greeting' }).waitFor({ timeout: 20000 });
     timings.askAboutSelectionS = Number(secs(t));
-    step('the turn went with the selected lines (the scripted model required them)');
+    step('the turn went with the selected lines and the pasted image (the scripted model required them)');
+    const sent = fs
+      .readdirSync(path.join(HOME, 'sessions'))
+      .filter((f) => f.endsWith('.jsonl'))
+      .flatMap((f) =>
+        fs.readFileSync(path.join(HOME, 'sessions', f), 'utf8').split('\n').filter(Boolean).map((l) => ({ sid: f.slice(0, -6), r: JSON.parse(l) })),
+      )
+      .find(({ r }) => r.type === 'user_message' && r.text === 'What does this do?');
+    const images = sent && sent.r.images;
+    assert(images && images.length === 1 && images[0].name === 'pasted image', 'the log keeps one image by name: ' + JSON.stringify(images));
+    assert(fs.existsSync(path.join(HOME, 'images', sent.sid, images[0].sha256)), 'its bytes are kept under MINO_HOME/images');
+    await frame.locator('.msg.user', { hasText: 'What does this do?' }).locator('.msg-context .chip', { hasText: 'pasted image' }).waitFor({ timeout: 10000 });
     // ---------------------------------------------------------------- how full the context is
     const usageItem = page.locator('.statusbar-item', { hasText: /Mino: manual · [0-9a-f]{8} · 41%/ });
     await usageItem.first().waitFor({ timeout: 10000 });

@@ -10,7 +10,7 @@ import { statusText, statusTooltip } from './core/format';
 import { classifyInput, type WebviewToHost } from './core/messages';
 import { PAGE_SIZE, Transcript } from './core/transcript';
 import { ChatViewProvider, CHAT_VIEW_ID } from './chatView';
-import { toContextItems } from './core/context';
+import { toContextItems, toImageItems } from './core/context';
 import { isFileDiff } from './core/diffs';
 import { DiffView } from './diffView';
 import { callDiffKey, EditorCommands } from './editorCommands';
@@ -415,6 +415,9 @@ export class Controller implements vscode.Disposable {
       case 'attachFile':
         this.editor.addChips({ ok: true, items: [{ path: m.path }] });
         return;
+      case 'attachImage':
+        this.editor.addImage(m.name, m.mimeType, m.data);
+        return;
       case 'openDiff':
         await this.editor.openCallDiff(m.turnId, m.callId);
         return;
@@ -481,7 +484,7 @@ export class Controller implements vscode.Disposable {
     this.transcript.addUser(text, chips.map((c) => c.label));
     let turnId: string | undefined;
     try {
-      const r = await client.turn(text, cts.token, toContextItems(chips));
+      const r = await client.turn(text, cts.token, toContextItems(chips), toImageItems(chips));
       turnId = r?.turnId;
       this.transcript.endTurn(turnId);
       if (turnId) this.transcript.userTurn(turnId);

@@ -92,6 +92,14 @@ export class EditorCommands {
     return added;
   }
 
+  /** An image pasted or chosen in the panel becomes a chip; says why when it cannot. */
+  addImage(name: string, mimeType: string, data: string): void {
+    const r = this.chips.addImage(name, mimeType, data);
+    if (!r.ok) void vscode.window.showWarningMessage(`Mino: ${r.message}`);
+    else this.channel.info(`image: ${r.chip.label} (${r.chip.image?.bytes ?? 0} bytes)`);
+    this.postChips();
+  }
+
   giveBackChips(chips: ContextChip[]): void {
     if (!chips.length) return;
     this.chips.restore(chips);

@@ -4,7 +4,7 @@
  * (possibly unsaved). Each becomes a chip above the chat box (core/context.ts).
  */
 import * as vscode from 'vscode';
-import { MAX_ITEM_BYTES, relativeInside, selectionLines, utf8Bytes, type ContextChip } from './core/context';
+import { relativeInside, selectionLines, type ContextChip } from './core/context';
 
 export type ChipRequest = Omit<ContextChip, 'id' | 'label' | 'title'>;
 export type Taken = { ok: true; items: ChipRequest[] } | { ok: false; message: string };
@@ -35,14 +35,8 @@ export function fromSelection(editor: vscode.TextEditor, workdir: string): Taken
 
 /** A whole file: what the editor shows when it has unsaved changes, else the server reads it from disk. */
 function fromDocument(doc: vscode.TextDocument, rel: string): Taken {
-  if (doc.isDirty) {
-    const text = doc.getText();
-    if (utf8Bytes(text) <= MAX_ITEM_BYTES) return { ok: true, items: [{ path: rel, text }] };
-    return {
-      ok: false,
-      message: `${rel} has unsaved changes and is over ${MAX_ITEM_BYTES / 1024} KiB: save it (Mino then reads it from disk), or select the part to ask about.`,
-    };
-  }
+  // unsaved text over 64 KiB goes too: the server sends the model its first 64 KiB and a note
+  if (doc.isDirty) return { ok: true, items: [{ path: rel, text: doc.getText() }] };
   return { ok: true, items: [{ path: rel }] };
 }
 

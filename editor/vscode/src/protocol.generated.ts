@@ -236,6 +236,12 @@ export interface TurnParams {
    * checked before anything is sent or logged (-32602 naming the item)
    */
   context?: ContextItem[];
+  /**
+   * images to attach (pasted or chosen in the chat panel), at most 8: the model gets each as an `input_image`
+   * part after the text and context; each is checked before anything is sent or logged (-32602 naming
+   * `params.images[i]`)
+   */
+  images?: ImageItem[];
 }
 
 /** A file, or lines of it, attached to a turn (docs/BEHAVIOUR.md, "Editor context"). */
@@ -250,10 +256,25 @@ export interface ContextItem {
   /** the last line, inclusive; absent: to the end */
   endLine?: number;
   /**
-   * what the editor shows (a selection, possibly unsaved; the file need not exist), at most 64 KiB in UTF-8;
-   * absent: the server reads the file or the lines with read_file's limits
+   * what the editor shows (a selection, possibly unsaved; the file need not exist); over 64 KiB in UTF-8 the
+   * model gets the first 64 KiB and a note, and a notice says so; absent: the server reads the file or the
+   * lines with read_file's limits (a file whose bytes are a PNG, JPEG, GIF or WebP image is attached as an
+   * image)
    */
   text?: string;
+}
+
+/**
+ * An image attached to a turn (docs/BEHAVIOUR.md, "Images"): checked by its bytes before anything is sent or
+ * logged.
+ */
+export interface ImageItem {
+  /** image/png, image/jpeg, image/gif or image/webp; the bytes must agree */
+  mimeType: string;
+  /** the image's bytes in base64, at most 5 MiB decoded */
+  data: string;
+  /** how the history names it (a file name); absent: `image N` */
+  name?: string;
 }
 
 /** How a turn ended. */

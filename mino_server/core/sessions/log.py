@@ -32,13 +32,18 @@ import threading
 import time
 from array import array
 from bisect import bisect_left
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..durable import append_line, atomic_write, fsync_dir
 from ..values import Mutable
+
+if TYPE_CHECKING:
+    from ..images import Blobs
+
+    BlobsFactory = Callable[[], Blobs]  # the session's kept images, made when a record first has one
 
 RECORD_TYPES = frozenset(
     {
@@ -60,7 +65,7 @@ UNKNOWN_RESULT_TEXT = "The result of this call was never recorded: the command m
 
 INDEX_SUFFIX = ".idx"
 INDEX_MAGIC = b"MINO-SESSION-INDEX\n"
-INDEX_VERSION = 2  # bump whenever loading checks or derives anything differently
+INDEX_VERSION = 3  # bump whenever loading checks or derives anything differently
 INDEX_MIN_BYTES = 1 << 20  # below this, parsing what the index does not cover takes < 10 ms
 CHUNK = 1 << 20
 NEAR = 64 * 1024  # records closer than this are read in one go
@@ -647,14 +652,15 @@ def _read_index(path: Path) -> tuple[_Scan, int, bytes] | None:
     return _Scan.load(data)
 
 
-def replay_items(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Responses-API input items for replayable records. Every call gets exactly one output, right after it."""
+def replay_items(records: list[dict[str, Any]], blobs: BlobsFactory | None = None) -> list[dict[str, Any]]:
+    """Responses-API input items for replayable records. Every call gets exactly one output, right after it.
+    `blobs` gives the session's kept images (core/images.py); without it an image is sent as its name."""
     results = {r["call_id"]: r for r in records if r["type"] == "tool_result"}
     items: list[dict[str, Any]] = []
     for r in records:
         t = r["type"]
         if t == "user_message":
-            items.append(user_item(r["text"], r.get("context")))
+            items.append(user_item(r["text"], r.get("context"), r.get("images"), blobs))
         elif t == "assistant_message":
             text = r["text"]
             if r.get("incomplete"):  # the model sees what the person saw: the text, and that it was cut
@@ -671,15 +677,34 @@ def replay_items(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 # Text-only messages carry string content (valid Responses input): chat-completions bridges pass it
 # through, where a list of parts was dropped or refused (llama-cpp-python behind LiteLLM).
-def user_item(text: str, context: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def user_item(
+    text: str,
+    context: list[dict[str, Any]] | None = None,
+    images: list[dict[str, Any]] | None = None,
+    blobs: BlobsFactory | None = None,
+) -> dict[str, Any]:
     """A user message; with context items (a user_message record's `context`), the typed text and
-    one `input_text` part per item: context needs parts, so a message with any is never a string."""
-    if not context:
+    one `input_text` part per item: context needs parts, so a message with any is never a string.
+    Its images (the record's `images`) follow as `input_image` parts read from `blobs()`, or as
+    their names without `blobs` (a summary request)."""
+    if not context and not images:
         return {"type": "message", "role": "user", "content": text}
-    from ..context import context_part, from_record
+    parts: list[dict[str, Any]] = [{"type": "input_text", "text": text}] if text or not images else []
+    if context:
+        from ..context import context_part, from_record
 
-    parts = [text, *(context_part(from_record(rec)) for rec in context)]
-    return {"type": "message", "role": "user", "content": [{"type": "input_text", "text": p} for p in parts]}
+        parts += [{"type": "input_text", "text": context_part(from_record(rec))} for rec in context]
+    if images:
+        if blobs is None:
+            from ..images import placeholder
+
+            parts += [{"type": "input_text", "text": placeholder(rec)} for rec in images]
+        else:
+            store = blobs()
+            parts += [store.part(rec) for rec in images]
+    if len(parts) == 1 and parts[0]["type"] == "input_text":  # text only after all: a string
+        return {"type": "message", "role": "user", "content": parts[0]["text"]}
+    return {"type": "message", "role": "user", "content": parts}
 
 
 def assistant_item(text: str) -> dict[str, Any]:
@@ -740,6 +765,12 @@ def _record_problem(rec: Any, expected_seq: int) -> str | None:
         from ..context import record_problem
 
         problem = record_problem(rec["context"])
+        if problem is not None:
+            return problem
+    if t == "user_message" and "images" in rec:
+        from ..images import record_problem as image_problem
+
+        problem = image_problem(rec["images"])
         if problem is not None:
             return problem
     if t == "tool_call" and not (

@@ -15,6 +15,7 @@ import type {
   RewindResult,
   ConfirmResult,
   ContextItem,
+  ImageItem,
   Event,
   FileList,
   History,
@@ -107,8 +108,11 @@ export class MinoClient {
    * Runs a turn; cancelling `token` sends `$/cancelRequest`, and the server interrupts the turn.
    * `context`: files or lines attached to it (protocol 2; left out when there are none).
    */
-  turn(text: string, token?: CancellationTokenLike, context?: ContextItem[]): Promise<TurnResult> {
-    return this.request(Methods.turn, context?.length ? { text, context } : { text }, token);
+  turn(text: string, token?: CancellationTokenLike, context?: ContextItem[], images?: ImageItem[]): Promise<TurnResult> {
+    const params: { text: string; context?: ContextItem[]; images?: ImageItem[] } = { text };
+    if (context?.length) params.context = context;
+    if (images?.length) params.images = images;
+    return this.request(Methods.turn, params, token);
   }
   command(line: string): Promise<CommandResult> {
     return this.request(Methods.command, { line });

@@ -1,19 +1,30 @@
 /**
  * Editor context for a turn: the chips above the chat box ("Ask About Selection", "Add File to
- * Chat", an `@` completion of a path Mino's `@` words cannot spell) and the `context` items of
- * `mino/turn` they become. Pure: no `vscode` import, so the limits and labels are unit-tested.
+ * Chat", an `@` completion of a path Mino's `@` words cannot spell, an image pasted or attached in
+ * the panel) and the `context` and `images` items of `mino/turn` they become. Pure: no `vscode`
+ * import, so the limits and labels are unit-tested.
  *
  * The server checks everything again (paths inside the working directory, the sizes); these checks
  * only say it sooner, before anything is sent, in words a person can act on.
  */
 import * as path from 'node:path';
-import type { ContextItem } from '../protocol';
-import type { ChipView } from './messages';
+import type { ContextItem, ImageItem } from '../protocol';
+import { IMAGE_TYPES, MAX_IMAGE_BYTES, MAX_IMAGES, type ChipView } from './messages';
 
-/** A text sent with an item (a selection, an unsaved buffer): at most this many UTF-8 bytes. */
+/**
+ * A text sent with an item (a selection, an unsaved buffer) over this many UTF-8 bytes is not
+ * refused: the server sends the model its first 64 KiB and a note (and says so), so it counts this
+ * much towards the total.
+ */
 export const MAX_ITEM_BYTES = 64 * 1024;
 /** All items of one turn together. */
 export const MAX_TOTAL_BYTES = 256 * 1024;
+export { IMAGE_TYPES, MAX_IMAGE_BYTES, MAX_IMAGES } from './messages';
+/**
+ * All images of one message together: in base64 they must fit the protocol's 16 MiB message with
+ * the text and context around them.
+ */
+export const MAX_IMAGES_TOTAL_BYTES = 11 * 1024 * 1024;
 /** Chips at most; more is surely a mistake (and each is a part of the model's input). */
 export const MAX_CHIPS = 20;
 
@@ -30,6 +41,8 @@ export interface ContextChip {
   label: string;
   /** the chip's tooltip: the whole path and where the text comes from */
   title: string;
+  /** an image (pasted or attached in the panel): `path` is then only its name */
+  image?: { mimeType: string; data: string; bytes: number };
 }
 
 export function utf8Bytes(s: string): number {
@@ -38,6 +51,16 @@ export function utf8Bytes(s: string): number {
 
 function kib(n: number): string {
   return `${Math.ceil(n / 1024)} KiB`;
+}
+
+function mib(n: number): string {
+  return `${(n / (1024 * 1024)).toFixed(1)} MiB`;
+}
+
+/** The bytes base64 `data` decodes to (without decoding it). */
+export function base64Bytes(data: string): number {
+  const pad = data.endsWith('==') ? 2 : data.endsWith('=') ? 1 : 0;
+  return Math.floor((data.length * 3) / 4) - pad;
 }
 
 /** `name:10-20` (`name:10` for one line, `name` for a whole file). */
@@ -82,7 +105,7 @@ export class ContextChips {
   }
 
   views(): ChipView[] {
-    return this.chips.map(({ id, label, title }) => ({ id, label, title }));
+    return this.chips.map(({ id, label, title, image }) => (image ? { id, label, title, kind: 'image' as const } : { id, label, title }));
   }
 
   get size(): number {
@@ -93,20 +116,16 @@ export class ContextChips {
    * Adds a chip; the same file and lines again replace the old chip (the newer text wins). Refused,
    * with a message saying why, when the text or all texts together are over the server's limits.
    */
-  add(item: Omit<ContextChip, 'id' | 'label' | 'title'> & { title?: string }): AddResult {
+  add(item: Omit<ContextChip, 'id' | 'label' | 'title' | 'image'> & { title?: string }): AddResult {
     const label = chipLabel(item.path, item.startLine, item.endLine);
-    if (item.text !== undefined && utf8Bytes(item.text) > MAX_ITEM_BYTES) {
-      return {
-        ok: false,
-        message: `${label} is ${kib(utf8Bytes(item.text))}; Mino takes at most ${kib(MAX_ITEM_BYTES)} of selected text per item. Select less, or save the file and use "Mino: Add File to Chat".`,
-      };
-    }
-    const same = this.chips.findIndex((c) => c.path === item.path && c.startLine === item.startLine && c.endLine === item.endLine);
+    const same = this.chips.findIndex((c) => !c.image && c.path === item.path && c.startLine === item.startLine && c.endLine === item.endLine);
     const others = this.chips.filter((_, i) => i !== same);
     if (same < 0 && this.chips.length >= MAX_CHIPS) {
       return { ok: false, message: `At most ${MAX_CHIPS} items can go with one message. Remove some first.` };
     }
-    const total = others.reduce((n, c) => n + (c.text ? utf8Bytes(c.text) : 0), 0) + (item.text ? utf8Bytes(item.text) : 0);
+    // over 64 KiB the server sends the first 64 KiB (and says so): that is what counts
+    const counted = (text?: string) => (text ? Math.min(utf8Bytes(text), MAX_ITEM_BYTES) : 0);
+    const total = others.reduce((n, c) => n + counted(c.text), 0) + counted(item.text);
     if (total > MAX_TOTAL_BYTES) {
       return {
         ok: false,
@@ -126,6 +145,44 @@ export class ContextChips {
     if (same >= 0) this.chips[same] = chip;
     else this.chips.push(chip);
     return { ok: true, chip, replaced: same >= 0 };
+  }
+
+  /**
+   * Adds an image (pasted, or chosen with the attach button): `data` is its bytes in base64.
+   * Refused, with a message saying why, over the server's limits; the server checks its bytes.
+   */
+  addImage(name: string, mimeType: string, data: string): AddResult {
+    const shown = name.trim() || 'image';
+    if (!(IMAGE_TYPES as readonly string[]).includes(mimeType)) {
+      return { ok: false, message: `${shown} is not a PNG, JPEG, GIF or WebP image; Mino can attach only those.` };
+    }
+    const bytes = base64Bytes(data);
+    if (bytes > MAX_IMAGE_BYTES) {
+      return { ok: false, message: `${shown} is ${mib(bytes)}; Mino takes images of at most ${mib(MAX_IMAGE_BYTES)}.` };
+    }
+    const images = this.chips.filter((c) => c.image);
+    if (images.length >= MAX_IMAGES) {
+      return { ok: false, message: `At most ${MAX_IMAGES} images can go with one message. Remove one first.` };
+    }
+    if (this.chips.length >= MAX_CHIPS) {
+      return { ok: false, message: `At most ${MAX_CHIPS} items can go with one message. Remove some first.` };
+    }
+    const total = images.reduce((n, c) => n + (c.image?.bytes ?? 0), 0) + bytes;
+    if (total > MAX_IMAGES_TOTAL_BYTES) {
+      return {
+        ok: false,
+        message: `With ${shown} the images would be ${mib(total)}; one message takes at most ${mib(MAX_IMAGES_TOTAL_BYTES)} of images. Remove one first.`,
+      };
+    }
+    const chip: ContextChip = {
+      id: `img-${++this.next}`,
+      path: shown,
+      label: shown,
+      title: `${shown} — ${mimeType.slice('image/'.length).toUpperCase()} image, ${kib(bytes)}`,
+      image: { mimeType, data, bytes },
+    };
+    this.chips.push(chip);
+    return { ok: true, chip, replaced: false };
   }
 
   remove(id: string): boolean {
@@ -148,9 +205,14 @@ export class ContextChips {
   }
 }
 
+/** The `images` of mino/turn. */
+export function toImageItems(chips: readonly ContextChip[]): ImageItem[] {
+  return chips.flatMap((c) => (c.image ? [{ mimeType: c.image.mimeType, data: c.image.data, name: c.path }] : []));
+}
+
 /** The `context` of mino/turn. */
 export function toContextItems(chips: readonly ContextChip[]): ContextItem[] {
-  return chips.map((c) => {
+  return chips.filter((c) => !c.image).map((c) => {
     const item: ContextItem = { path: c.path };
     if (c.startLine !== undefined) item.startLine = c.startLine;
     if (c.endLine !== undefined) item.endLine = c.endLine;

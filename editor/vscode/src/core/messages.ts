@@ -55,6 +55,8 @@ export interface ChipView {
   label: string;
   /** the whole path, and where the text comes from */
   title: string;
+  /** an image chip */
+  kind?: 'image';
 }
 
 export type Patch =
@@ -119,13 +121,22 @@ export type WebviewToHost =
   | { type: 'files'; requestId: number; prefix: string }
   /** a completed path the `@` syntax cannot spell (white space): attach it as a chip */
   | { type: 'attachFile'; path: string }
+  /** an image pasted or chosen in the panel: its bytes in base64 */
+  | { type: 'attachImage'; name: string; mimeType: string; data: string }
   | { type: 'openDiff'; turnId: string; callId: string }
   | { type: 'rewind'; turnId: string }
   | { type: 'command'; command: WebviewCommand }
   /** The person scrolled to the top (or pressed the button there): show the page before. */
   | { type: 'loadEarlier' };
 
+/** Images: PNG, JPEG, GIF or WebP (the server checks their bytes), at most 5 MiB each and 8 a message. */
+export const IMAGE_TYPES = ['image/png', 'image/jpeg', 'image/gif', 'image/webp'] as const;
+export const MAX_IMAGE_BYTES = 5 * 1024 * 1024;
+export const MAX_IMAGES = 8;
+
 const MAX_INPUT = 1_000_000;
+/** base64 of a little more than the server's 5 MiB an image: a bigger one is refused by its size */
+const MAX_IMAGE_DATA = 8 * 1024 * 1024;
 
 /** Validates a message from the webview; anything unexpected is dropped (undefined). */
 export function parseWebviewMessage(m: unknown): WebviewToHost | undefined {
@@ -148,6 +159,16 @@ export function parseWebviewMessage(m: unknown): WebviewToHost | undefined {
         : undefined;
     case 'attachFile':
       return typeof o.path === 'string' && o.path !== '' && o.path.length <= 4096 ? { type: 'attachFile', path: o.path } : undefined;
+    case 'attachImage':
+      return typeof o.name === 'string' &&
+        o.name.length <= 200 &&
+        typeof o.mimeType === 'string' &&
+        o.mimeType.length <= 100 &&
+        typeof o.data === 'string' &&
+        o.data.length <= MAX_IMAGE_DATA &&
+        /^[A-Za-z0-9+/]*={0,2}$/u.test(o.data)
+        ? { type: 'attachImage', name: o.name, mimeType: o.mimeType, data: o.data }
+        : undefined;
     case 'openDiff':
       return typeof o.turnId === 'string' && typeof o.callId === 'string' && o.callId !== ''
         ? { type: 'openDiff', turnId: o.turnId, callId: o.callId }

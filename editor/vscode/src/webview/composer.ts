@@ -1,9 +1,9 @@
 /**
  * The chat box's helpers: the context chips above it (from "Ask About Selection" and "Add File to
- * Chat", each removable), `@` completion of workspace files (mino/files, through the host), and the
+ * Chat", and images pasted into the chat box or chosen with the attach button; each removable), `@` completion of workspace files (mino/files, through the host), and the
  * "Open diff" buttons on tool cards. Kept apart from main.ts, which sends and mirrors the chat.
  */
-import type { ChipView, HostToWebview, WebviewToHost } from '../core/messages';
+import { IMAGE_TYPES, MAX_IMAGE_BYTES, type ChipView, type HostToWebview, type WebviewToHost } from '../core/messages';
 import { applyMention, mentionAt, mentionable, removeMention, type Mention } from '../core/mention';
 import { escapeHtml } from './render';
 
@@ -29,7 +29,7 @@ export function initComposer(post: (m: WebviewToHost) => void, input: HTMLTextAr
     chipsEl.innerHTML = chips
       .map(
         (c) =>
-          `<span class="chip" title="${escapeHtml(c.title)}"><span class="chip-label">${escapeHtml(c.label)}</span>` +
+          `<span class="chip${c.kind === 'image' ? ' chip-image' : ''}" title="${escapeHtml(c.title)}"><span class="chip-label">${escapeHtml(c.label)}</span>` +
           `<button type="button" class="chip-remove" data-action="remove-chip" data-id="${escapeHtml(c.id)}" ` +
           `title="Remove ${escapeHtml(c.label)}" aria-label="Remove ${escapeHtml(c.label)}">×</button></span>`,
       )
@@ -102,6 +102,45 @@ export function initComposer(post: (m: WebviewToHost) => void, input: HTMLTextAr
     input.dispatchEvent(new Event('input')); // main.ts: autosize, keep the draft
     input.focus();
   }
+
+  // ---- images: pasted into the chat box, or chosen with the attach button ----
+  const attachBtn = document.getElementById('attach') as HTMLButtonElement | null;
+  const fileInput = document.getElementById('attach-file') as HTMLInputElement | null;
+  const hint = document.getElementById('hint');
+
+  /** Reads each image file and hands its bytes (base64) to the host, which makes the chip. */
+  function attachImages(files: File[]): void {
+    for (const [i, file] of files.entries()) {
+      const name = file.name || `pasted image${files.length > 1 ? ` ${i + 1}` : ''}`;
+      if (!(IMAGE_TYPES as readonly string[]).includes(file.type)) {
+        if (hint) hint.textContent = `${name} is not a PNG, JPEG, GIF or WebP image.`;
+        continue;
+      }
+      if (file.size > MAX_IMAGE_BYTES) {
+        if (hint) hint.textContent = `${name} is over 5 MiB; Mino takes smaller images.`;
+        continue;
+      }
+      const reader = new FileReader();
+      reader.onload = () => {
+        const url = typeof reader.result === 'string' ? reader.result : '';
+        const data = url.slice(url.indexOf(',') + 1);
+        if (data) post({ type: 'attachImage', name, mimeType: file.type, data });
+      };
+      reader.readAsDataURL(file);
+    }
+  }
+
+  input.addEventListener('paste', (e) => {
+    const files = [...(e.clipboardData?.files ?? [])].filter((f) => f.type.startsWith('image/'));
+    if (!files.length) return; // text pastes as text
+    e.preventDefault();
+    attachImages(files);
+  });
+  attachBtn?.addEventListener('click', () => fileInput?.click());
+  fileInput?.addEventListener('change', () => {
+    attachImages([...(fileInput.files ?? [])]);
+    fileInput.value = ''; // the same file again is a new choice
+  });
 
   input.addEventListener('input', update);
   input.addEventListener('click', update);

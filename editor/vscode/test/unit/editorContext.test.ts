@@ -15,6 +15,8 @@ import {
   relativeInside,
   selectionLines,
   toContextItems,
+  toImageItems,
+  MAX_IMAGES,
 } from '../../src/core/context';
 import { applyMention, mentionAt, mentionable, removeMention } from '../../src/core/mention';
 import { DiffStore, baseName, diffTitle, isFileDiff } from '../../src/core/diffs';
@@ -81,10 +83,10 @@ test('chips: added in order, the same lines again replace, removed by id, taken 
 
 test('chips: the server limits are said before anything is sent (UTF-8 bytes)', () => {
   const c = new ContextChips();
+  // over 64 KiB an item is not refused: the server sends its first 64 KiB, so that is what counts
   const big = c.add({ path: 'big.txt', startLine: 1, endLine: 2, text: 'é'.repeat(MAX_ITEM_BYTES / 2 + 1) });
-  assert.ok(!big.ok && /64 KiB/.test(big.message) && /Add File to Chat/.test(big.message), JSON.stringify(big));
-  assert.ok(c.add({ path: 'ok.txt', text: 'x'.repeat(MAX_ITEM_BYTES) }).ok);
-  for (let i = 0; i < 3; i++) assert.ok(c.add({ path: `f${i}.txt`, text: 'x'.repeat(MAX_ITEM_BYTES) }).ok);
+  assert.ok(big.ok, JSON.stringify(big));
+  for (let i = 0; i < 3; i++) assert.ok(c.add({ path: `f${i}.txt`, text: 'x'.repeat(MAX_ITEM_BYTES * 2) }).ok);
   const over = c.add({ path: 'one-more.txt', text: 'x' });
   assert.ok(!over.ok && /256 KiB/.test(over.message), JSON.stringify(over));
   assert.equal(c.size, 4);
@@ -94,6 +96,32 @@ test('chips: the server limits are said before anything is sent (UTF-8 bytes)', 
   for (let i = 0; i < MAX_CHIPS; i++) assert.ok(many.add({ path: `f${i}.py` }).ok);
   const tooMany = many.add({ path: 'last.py' });
   assert.ok(!tooMany.ok && /At most/.test(tooMany.message));
+});
+
+test('image chips: pasted or attached, removable, sent as images; the limits said sooner', () => {
+  const png = Buffer.from('89504e470d0a1a0a', 'hex').toString('base64');
+  const c = new ContextChips();
+  c.add({ path: 'src/app.py' });
+  const shot = c.addImage('shot.png', 'image/png', png);
+  assert.ok(shot.ok && shot.chip.image?.bytes === 8, JSON.stringify(shot));
+  assert.deepEqual(c.views()[1], { id: shot.chip.id, label: 'shot.png', title: 'shot.png — PNG image, 1 KiB', kind: 'image' });
+  assert.deepEqual(toImageItems(c.list()), [{ mimeType: 'image/png', data: png, name: 'shot.png' }]);
+  assert.deepEqual(toContextItems(c.list()), [{ path: 'src/app.py' }]); // an image is not a context item
+  const svg = c.addImage('logo.svg', 'image/svg+xml', png);
+  assert.ok(!svg.ok && /PNG, JPEG, GIF or WebP/.test(svg.message));
+  const huge = c.addImage('huge.png', 'image/png', 'A'.repeat(8 * 1024 * 1024));
+  assert.ok(!huge.ok && /6\.0 MiB; Mino takes images of at most 5\.0 MiB/.test(huge.message), JSON.stringify(huge));
+  for (let i = 1; i < MAX_IMAGES; i++) assert.ok(c.addImage(`p${i}.png`, 'image/png', png).ok);
+  const ninth = c.addImage('p9.png', 'image/png', png);
+  assert.ok(!ninth.ok && /At most 8 images/.test(ninth.message));
+  assert.ok(shot.ok && c.remove(shot.chip.id));
+  assert.equal(toImageItems(c.list()).length, MAX_IMAGES - 1);
+  // together they must fit one protocol message
+  const big = new ContextChips();
+  const four = 'A'.repeat(Math.floor((4 * 1024 * 1024 * 4) / 3));
+  assert.ok(big.addImage('a.png', 'image/png', four).ok && big.addImage('b.png', 'image/png', four).ok);
+  const third = big.addImage('c.png', 'image/png', four);
+  assert.ok(!third.ok && /at most 11\.0 MiB of images/.test(third.message), JSON.stringify(third));
 });
 
 // ---- @ completion ------------------------------------------------------------------------------
@@ -158,7 +186,13 @@ test('the panel messages of protocol 2 are validated', () => {
   assert.deepEqual(parseWebviewMessage({ type: 'files', requestId: 3, prefix: 'sr' }), { type: 'files', requestId: 3, prefix: 'sr' });
   assert.deepEqual(parseWebviewMessage({ type: 'attachFile', path: 'a b.md' }), { type: 'attachFile', path: 'a b.md' });
   assert.deepEqual(parseWebviewMessage({ type: 'openDiff', turnId: 't', callId: 'c' }), { type: 'openDiff', turnId: 't', callId: 'c' });
+  const image = { type: 'attachImage', name: 'shot.png', mimeType: 'image/png', data: 'iVBORw0KGgo=' };
+  assert.deepEqual(parseWebviewMessage(image), image);
   for (const m of [
+    { ...image, data: 'not base64!' },
+    { ...image, data: 'A'.repeat(8 * 1024 * 1024 + 4) },
+    { ...image, name: 'x'.repeat(201) },
+    { ...image, mimeType: 1 },
     { type: 'removeContext' },
     { type: 'removeContext', id: 'x'.repeat(101) },
     { type: 'files', requestId: '3', prefix: '' },
