@@ -23,6 +23,17 @@ function assert(cond, msg) {
   if (!cond) throw new Error('assertion failed: ' + msg);
 }
 
+// The composer's row stays inside a narrow sidebar: Send and "+ Image" in view, nothing to scroll sideways.
+async function assertComposerFits(frame, where) {
+  const fit = await frame.locator('#send').evaluate((send) => {
+    const attach = document.getElementById('attach');
+    const width = document.documentElement.clientWidth;
+    const scroll = Math.max(document.documentElement.scrollWidth, document.body.scrollWidth);
+    return { width, scroll, send: send.getBoundingClientRect().right, attach: attach.getBoundingClientRect().right };
+  });
+  assert(fit.scroll <= fit.width && fit.send <= fit.width && fit.attach <= fit.width, `${where}: the composer row overflows the panel: ${JSON.stringify(fit)}`);
+}
+
 async function shot(page, name) {
   await page.screenshot({ path: path.join(SHOT_DIR, name) });
   step(`screenshot ${name}`);
@@ -449,6 +460,7 @@ function memoryFile(name) {
     await gifChip.waitFor({ timeout: 10000 });
     assert(/GIF image/.test(await gifChip.getAttribute('title')), 'the image chip says what it is');
     assert((await frame.locator('#chips .chip').count()) === 3, 'the selection and two images');
+    await assertComposerFits(frame, 'with image chips');
     await shot(page, '13c-image-chips.png');
     await gifChip.locator('.chip-remove').click();
     await gifChip.waitFor({ state: 'detached', timeout: 5000 });
@@ -483,6 +495,7 @@ function memoryFile(name) {
     step('status bar: "Mino: manual · … · 41%", the numbers in its tooltip');
     await shot(page, '15-usage-tooltip.png');
     await page.mouse.move(700, 400);
+    await hover.first().waitFor({ state: 'hidden', timeout: 10000 }).catch(() => page.keyboard.press('Escape'));
 
     // ---------------------------------------------------------------- MCP servers on the panel's status line
     const mcp = frame.locator('#mcp');
@@ -491,6 +504,7 @@ function memoryFile(name) {
     assert(/✓ fixture: ready, 8 tools/.test(mcpTitle), 'the tooltip counts the ready server\'s tools: ' + mcpTitle);
     assert(/✗ missing: failed \(cannot start the program/.test(mcpTitle), 'the tooltip says why the other failed: ' + mcpTitle);
     assert(await mcp.evaluate((el) => el.classList.contains('off')), 'a failed server shows as a warning');
+    await assertComposerFits(frame, 'with the MCP servers on the status line');
     step('MCP servers on the panel: "' + (await mcp.innerText()).trim() + '"');
     await shot(page, '15b-mcp-servers.png');
 

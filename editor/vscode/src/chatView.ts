@@ -43,10 +43,12 @@ export function chatHtml(webview: vscode.Webview, extensionUri: vscode.Uri): str
     <span id="instructions" hidden></span>
     <span id="mcp" hidden></span>
     <span id="statusline"></span>
-    <button type="button" id="attach" class="btn secondary icon" title="Attach images (PNG, JPEG, GIF or WebP; or paste one into the chat box)" aria-label="Attach images">+ Image</button>
-    <input type="file" id="attach-file" accept="image/png,image/jpeg,image/gif,image/webp" multiple hidden>
-    <button type="button" id="stop" class="btn secondary" hidden title="Interrupt the running turn">Stop</button>
-    <button type="button" id="send" class="btn" title="Send (Enter)">Send</button>
+    <span class="actions">
+      <button type="button" id="attach" class="btn secondary icon" title="Attach images (PNG, JPEG, GIF or WebP; or paste one into the chat box)" aria-label="Attach images">+ Image</button>
+      <input type="file" id="attach-file" accept="image/png,image/jpeg,image/gif,image/webp" multiple hidden>
+      <button type="button" id="stop" class="btn secondary" hidden title="Interrupt the running turn">Stop</button>
+      <button type="button" id="send" class="btn" title="Send (Enter)">Send</button>
+    </span>
   </div>
 </div>
 <script nonce="${nonce}" src="${js.toString()}"></script>
