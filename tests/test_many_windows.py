@@ -146,14 +146,15 @@ def test_three_windows_turn_at_once_each_with_its_own_history(open_window: OpenW
     assert [m["message"] for m in c.infos()] == [started_new(sid_b, b.pid, b.ws)]
     assert a.infos() == []
     for w in windows:
-        # 0.4 s a word (~5 s a turn): the check below runs while all three stream, with seconds to
-        # spare on a loaded machine (at 0.08 s a word a turn ended before the test saw the third
-        # window's first delta under make test-stress).
-        w.model.add({"text": f"{w.name}: {STREAMED}", "delay": 0.4}, {"text": f"{w.name} again"})
+        # Each stream is held before its last event until released: all three are surely streaming
+        # at once, however slow the machine (a timed stream, 0.08 s a word, once ended too early).
+        w.model.add({"text": f"{w.name}: {STREAMED}", "hold": True}, {"text": f"{w.name} again"})
     turns = [w.client.start("mino/turn", {"text": f"first from {w.name}"}) for w in windows]
     for w in windows:  # every window's model is streaming before any turn has ended
         w.client.wait_for(lambda w=w: w.client.events("text_delta"), what=f"{w.name} streaming")
     assert not any(t._done.is_set() for t in turns)
+    for w in windows:
+        w.model.release()
     assert [t.result(30)["status"] for t in turns] == ["completed"] * 3
     for w in windows:
         assert w.client.request("mino/turn", {"text": f"second from {w.name}"})["status"] == "completed"
