@@ -323,10 +323,10 @@ def test_cancel_during_an_approval(spawn: Spawn, model: ScriptedModel, ws: Path,
     sid = client.new_session(ws)
     pending = client.start("session/prompt", client.prompt_params(sid, "write it"))
     asked = client.wait_incoming_request("session/request_permission")
-    sent = time.monotonic()
     client.notify("session/cancel", {"sessionId": sid})
+    # Denied at once, not after an answer: the question is not answered before the turn has ended
+    # (and has no timeout of its own), so the cancel alone ended it. Causality, not a clock.
     assert pending.result() == {"stopReason": "cancelled"}
-    assert pending.at is not None and pending.at - sent < 2.0  # denied at once, not after an answer
     client.answer(asked, APPROVE)  # too late: ignored
     (end,) = client.updates(sid, "tool_call_update")
     assert end["status"] == "failed" and "interrupted the turn" in end["content"][0]["content"]["text"]
@@ -624,14 +624,14 @@ def test_nothing_but_acp_on_stdout(spawn: Spawn, model: ScriptedModel, ws: Path)
 
 
 def test_eof_during_a_turn_ends_it(spawn: Spawn, model: ScriptedModel, ws: Path, home: Path) -> None:
-    model.add({"text": "slow", "stall": 30})
+    model.add({"text": "slow", "stall": 120})
     client = spawn()
     sid = client.new_session(ws)
     client.start("session/prompt", client.prompt_params(sid, "wait"))
     client.wait_for(lambda: model.requests, what="the model request")
     started = time.monotonic()
-    assert client.close() == 0
-    assert time.monotonic() - started < 8
+    assert client.close(timeout=90) == 0  # 90 s: a hang guard on a loaded machine
+    assert time.monotonic() - started < 120  # EOF ended the turn: the stall had not
     assert records(home, sid)[-1]["type"] == "turn_end"
 
 

@@ -187,10 +187,10 @@ def test_cancel_during_approval(spawn: Spawn, model: ScriptedModel, home: Path) 
     client = spawn(handlers={"mino/approve": lambda params: NO_ANSWER})
     turn = client.start("mino/turn", {"text": "Remember that I like green tea."})
     asked = client.wait_incoming_request("mino/approve")
-    started = time.monotonic()
     client.cancel(turn)
-    result = turn.result(5)
-    assert time.monotonic() - started < 2.0  # the wait for the answer ends at once
+    # The question is never answered (NO_ANSWER) and has no timeout of its own: the cancel alone
+    # ended the wait. Causality, not a clock; the client's wait is a hang guard.
+    result = turn.result()
     assert result["status"] == "interrupted"
     assert client.events("approval_resolved")[0]["outcome"] == "cancelled"
     # The server withdrew its own request so every surface can dismiss the question.
@@ -509,7 +509,8 @@ def test_shutdown_mid_turn(spawn: Spawn, model: ScriptedModel, home: Path) -> No
     turn = client.start("mino/turn", {"text": "slowly"})
     client.wait_for(lambda: client.events("text_delta"), what="the first delta")
     assert client.request("shutdown") is None
-    assert turn.result(1)["status"] == "interrupted"  # answered before shutdown was
+    # Answered before shutdown was: the reader took the turn's answer off stdout first (order, not time).
+    assert turn.done and turn.result(0)["status"] == "interrupted"
     assert client.error("mino/state").code == -32600
     client.notify("exit")
     assert client.wait_exit(10) == 0
