@@ -229,7 +229,7 @@ def test_cancel_request_at_every_point_of_a_turn(
 
 
 def test_busy(spawn: Spawn, model: ScriptedModel) -> None:
-    model.add({"text": LONG_TEXT, "delay": 0.1})
+    model.add({"text": LONG_TEXT, "hold": True})  # held until released: running however slow the machine
     client = spawn()
     turn = client.start("mino/turn", {"text": "slowly"})
     client.wait_for(lambda: client.events("text_delta"), what="the first delta")
@@ -247,6 +247,8 @@ def test_busy(spawn: Spawn, model: ScriptedModel) -> None:
     assert client.request("mino/state")["busy"] is True
     assert client.request("mino/mode", {"mode": "bypass"})["mode"] == "bypass"
     assert client.request("mino/command", {"line": "/help"})["output"] == HELP
+    assert not turn.done
+    model.release()
     assert turn.result()["status"] == "completed"
     # Sent right after the result: never busy.
     model.add({"text": "ok"})
@@ -490,7 +492,7 @@ def test_malformed_input_unknown_methods_and_oversized_messages(spawn: Spawn) ->
 
 
 def test_eof_mid_turn(spawn: Spawn, model: ScriptedModel, home: Path) -> None:
-    model.add({"text": LONG_TEXT, "delay": 0.2})
+    model.add({"text": LONG_TEXT, "hold": True})  # held: still running when the test acts
     client = spawn()
     sid = client.request("mino/state")["sessionId"]
     client.start("mino/turn", {"text": "slowly"})
@@ -503,7 +505,7 @@ def test_eof_mid_turn(spawn: Spawn, model: ScriptedModel, home: Path) -> None:
 
 
 def test_shutdown_mid_turn(spawn: Spawn, model: ScriptedModel, home: Path) -> None:
-    model.add({"text": LONG_TEXT, "delay": 0.2})
+    model.add({"text": LONG_TEXT, "hold": True})  # held: still running when the test acts
     client = spawn()
     sid = client.request("mino/state")["sessionId"]
     turn = client.start("mino/turn", {"text": "slowly"})
