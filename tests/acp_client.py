@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any, ClassVar
 
+from acp import schema  # here, not in the reader thread: see schema_problem
 from rpc_client import NO_ANSWER, RpcClient
 
 __all__ = ["NO_ANSWER", "AcpClient", "schema_problem"]
@@ -36,9 +37,14 @@ _AGENT_NOTIFICATIONS = {"session/update": "SessionNotification"}
 
 def schema_problem(kind: str, method: str, value: Any) -> str | None:
     """Why `value` (a result, or the params of an agent request/notification) is not what the ACP
-    schema says for `method`; None when it is exactly that."""
-    from acp import schema
+    schema says for `method`; None when it is exactly that.
 
+    `acp.schema` is imported with this module, on the main thread, because its first import parses
+    source with `ast` (pydantic reads field docstrings) and CPython 3.11's AST builder keeps its
+    recursion count per interpreter, not per thread: imported lazily in a client's reader thread, its
+    parsing raced the main thread's (pytest formatting a failure) and both raised "SystemError: AST
+    constructor recursion depth mismatch"; pytest's INTERNALERROR ended the whole run (seen with the
+    suite in reverse order, where an ACP client's first use is in test_instructions.py)."""
     table = {"result": _RESULTS, "request": _AGENT_REQUESTS, "notification": _AGENT_NOTIFICATIONS}[kind]
     name = table.get(method)
     if name is None:
