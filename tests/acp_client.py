@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import IO, Any, ClassVar
 
 from acp import schema  # here, not in the reader thread: see schema_problem
-from rpc_client import NO_ANSWER, RpcClient
+from rpc_client import HANG_S, NO_ANSWER, RpcClient
 
 __all__ = ["NO_ANSWER", "AcpClient", "schema_problem"]
 
@@ -62,7 +62,6 @@ def schema_problem(kind: str, method: str, value: Any) -> str | None:
 
 class AcpClient(RpcClient):
     ARGV: ClassVar[list[str]] = [sys.executable, "-m", "mino_server", "--acp"]
-    TIMEOUT: ClassVar[float] = 20.0
 
     # ---- wire: one JSON-RPC object per line, each as the ACP schema says ----------------------
     def encode(self, message: dict[str, Any]) -> bytes:
@@ -140,7 +139,7 @@ class AcpClient(RpcClient):
             return next(i for i, m in enumerate(self.messages) if predicate(m))
 
     # ---- lifecycle -----------------------------------------------------------------------------
-    def close(self, timeout: float = 10.0) -> int:
+    def close(self, timeout: float = HANG_S) -> int:
         """EOF on the agent's stdin (how an editor ends it); the exit code."""
         try:
             assert self.proc.stdin is not None
