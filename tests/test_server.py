@@ -219,7 +219,7 @@ def test_cancel_request_at_every_point_of_a_turn(
     turn = client.start("mino/turn", {"text": "go"})
     reach(point, model, lambda: client.events("text_delta"), lambda: client.events("tool_call"))
     client.cancel(turn)
-    assert turn.result(20)["status"] == "interrupted"
+    assert turn.result()["status"] == "interrupted"
     if "stall" not in POINTS[point][0]:  # the scripted model answers one at a time: not after a stall
         model.add({"text": "Next."})
         assert client.request("mino/turn", {"text": "next"})["status"] == "completed"
