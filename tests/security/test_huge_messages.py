@@ -27,10 +27,13 @@ def env(tmp_path: Path, model: ScriptedModel) -> dict[str, str]:
     return mino_env(quiet_home(tmp_path), model.base_url)
 
 
-def peak_rss_mb(pid: int) -> float:
+def peak_rss_mb(pid: int) -> float | None:
     """The peak resident size of that running process (VmHWM). Not RUSAGE_CHILDREN: that is the
     largest of every child the test process has reaped so far, so an earlier test's child failed
-    this one under make test-stress (309 MB; this server's own peak is about 40 MB)."""
+    this one under make test-stress (309 MB; this server's own peak is about 40 MB). None without
+    /proc (macOS)."""
+    if not Path("/proc/self/status").exists():
+        return None
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) / 1024
@@ -74,7 +77,7 @@ def test_the_editor_server_refuses_a_crowded_message_unparsed(env: dict[str, str
     assert any(f"the limit is {MAX_CONTAINERS}" in e for e in errors_after(client, seen))
     # Parsed, 5 million dicts would have taken about 400 MB; refused unparsed, far less.
     peak = peak_rss_mb(client.proc.pid)
-    assert peak < 300, f"{peak:.0f} MB"
+    assert peak is None or peak < 300, f"{peak:.0f} MB"
     assert client.stop() == 0
     assert b"Traceback" not in bytes(client.stderr)
 
