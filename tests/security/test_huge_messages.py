@@ -30,7 +30,7 @@ def env(tmp_path: Path, model: ScriptedModel) -> dict[str, str]:
 def peak_rss_mb(pid: int) -> float | None:
     """The peak resident size of that running process (VmHWM). Not RUSAGE_CHILDREN: that is the
     largest of every child the test process has reaped so far, so an earlier test's child failed
-    this one under make test-stress (309 MB; this server's own peak is about 40 MB). None without
+    this one under make test-stress (309 MB; this server's own peak is 53-74 MB). None without
     /proc (macOS)."""
     if not Path("/proc/self/status").exists():
         return None
