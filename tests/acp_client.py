@@ -15,7 +15,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any, ClassVar
 
-from rpc_client import NO_ANSWER, RpcClient
+from acp import schema  # here, not in the reader thread: see schema_problem
+from rpc_client import HANG_S, NO_ANSWER, RpcClient
 
 __all__ = ["NO_ANSWER", "AcpClient", "schema_problem"]
 
@@ -43,9 +44,14 @@ _AGENT_NOTIFICATIONS = {"session/update": "SessionNotification"}
 
 def schema_problem(kind: str, method: str, value: Any) -> str | None:
     """Why `value` (a result, or the params of an agent request/notification) is not what the ACP
-    schema says for `method`; None when it is exactly that."""
-    from acp import schema
+    schema says for `method`; None when it is exactly that.
 
+    `acp.schema` is imported with this module, on the main thread, because its first import parses
+    source with `ast` (pydantic reads field docstrings) and CPython 3.11's AST builder keeps its
+    recursion count per interpreter, not per thread: imported lazily in a client's reader thread, its
+    parsing raced the main thread's (pytest formatting a failure) and both raised "SystemError: AST
+    constructor recursion depth mismatch"; pytest's INTERNALERROR ended the whole run (seen with the
+    suite in reverse order, where an ACP client's first use is in test_instructions.py)."""
     table = {"result": _RESULTS, "request": _AGENT_REQUESTS, "notification": _AGENT_NOTIFICATIONS}[kind]
     name = table.get(method)
     if name is None:
@@ -63,7 +69,6 @@ def schema_problem(kind: str, method: str, value: Any) -> str | None:
 
 class AcpClient(RpcClient):
     ARGV: ClassVar[list[str]] = [sys.executable, "-m", "mino_server", "--acp"]
-    TIMEOUT: ClassVar[float] = 20.0
 
     # ---- wire: one JSON-RPC object per line, each as the ACP schema says ----------------------
     def encode(self, message: dict[str, Any]) -> bytes:
@@ -141,7 +146,7 @@ class AcpClient(RpcClient):
             return next(i for i, m in enumerate(self.messages) if predicate(m))
 
     # ---- lifecycle -----------------------------------------------------------------------------
-    def close(self, timeout: float = 10.0) -> int:
+    def close(self, timeout: float = HANG_S) -> int:
         """EOF on the agent's stdin (how an editor ends it); the exit code."""
         try:
             assert self.proc.stdin is not None

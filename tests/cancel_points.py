@@ -8,6 +8,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from rpc_client import HANG_S
+
 from mino_server.testing.scripted_model import ScriptedModel
 
 LONG_TEXT = " ".join(f"word{n}" for n in range(200))
@@ -27,7 +29,7 @@ POINTS: dict[str, tuple[dict[str, Any], str]] = {
 }
 
 
-def wait_until(check: Callable[[], object], what: str, timeout: float = 20) -> None:
+def wait_until(check: Callable[[], object], what: str, timeout: float = HANG_S) -> None:
     deadline = time.monotonic() + timeout
     while not check():
         assert time.monotonic() < deadline, f"no {what} within {timeout} s"

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any, ClassVar
 
+HANG_S = 60.0  # a wait for an answer, an event or an exit that ends only on a hang (see TIMEOUT)
 NO_ANSWER = object()  # a handler that returns this leaves the request unanswered (answer() it later)
 
 Handler = Callable[[dict[str, Any]], Any]
@@ -71,7 +72,10 @@ class RpcClient:
     check each message it receives (`check`)."""
 
     ARGV: ClassVar[list[str]]  # how Mino is started unless told
-    TIMEOUT: ClassVar[float] = 15.0  # how long a request waits for its answer unless told
+    # How long a request waits for its answer unless told: a hang guard, not a speed limit. 15 s was
+    # missed by first answers on a loaded machine (two `make test-stress` runs beside other builds,
+    # load average 16-19 on 2 cores), where a process gets a small slice of a core.
+    TIMEOUT: ClassVar[float] = HANG_S
 
     def __init__(
         self,
@@ -223,7 +227,7 @@ class RpcClient:
         return self.wait_for(found, timeout, f"{method} #{count}")  # type: ignore[no-any-return]
 
     # ---- lifecycle -----------------------------------------------------------------------------
-    def wait_exit(self, timeout: float = 10.0) -> int:
+    def wait_exit(self, timeout: float = HANG_S) -> int:
         """The exit code, once the process has ended and its stdout is read to the end."""
         try:
             code = self.proc.wait(timeout)
@@ -231,7 +235,7 @@ class RpcClient:
             self.proc.kill()
             self.proc.wait()
             raise
-        self.eof.wait(5)
+        self.eof.wait(HANG_S)
         for stream in (self.proc.stdin, self.proc.stdout):
             try:
                 if stream is not None:

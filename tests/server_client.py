@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import IO, Any, ClassVar
 
 from helpers import mino_env
-from rpc_client import NO_ANSWER, Pending, RpcClient, RpcError
+from rpc_client import HANG_S, NO_ANSWER, Pending, RpcClient, RpcError
 
 __all__ = ["NO_ANSWER", "Client", "Pending", "RpcError", "Spawn", "contract_problems", "servers"]
 
@@ -77,7 +77,7 @@ class Client(RpcClient):
             self.notify("initialized", {})
         return result
 
-    def stop(self, timeout: float = 10.0) -> int:
+    def stop(self, timeout: float = HANG_S) -> int:
         """shutdown + exit (if the server is still there); the exit code."""
         if self.proc.poll() is None:
             try:

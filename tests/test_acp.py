@@ -304,7 +304,7 @@ def test_mcp_servers_are_added_for_the_session_and_asked_about(
         pids = set(_children(client.proc.pid))
         assert pids  # the configured stdio server runs under the agent
         assert client.close() == 0
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 60  # a hang guard: the loop ends when it happens
         while any(_alive(p) for p in pids) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert not any(_alive(p) for p in pids)  # no orphans once the process ended
@@ -448,7 +448,8 @@ def test_cancel_during_an_approval(spawn: Spawn, model: ScriptedModel, ws: Path,
     pending = client.start("session/prompt", client.prompt_params(sid, "write it"))
     asked = client.wait_incoming_request("session/request_permission")
     client.notify("session/cancel", {"sessionId": sid})
-    # denied at once, not after an answer: the answer is only sent once the prompt has ended
+    # Denied at once, not after an answer: the question is not answered before the turn has ended
+    # (and has no timeout of its own), so the cancel alone ended it. Causality, not a clock.
     assert pending.result() == {"stopReason": "cancelled"}
     client.answer(asked, APPROVE)  # too late: ignored
     (end,) = client.updates(sid, "tool_call_update")
@@ -477,7 +478,7 @@ def test_session_cancel_at_every_point_of_a_turn(
         lambda: client.updates(sid, "tool_call"),
     )
     client.notify("session/cancel", {"sessionId": sid})
-    assert pending.result(20) == {"stopReason": "cancelled"}
+    assert pending.result() == {"stopReason": "cancelled"}
     ends = [r for r in records(home, sid) if r["type"] == "turn_end"]
     assert [r["status"] for r in ends] == ["interrupted"]
 
@@ -836,14 +837,14 @@ def test_nothing_but_acp_on_stdout(spawn: Spawn, model: ScriptedModel, ws: Path)
 
 
 def test_eof_during_a_turn_ends_it(spawn: Spawn, model: ScriptedModel, ws: Path, home: Path) -> None:
-    model.add({"text": "slow", "stall": 30})
+    model.add({"text": "slow", "stall": 120})
     client = spawn()
     sid = client.new_session(ws)
     client.start("session/prompt", client.prompt_params(sid, "wait"))
     client.wait_for(lambda: model.requests, what="the model request")
     started = time.monotonic()
-    assert client.close() == 0
-    assert time.monotonic() - started < 25  # before the 30 s stall ends: interrupted, not waited for
+    assert client.close(timeout=90) == 0  # 90 s: a hang guard on a loaded machine
+    assert time.monotonic() - started < 120  # EOF ended the turn: the stall had not
     assert records(home, sid)[-1]["type"] == "turn_end"
 
 

@@ -267,7 +267,10 @@ def test_stream_cut_mid_answer_fails_the_turn_and_the_next_works(
 def test_ctrl_c_interrupts_a_slow_stream(
     model: ScriptedModel, mino_env: dict[str, str], workdir: Path
 ) -> None:
-    model.add({"text": "one two three four five six seven eight nine ten", "delay": 0.5}, {"text": "fine"})
+    # 120 words at 0.5 s a word: still streaming a minute later, however slow the machine is, so
+    # a lost press is a stream that goes on (expect's 15 s), never a turn that ended by itself.
+    slow = " ".join(["one two three four five six seven eight nine ten"] + ["more"] * 110)
+    model.add({"text": slow, "delay": 0.5}, {"text": "fine"})
     child = spawn(mino_env, workdir)
     sid = expect_session(child)
     child.expect_exact(PROMPT)

@@ -57,7 +57,10 @@ def test_ctrl_c_mid_stream_when_sigint_was_inherited_ignored_and_blocked(
 ) -> None:
     # The root cause of the lost Ctrl-C: before the fix the pty echoed ^C and the stream went on
     # to "ten" (Python leaves an inherited SIG_IGN alone and never raises KeyboardInterrupt).
-    model.add({"text": "one two three four five six seven eight nine ten", "delay": 1.0})
+    # ... and 50 more words: a minute of stream, so the turn cannot end by itself before the press.
+    model.add(
+        {"text": " ".join(["one two three four five six seven eight nine ten"] + ["more"] * 50), "delay": 1.0}
+    )
     child = spawn(mino_env, workdir, preexec_fn=inherit_ignored_sigint)
     sid = expect_session(child)
     child.expect_exact(PROMPT)

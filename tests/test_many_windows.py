@@ -146,15 +146,16 @@ def test_three_windows_turn_at_once_each_with_its_own_history(open_window: OpenW
     assert [m["message"] for m in c.infos()] == [started_new(sid_b, b.pid, b.ws)]
     assert a.infos() == []
     for w in windows:
-        # 0.4 s a word (~5 s a turn): the check below runs while all three stream, with seconds to
-        # spare on a loaded machine (at 0.08 s a word a turn ended before the test saw the third
-        # window's first delta under make test-stress).
-        w.model.add({"text": f"{w.name}: {STREAMED}", "delay": 0.4}, {"text": f"{w.name} again"})
+        # Each stream is held before its last event until released: all three are surely streaming
+        # at once, however slow the machine (a timed stream, 0.08 s a word, once ended too early).
+        w.model.add({"text": f"{w.name}: {STREAMED}", "hold": True}, {"text": f"{w.name} again"})
     turns = [w.client.start("mino/turn", {"text": f"first from {w.name}"}) for w in windows]
     for w in windows:  # every window's model is streaming before any turn has ended
         w.client.wait_for(lambda w=w: w.client.events("text_delta"), what=f"{w.name} streaming")
     assert not any(t._done.is_set() for t in turns)
-    assert [t.result(30)["status"] for t in turns] == ["completed"] * 3
+    for w in windows:
+        w.model.release()
+    assert [t.result()["status"] for t in turns] == ["completed"] * 3
     for w in windows:
         assert w.client.request("mino/turn", {"text": f"second from {w.name}"})["status"] == "completed"
         assert texts(w.model.requests[1]) == [
@@ -208,7 +209,7 @@ def test_resume_and_clear_of_a_session_open_elsewhere_change_nothing(
 
     before = a.changed()
     assert b.client.stop() == 0  # the window closes: its session is free
-    a.client.wait_for(lambda: a.changed() > before, timeout=10, what="mino/sessionsChanged")
+    a.client.wait_for(lambda: a.changed() > before, what="mino/sessionsChanged")
     listed = {s["id"]: s for s in a.client.request("mino/sessions/list")["sessions"]}
     assert listed[sid_b]["openElsewhere"] is False
     assert a.client.request("mino/sessions/resume", {"id": sid_b})["sessionId"] == sid_b
@@ -252,7 +253,7 @@ def test_sessions_changed_goes_to_the_other_windows_only(open_window: OpenWindow
     a.sid()
     b = open_window("b")
     sid_b = b.sid()
-    a.client.wait_for(lambda: a.changed() >= 1, timeout=10, what="B opened a session")
+    a.client.wait_for(lambda: a.changed() >= 1, what="B opened a session")
     own = b.changed()
     for action in (
         lambda: b.client.request("mino/sessions/new"),
@@ -261,18 +262,18 @@ def test_sessions_changed_goes_to_the_other_windows_only(open_window: OpenWindow
     ):
         seen = a.changed()
         action()
-        a.client.wait_for(lambda seen=seen: a.changed() > seen, timeout=10, what="mino/sessionsChanged")
+        a.client.wait_for(lambda seen=seen: a.changed() > seen, what="mino/sessionsChanged")
     time.sleep(1.2)  # two more polls
     assert b.changed() == own  # its own changes are not news to B
     c = open_window("c")
     c.sid()
-    b.client.wait_for(lambda: b.changed() > own, timeout=10, what="C opened a session")
+    b.client.wait_for(lambda: b.changed() > own, what="C opened a session")
     time.sleep(1.2)
     seen_a, seen_b = a.changed(), b.changed()
     os.kill(c.pid, signal.SIGKILL)  # a killed window cannot say goodbye: the others notice it died
     c.client.wait_exit(10)
     for w, seen in ((a, seen_a), (b, seen_b)):
-        w.client.wait_for(lambda w=w, seen=seen: w.changed() > seen, timeout=10, what="C's session closed")
+        w.client.wait_for(lambda w=w, seen=seen: w.changed() > seen, what="C's session closed")
 
 
 # ---- memory -------------------------------------------------------------------------------------
@@ -301,7 +302,7 @@ def test_a_memory_save_waits_for_another_process_holding_the_save_lock(
         assert not (home / "memory" / "likes-tea.md").exists() and not turn._done.is_set()
     finally:
         os.close(fd)
-    assert turn.result(15)["status"] == "completed"
+    assert turn.result()["status"] == "completed"
     assert "Prefers green tea" in (home / "memory" / "likes-tea.md").read_text()
 
 
@@ -322,7 +323,7 @@ def test_an_approved_memory_save_writes_nothing_when_another_window_changed_it(
     a.client.wait_incoming_request("mino/approve")  # A's question is open: nothing is locked meanwhile
     assert b.client.request("mino/turn", {"text": "remember black"})["status"] == "completed"
     answer.set()
-    assert turn_a.result(15)["status"] == "completed"
+    assert turn_a.result()["status"] == "completed"
     (result,) = a.client.events("tool_result")
     assert result["status"] == "failed" and result["text"] == CHANGED_MESSAGE
     assert "Prefers black tea" in (home / "memory" / "likes-tea.md").read_text()
@@ -400,7 +401,7 @@ def test_terminal_and_window_both_ways(open_window: OpenWindow, home: Path, tmp_
         t.expect(pexpect.EOF)
         t.close()
         assert t.exitstatus == 0
-        w.client.wait_for(lambda: w.changed() > seen, timeout=10, what="the terminal closed its session")
+        w.client.wait_for(lambda: w.changed() > seen, what="the terminal closed its session")
     with ScriptedModel([{"text": "terminal two"}]) as model:  # a terminal after a window
         t2 = spawn_cli(cli_env(home, model), term_ws)
         t2.expect_exact(started_new(s_w, w.pid, w.ws))

@@ -294,7 +294,7 @@ def test_a_server_exiting_while_idle_is_one_line_at_once(
     agent = ready_agent(model, workdir, ui, mode="bypass")
     try:
         turn(agent, "go")
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 60  # a hang guard: the loop ends when it happens
         while (agent.state().mcp or [])[0].state != "failed" and time.monotonic() < deadline:
             time.sleep(0.05)
         (status,) = agent.state().mcp or []
@@ -343,13 +343,13 @@ def test_cancel_sends_notifications_cancelled_and_never_resends(
         box: dict[str, Any] = {}
         worker = threading.Thread(target=lambda: box.update(r=agent.run_turn("go", cancel)))
         worker.start()
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 60  # a hang guard: the loop ends when it happens
         while not records(record) and time.monotonic() < deadline:
             time.sleep(0.05)
         cancel.cancel()
-        worker.join(30)
+        worker.join(60)
         assert box["r"].status == "interrupted"
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 60  # a hang guard: the loop ends when it happens
         while len(records(record)) < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
         assert [r.get("tool") or r.get("cancelled") for r in records(record)] == ["slow", "slow"]
@@ -388,7 +388,7 @@ def test_servers_start_once_and_stop_with_the_conversation(
     finally:
         os.environ.pop("MINO_API_KEY", None)
         agent.close()
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60  # a hang guard: the loop ends when it happens
     while alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not alive(pid)
@@ -439,7 +439,7 @@ def test_print_mode_waits_for_servers_and_sigterm_cancels_the_call(
     result = json.loads(out)
     assert result["status"] == "interrupted"
     assert result["toolCalls"] == [{"tool": "mcp__fx__slow", "status": "failed"}]
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60  # a hang guard: the loop ends when it happens
     while len(records(record)) < 2 and time.monotonic() < deadline:
         time.sleep(0.05)
     assert "cancelled" in records(record)[-1]
@@ -456,7 +456,7 @@ def test_the_editor_server_reports_mcp_state(model: ScriptedModel, tmp_path: Pat
     try:
         client.initialize(work)
 
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 60  # a hang guard: the loop ends when it happens
         servers: list[dict[str, Any]] = []
         while time.monotonic() < deadline:
             servers = client.request("mino/state").get("mcp") or []
@@ -526,7 +526,7 @@ def test_the_terminal_asks_shows_escaped_and_ctrl_c_cancels_the_call(
     child.sendline("be slow")
     child.expect_exact("Approve this operation? [y/N] ")
     child.sendline("y")
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 60  # a hang guard: the loop ends when it happens
     while not any(r.get("tool") == "slow" for r in records(record)) and time.monotonic() < deadline:
         time.sleep(0.05)
     child.sendintr()

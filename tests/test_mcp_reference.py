@@ -114,7 +114,7 @@ def everything_http(installed: Path) -> Iterator[str]:
         stderr=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 60  # a hang guard: the loop ends when it happens
         while time.monotonic() < deadline:
             try:
                 socket.create_connection(("127.0.0.1", port), 0.2).close()

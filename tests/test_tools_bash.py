@@ -8,7 +8,12 @@ import time
 from pathlib import Path
 
 import pytest
-from tool_helpers import live_with, run_bash, sleep_marker  # tests/ is on sys.path (conftest.py)
+from tool_helpers import (  # tests/ is on sys.path (conftest.py)
+    live_with,
+    returned_before_the_sleeps_ended,
+    run_bash,
+    sleep_marker,
+)
 
 from mino_server.core.cancel import Cancelled, CancelToken
 from mino_server.core.tools.base import COMPLETED, FAILED, ArgumentError, ToolContext, ToolResult
@@ -60,7 +65,7 @@ def test_timeout_kills_the_whole_group(ctx: ToolContext) -> None:
     marker = sleep_marker()
     started = time.monotonic()
     result = run_bash({"command": f"echo begun; sleep {marker} & sleep {marker}", "timeout_s": 1}, ctx)
-    assert time.monotonic() - started < 3
+    assert returned_before_the_sleeps_ended(started, marker)
     assert result == ToolResult(FAILED, "begun\n[timed out after 1 s; process group killed]")
     assert live_with(marker) == []
 
@@ -86,7 +91,7 @@ def test_background_processes_do_not_outlive_the_call(ctx: ToolContext) -> None:
     marker = sleep_marker()
     started = time.monotonic()
     result = run_bash({"command": f"sleep {marker} & echo started"}, ctx)
-    assert time.monotonic() - started < 2
+    assert returned_before_the_sleeps_ended(started, marker)  # it did not wait for the background
     assert result.output == "started\n[exit code: 0]"
     assert live_with(marker) == []
 
@@ -101,7 +106,7 @@ def test_a_daemon_that_left_the_group_is_ended_without_hanging_the_call(ctx: Too
             "while [ ! -e pid ]; do sleep 0.01; done; echo ok"
         )
         result = run_bash({"command": command}, ctx)
-        assert time.monotonic() - started < 2  # it held our pipe until it was ended
+        assert returned_before_the_sleeps_ended(started, marker)  # it held our pipe until it was ended
         assert result.output == "ok\n[exit code: 0]"
         assert live_with(marker) == []  # it left the group and the session, and still ended
     finally:
@@ -119,7 +124,7 @@ def test_cancel_kills_the_group_and_raises(ctx: ToolContext) -> None:
     started = time.monotonic()
     with pytest.raises(Cancelled):
         run_bash({"command": f"sleep {marker} & sleep {marker}"}, ctx)
-    assert time.monotonic() - started < 3
+    assert returned_before_the_sleeps_ended(started, marker)  # the cancel ended them
     assert live_with(marker) == []
 
 
@@ -173,15 +178,3 @@ def test_schema_is_strict_and_names_the_new_arguments() -> None:
         "minLength": 1,
         "description": "Only with outside_sandbox: why the command cannot run in the sandbox.",
     }
-
-
-def test_round_trip_overhead_is_small(ctx: ToolContext) -> None:
-    tool = BashTool()
-    args = tool.validate({"command": "true"})
-    prepared = tool.prepare(args, ctx)
-    tool.run(args, ctx, prepared)  # warm up imports
-    started = time.perf_counter()
-    for _ in range(20):
-        tool.run(args, ctx, prepared)
-    per_call = (time.perf_counter() - started) / 20
-    assert per_call < 0.05, f"{per_call * 1000:.1f} ms per `true`"  # generous: shared CI machines

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -82,5 +83,16 @@ def live_with(marker: str) -> list[int]:
 
 
 def sleep_marker() -> str:
-    """A unique sleep duration so the test finds exactly its own processes."""
-    return f"30.{uuid.uuid4().int % 10**9:09d}"
+    """A unique sleep duration so the test finds exactly its own processes.
+
+    60 s: a call that returns sooner (`returned_before_the_sleeps_ended`) ended its sleeps itself,
+    however busy the machine; no test waits that long for a call that works.
+    """
+    return f"60.{uuid.uuid4().int % 10**9:09d}"
+
+
+def returned_before_the_sleeps_ended(started: float, marker: str) -> bool:
+    """The call that began at `started` (time.monotonic()) came back before a `sleep MARKER` could
+    have ended on its own: so it ended them (or did not wait for them), which is the behaviour, with
+    no latency asserted that a loaded machine could miss."""
+    return time.monotonic() - started < float(marker)

@@ -29,6 +29,8 @@ Reply keys (all optional; validated by `parse_reply`):
 - `cut_after` (int): close the connection abruptly after that many SSE events.
 - `stall` (float s): send the headers and the first event, then pause that long (the server's stop
   interrupts the pause), then go on.
+- `hold` (true): send every event but the last (`response.completed`), then wait until the test
+  calls `release()` (or the server stops): a turn that is surely still streaming, with no clock.
 - `malformed` (true): send a `data:` line that is not JSON after the first two events.
 - `delay` (float s): pause between events (slow stream).
 - `usage` ({input_tokens, output_tokens}): overrides the defaults, input = request bytes // 4 and
@@ -89,6 +91,7 @@ _KEYS = (
     "cut_after",
     "stall",
     "malformed",
+    "hold",
     "delay",
     "usage",
     "incomplete",
@@ -195,10 +198,11 @@ def parse_reply(obj: object, where: str = "reply") -> dict:
         if not isinstance(obj["chunk"], int) or isinstance(obj["chunk"], bool) or obj["chunk"] < 1:
             raise bad("chunk", "must be a positive number of characters")
         reply["chunk"] = obj["chunk"]
-    if "malformed" in obj:
-        if not isinstance(obj["malformed"], bool):
-            raise bad("malformed", "must be true or false")
-        reply["malformed"] = obj["malformed"]
+    for key in ("malformed", "hold"):
+        if key in obj:
+            if not isinstance(obj[key], bool):
+                raise bad(key, "must be true or false")
+            reply[key] = obj[key]
     if "incomplete" in obj:
         if not isinstance(obj["incomplete"], str) or not obj["incomplete"]:
             raise bad("incomplete", "must be the reason, e.g. max_output_tokens")
@@ -454,7 +458,13 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         )
         end = b"" if cut is not None else b"0\r\n\r\n"
         try:
-            if not delay and not stall:
+            if reply.get("hold") and frames:
+                self.wfile.write(head + b"".join(frames[:-1]))
+                self.wfile.flush()
+                if not model._released.wait() or model._stopping.is_set():
+                    raise _Abort()
+                self.wfile.write(frames[-1] + end)
+            elif not delay and not stall:
                 # One write for the whole stream: the fastest path for tests and benchmarks.
                 self.wfile.write(head + b"".join(frames) + end)
             else:
@@ -513,6 +523,7 @@ class ScriptedModel:
         self.model_lists: list[dict[str, str]] = []  # the headers of each GET /v1/models
         self.connections = 0  # TCP connections accepted (keep-alive checks)
         self._stopping = threading.Event()
+        self._released = threading.Event()  # ends every `hold` (and stop() sets it too)
         self._sock: socket.socket | None = None
         self._wake: tuple[socket.socket, socket.socket] | None = None
         self._threads: list[threading.Thread] = []
@@ -526,6 +537,10 @@ class ScriptedModel:
             parsed = [parse_reply(r, f"reply {self._added + i + 1}") for i, r in enumerate(replies)]
             self._queue.extend(parsed)
             self._added += len(parsed)
+
+    def release(self) -> None:
+        """End the wait of every `hold` reply, now and later."""
+        self._released.set()
 
     @property
     def remaining(self) -> int:
@@ -556,6 +571,7 @@ class ScriptedModel:
         if self._sock is None:
             return
         self._stopping.set()
+        self._released.set()
         assert self._wake is not None
         self._wake[1].send(b"x")
         with self._lock:

@@ -12,6 +12,7 @@ import os
 import random
 import shutil
 import signal
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Iterable
@@ -114,15 +115,16 @@ def finished_turn(log: Path, text: str) -> tuple[list[dict[str, Any]], str]:
 
 
 def report_run(report: Report, label: str, seed: int, run_dir: Path, keep_as: str) -> None:
-    """Count the run in the suite's summary; on a problem keep `run_dir` as `keep_as` in
+    """Count the run in the suite's summary; on a problem keep `run_dir` as `keep_as`-XXXXXXXX (a
+    new folder each time, so runs of other checkouts on the machine cannot replace it) in
     $MINO_CRASH_KEEP (default /tmp) for a look, and fail."""
     TALLY.kills += report.kills
     for p in report.problems:
         TALLY.loss(f"{label}: {p}")
     TALLY.notes.append(f"{label} (seed {seed}): {report.summary()}")
     if report.problems:
-        kept = Path(os.environ.get("MINO_CRASH_KEEP", "/tmp")) / keep_as
-        shutil.rmtree(kept, ignore_errors=True)
+        keep = os.environ.get("MINO_CRASH_KEEP", "/tmp")
+        kept = Path(tempfile.mkdtemp(prefix=f"{keep_as}-", dir=keep)) / "run"
         shutil.copytree(run_dir, kept, symlinks=True)
         pytest.fail(
             f"{len(report.problems)} problem(s); the run is kept in {kept}:\n"

@@ -1,6 +1,7 @@
 """Two editor windows on one home, one SIGKILLed mid-turn while the other writes: nothing lost.
 
-MINO_TWO_WRITER_KILLS sets the number of kills (default 6, about 15 s); MINO_CRASH_SEED the seed.
+MINO_TWO_WRITER_KILLS sets the number of kills (default 6, about 15 s; 90 s on a loaded machine);
+MINO_CRASH_SEED the seed.
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-@pytest.mark.timeout(max(120, KILLS * 10))
+# A hang guard, not a speed limit: 6 kills took 8-15 s on a quiet machine and 91 s under
+# `make test-stress` beside other builds (load average 13-16 on 2 cores): 120 s was too tight.
+@pytest.mark.timeout(max(600, KILLS * 75))
 def test_a_window_killed_mid_turn_leaves_the_other_writing_and_its_log_loadable(tmp_path: Path) -> None:
     run = TwoWriterRun(tmp_path / "run", SEED)
     report = run.run(KILLS)

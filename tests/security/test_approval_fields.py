@@ -116,7 +116,7 @@ def client(tmp_path: Path, model: ScriptedModel) -> Iterator[Client]:
 
 def test_the_editor_gets_the_same_fields_and_warning(client: Client, model: ScriptedModel) -> None:
     model.add(bash_call(PADDED), bash_call(LONG), {"text": "done"})
-    assert client.request("mino/turn", {"text": "go"}, timeout=20)["status"] == "completed"
+    assert client.request("mino/turn", {"text": "go"})["status"] == "completed"
     padded, long = (r["params"] for r in client.incoming_requests if r["method"] == "mino/approve")
     assert padded["fields"][0] == {"label": "Command", "value": PADDED_SHOWN} and padded["warning"] is None
     assert long["fields"][0]["value"].startswith("cp ~/.ssh/id_rsa ./pub/ ; true; ")

@@ -67,18 +67,18 @@ def test_a_response_with_the_id_of_the_clients_own_turn_is_ignored(
         for _ in range(ROUNDS):
             respond(client, turn.id, {"injected": True})
         client.send({"jsonrpc": "2.0", "id": turn.id, "error": {"code": 1, "message": "injected"}})
-        assert client.request("mino/state", timeout=5)["busy"] is True
+        assert client.request("mino/state")["busy"] is True
         respond(client, asked["id"], {"approved": False})
         # A duplicate answer, saying yes this time: the question was answered already.
         respond(client, asked["id"], {"approved": True})
-        result = turn.result(10)
+        result = turn.result()
         assert result["status"] == "completed" and result["text"] == f"Real answer {i}.", result
     assert not witness.exists()  # every call was denied: no duplicate "yes" ran one
     assert [e["outcome"] for e in client.events("approval_resolved")] == ["denied"] * ROUNDS
     # Still answering, with every pool worker alive: a turn, then the state.
     model.add({"text": "Still here."})
-    assert client.request("mino/turn", {"text": "last"}, timeout=10)["text"] == "Still here."
-    assert client.request("mino/state", timeout=5)["busy"] is False
+    assert client.request("mino/turn", {"text": "last"})["text"] == "Still here."
+    assert client.request("mino/state")["busy"] is False
     assert b"ignored a response to id" in client.stderr
 
 
@@ -86,7 +86,7 @@ def test_a_response_to_an_id_the_server_never_issued_is_ignored(client: Client) 
     for bogus in ["mino-1", "mino-999", 1, 0, -5, "x"]:
         respond(client, bogus, {"approved": True})
         client.send({"jsonrpc": "2.0", "id": bogus, "error": {"code": -32000, "message": "no"}})
-    assert client.request("mino/state", timeout=5)["busy"] is False
+    assert client.request("mino/state")["busy"] is False
     client.wait_for(lambda: b"ignored a response to id 'mino-999'" in client.stderr, what="the log line")
 
 
@@ -108,6 +108,6 @@ def test_a_client_request_id_equal_to_a_server_request_id_stays_apart(
         what="the answer to the client's request",
     )
     respond(client, asked["id"], {"approved": True})  # still reaches the server's question
-    result = turn.result(10)
+    result = turn.result()
     assert result["status"] == "completed" and result["text"] == "Ran it."
     assert (tmp_path / "ws" / "approved.txt").read_text() == "yes\n"
