@@ -5,8 +5,10 @@ one I/O writer (4 MiB written and fsynced in a loop, in a temporary folder) comp
 stops them when COMMAND ends (or after N seconds, whichever comes first); COMMAND's exit status is
 the script's. `Load` is the same as a context manager for a test.
 
-The load is bounded twice: the workers stop themselves at their deadline and get SIGKILL when the
-command ends, so a killed run leaves no busy loop behind.
+The load is bounded three times: the workers stop themselves at their deadline, get SIGKILL when the
+command ends, and get SIGKILL from the kernel when the process that started them dies
+(PR_SET_PDEATHSIG), so a killed run leaves no busy loop behind. SIGTERM (`make` stopped, `timeout`)
+stops the command and the load as the end of the command does.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from types import TracebackType
+from collections.abc import Callable
+from types import FrameType, TracebackType
 
 BUSY = "import time\nend = time.monotonic() + {s}\nwhile time.monotonic() < end:\n    pass\n"
 WRITER = """
@@ -33,6 +36,21 @@ while time.monotonic() < end:
         os.fsync(f.fileno())
     os.unlink(path)
 """
+
+
+def _die_with_parent() -> Callable[[], None] | None:
+    """A preexec_fn asking the kernel for SIGKILL when the starting thread's process dies (Linux)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    pr_set_pdeathsig = 1
+
+    def ask() -> None:
+        libc.prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
+
+    return ask
 
 
 class Load:
@@ -51,8 +69,11 @@ class Load:
         self._dir = tempfile.TemporaryDirectory(prefix="mino-load-")
         scripts = [BUSY.format(s=self.seconds)] * self.busy
         scripts.append(WRITER.format(s=self.seconds, d=self._dir.name))
+        preexec = _die_with_parent()
         for script in scripts:
-            self._procs.append(subprocess.Popen([sys.executable, "-c", script], start_new_session=True))
+            self._procs.append(
+                subprocess.Popen([sys.executable, "-c", script], start_new_session=True, preexec_fn=preexec)
+            )
         return self
 
     def __exit__(
@@ -79,6 +100,11 @@ def main(argv: list[str]) -> int:
     if not argv:
         sys.stderr.write("usage: python tests/load.py [--seconds N] -- COMMAND...\n")
         return 2
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        raise SystemExit(128 + signum)  # subprocess.call kills the command, the with block the load
+
+    signal.signal(signal.SIGTERM, stop)
     with Load(seconds) as load:
         sys.stderr.write(f"load: {load.describe()}, at most {seconds:.0f} s\n")
         started = time.monotonic()
