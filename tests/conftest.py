@@ -9,6 +9,7 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -59,3 +60,21 @@ def mino_env(mino_home: Path, model: ScriptedModel) -> dict[str, str]:
         }
     )
     return env
+
+
+@pytest.fixture
+def agent_factory(model: ScriptedModel, workdir: Path) -> Iterator[Any]:
+    """`make(ui=None, mode=None)`: an opened conversation on the scripted model, closed after the test."""
+    from helpers import Agent, RecordingUI, make_agent
+
+    agents: list[Agent] = []
+
+    def make(ui: RecordingUI | None = None, mode: str | None = None) -> Agent:
+        a = make_agent(model.base_url, workdir, ui, mode=mode)
+        a.open()
+        agents.append(a)
+        return a
+
+    yield make
+    for a in agents:
+        a.close()

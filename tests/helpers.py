@@ -4,7 +4,9 @@ and environment of a Mino started as a subprocess; a model service that always a
 from __future__ import annotations
 
 import http.server
+import json
 import os
+import socket
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -100,6 +102,45 @@ def session_records(home: Path, session_id: str) -> list[dict[str, Any]]:
         return list(log.read_records())
     finally:
         log.close()
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on (bound, then closed)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def running(pid: int) -> bool:
+    """The process exists and is not a zombie (its state read from /proc)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """One JSON object a line; none when the file does not exist (yet)."""
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def assert_damaged_user_message(base_url: str, workdir: Path, field: dict[str, Any], match: str) -> None:
+    """A session log whose first user_message carries `field` (a bad value of an optional part) does
+    not load: LogError naming line 1 and matching `match`; the same record with the part empty is fine."""
+    import pytest
+
+    from mino_server.core.sessions.log import LogError
+
+    agent = make_agent(base_url, workdir)
+    agent.open()
+    assert agent.log is not None
+    path = agent.log.path
+    agent.close()
+    bad = {"seq": 1, "type": "user_message", "turn_id": "t", "at": "x", "text": "hi", **field}
+    empty = {key: [] for key in field}
+    path.write_text(json.dumps(bad) + "\n" + json.dumps({**bad, "seq": 2, **empty}) + "\n")
+    with pytest.raises(LogError, match=f"line 1: {match}"):
+        SessionStore(path.parent).open_log(path.name.removesuffix(".jsonl"))
 
 
 def make_agent(base_url: str, workdir: Path, ui: RecordingUI | None = None, mode: str | None = None) -> Agent:

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from acp_client import NO_ANSWER, AcpClient
 from cancel_points import POINTS, reach
-from helpers import mino_env, quiet_home
+from helpers import mino_env, quiet_home, running
 from image_files import b64, data_url, gif, png, webp
 from rpc_client import RpcError
 
@@ -305,9 +305,9 @@ def test_mcp_servers_are_added_for_the_session_and_asked_about(
         assert pids  # the configured stdio server runs under the agent
         assert client.close() == 0
         deadline = time.monotonic() + 60  # a hang guard: the loop ends when it happens
-        while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+        while any(running(p) for p in pids) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert not any(_alive(p) for p in pids)  # no orphans once the process ended
+        assert not any(running(p) for p in pids)  # no orphans once the process ended
     finally:
         web.terminate()
         web.wait(10)
@@ -334,14 +334,6 @@ def test_a_malformed_mcp_server_is_invalid_params(spawn: Spawn, ws: Path) -> Non
         # session/load reads them through the same function (Agent.client_mcp_servers)
         err = client.error("session/load", {"sessionId": sid, "cwd": str(ws), "mcpServers": bad})
         assert err.code == -32602 and "mcpServers" in err.message
-
-
-def _alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.split(")")[-1].split()[0] != "Z"
 
 
 # ---- tool calls and permissions -------------------------------------------------------------------

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +12,7 @@ from typing import Any
 
 import pexpect
 from cli_driver import piped, spawn
+from helpers import free_port
 
 from mino_server.server.protocol import PROTOCOL_VERSION
 from mino_server.testing.scripted_model import ScriptedModel
@@ -38,12 +38,6 @@ def doctor(env: dict[str, str], cwd: Path, *args: str) -> tuple[int, dict[str, d
 def doctor_text(env: dict[str, str], cwd: Path, *args: str) -> tuple[int, list[str]]:
     done = piped(env, cwd, "", "doctor", *args)
     return done.returncode, done.stdout.splitlines()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def test_all_there_exits_0_and_never_shows_the_key(

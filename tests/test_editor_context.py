@@ -5,13 +5,12 @@ replay sends the same. Server tests run a real `mino --stdio` against the script
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import make_agent, quiet_home, session_records, turn
+from helpers import assert_damaged_user_message, make_agent, quiet_home, session_records, turn
 from image_files import b64, data_url, jpeg, png
 from server_client import Spawn, servers
 
@@ -31,8 +30,7 @@ from mino_server.core.context import (
 )
 from mino_server.core.contract import ContextItem
 from mino_server.core.model_client import alternating
-from mino_server.core.sessions.log import LogError, replay_items, user_item
-from mino_server.core.sessions.store import SessionStore
+from mino_server.core.sessions.log import replay_items, user_item
 from mino_server.testing.scripted_model import ScriptedModel, image_urls, input_problems
 
 
@@ -240,22 +238,12 @@ def test_merging_keeps_the_parts_of_a_message_with_context() -> None:
 
 
 def test_a_damaged_context_record_is_damage(model: ScriptedModel, workdir: Path) -> None:
-    agent = make_agent(model.base_url, workdir)
-    agent.open()
-    assert agent.log is not None
-    path = agent.log.path
-    agent.close()
-    bad = {
-        "seq": 1,
-        "type": "user_message",
-        "turn_id": "t",
-        "at": "x",
-        "text": "hi",
-        "context": [{"path": 1}],
-    }
-    path.write_text(json.dumps(bad) + "\n" + json.dumps({**bad, "seq": 2, "context": []}) + "\n")
-    with pytest.raises(LogError, match="line 1: user_message context items need a string path and text"):
-        SessionStore(path.parent).open_log(path.name.removesuffix(".jsonl"))
+    assert_damaged_user_message(
+        model.base_url,
+        workdir,
+        {"context": [{"path": 1}]},
+        "user_message context items need a string path and text",
+    )
 
 
 def test_the_core_api(model: ScriptedModel, workdir: Path) -> None:

@@ -5,11 +5,11 @@ it came from (flag, environment, config.yaml, default); a wrong path (no /v1) sa
 from __future__ import annotations
 
 import os
-import socket
 from pathlib import Path
 
 import pexpect
 from cli_driver import piped, spawn
+from helpers import free_port
 
 from mino_server.core.config import load_config
 from mino_server.testing.scripted_model import ScriptedModel
@@ -25,13 +25,6 @@ def bare_env(home: Path, **extra: str) -> dict[str, str]:
         k: v for k, v in os.environ.items() if k not in ("MINO_API_KEY", "OPENAI_API_KEY", "MINO_BASE_URL")
     }
     return {**env, "MINO_HOME": str(home), "PYTHONUNBUFFERED": "1", **extra}
-
-
-def free_port() -> int:
-    """A loopback port nothing listens on (bound, then closed)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def test_config_records_where_base_url_and_key_came_from(mino_home: Path) -> None:

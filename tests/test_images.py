@@ -11,15 +11,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import RecordingUI, command, make_agent, turn
+from helpers import RecordingUI, assert_damaged_user_message, command, make_agent, turn
 from image_files import b64, data_url, gif, jpeg, png, webp
 
 from mino_server.core import images
 from mino_server.core.cancel import CancelToken
 from mino_server.core.context import ContextRequest, find_mentions
 from mino_server.core.errors import ContextError
-from mino_server.core.sessions.log import LogError, user_item
-from mino_server.core.sessions.store import SessionStore
+from mino_server.core.sessions.log import user_item
 from mino_server.testing.scripted_model import ScriptedModel, image_urls, input_problems
 
 
@@ -235,22 +234,12 @@ def test_nothing_is_kept_or_sent_when_an_image_is_refused(
 
 
 def test_a_damaged_images_record_is_damage(model: ScriptedModel, workdir: Path) -> None:
-    agent = make_agent(model.base_url, workdir)
-    agent.open()
-    assert agent.log is not None
-    path = agent.log.path
-    agent.close()
-    bad = {
-        "seq": 1,
-        "type": "user_message",
-        "turn_id": "t",
-        "at": "x",
-        "text": "hi",
-        "images": [{"sha256": "../x"}],
-    }
-    path.write_text(json.dumps(bad) + "\n" + json.dumps({**bad, "seq": 2, "images": []}) + "\n")
-    with pytest.raises(LogError, match="line 1: user_message images need a name, a known mime"):
-        SessionStore(path.parent).open_log(path.name.removesuffix(".jsonl"))
+    assert_damaged_user_message(
+        model.base_url,
+        workdir,
+        {"images": [{"sha256": "../x"}]},
+        "user_message images need a name, a known mime",
+    )
 
 
 # ---- image files: @shot.png, a file item without text --------------------------------------------

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 import yaml
-from helpers import RecordingUI, make_agent, mino_env, quiet_home, session_records, turn
+from helpers import RecordingUI, make_agent, mino_env, quiet_home, read_jsonl, running, session_records, turn
 from server_client import Client
 
 from mino_server.core.cancel import CancelToken
@@ -50,26 +50,11 @@ def fixture_server(record: Path, **more: Any) -> dict[str, Any]:
     return {"command": FIXTURE, "env": env, "start_timeout_s": SLOW_START, **more}
 
 
-def records(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:  # a zombie is not running: read its state
-        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 def ready_agent(model: ScriptedModel, workdir: Path, ui: RecordingUI, mode: str | None = None) -> Any:
     agent = make_agent(model.base_url, workdir, ui, mode=mode)
     agent.open()
     assert agent.mcp is not None
-    agent.mcp.wait_started(15)
+    agent.mcp.wait_started(SLOW_START)  # returns once every server is ready or failed
     return agent
 
 
@@ -176,7 +161,7 @@ def test_a_call_asks_shows_server_and_arguments_and_returns_the_text(
         assert arg == ("text", "hi\\x1b[31m")  # escaped like every field
         output = json.loads(json.dumps(model.requests[1]["input"]))[-1]
         assert output["type"] == "function_call_output" and "hi" in output["output"]
-        assert [r["tool"] for r in records(record)] == ["echo"]
+        assert [r["tool"] for r in read_jsonl(record)] == ["echo"]
         state = agent.state().mcp
         assert state is not None and [(s.name, s.state, s.tools) for s in state] == [("fx", "ready", 8)]
     finally:
@@ -218,7 +203,7 @@ def test_the_decision_table_for_mcp_tools(
         (call,) = ui.of_type("tool_call")
         assert call["decision"] == ("ask" if asks else "show")
         assert len(ui.asked) == (1 if asks else 0)
-        assert len(records(record)) == (0 if asks else 1)
+        assert len(read_jsonl(record)) == (0 if asks else 1)
     finally:
         agent.close()
 
@@ -273,7 +258,7 @@ def test_a_server_dying_mid_call_fails_the_call_once_and_its_tools_go(
         lines = [e["text"] for e in ui.of_type("notice") if e["text"].startswith("MCP server fx")]
         assert len(lines) == 1 and "stopped" in lines[0]
         assert not any(t["name"].startswith("mcp__fx") for t in model.requests[2]["tools"])
-        assert [r["tool"] for r in records(record)] == ["die"]
+        assert [r["tool"] for r in read_jsonl(record)] == ["die"]
         state = agent.state().mcp
         assert state is not None and state[0].state == "failed" and state[0].error
     finally:
@@ -344,16 +329,16 @@ def test_cancel_sends_notifications_cancelled_and_never_resends(
         worker = threading.Thread(target=lambda: box.update(r=agent.run_turn("go", cancel)))
         worker.start()
         deadline = time.monotonic() + 60  # a hang guard: the loop ends when it happens
-        while not records(record) and time.monotonic() < deadline:
+        while not read_jsonl(record) and time.monotonic() < deadline:
             time.sleep(0.05)
         cancel.cancel()
         worker.join(60)
         assert box["r"].status == "interrupted"
         deadline = time.monotonic() + 60  # a hang guard: the loop ends when it happens
-        while len(records(record)) < 2 and time.monotonic() < deadline:
+        while len(read_jsonl(record)) < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert [r.get("tool") or r.get("cancelled") for r in records(record)] == ["slow", "slow"]
-        assert "cancelled" in records(record)[1]
+        assert [r.get("tool") or r.get("cancelled") for r in read_jsonl(record)] == ["slow", "slow"]
+        assert "cancelled" in read_jsonl(record)[1]
         sid = agent.session_id
     finally:
         agent.close()
@@ -364,7 +349,7 @@ def test_cancel_sends_notifications_cancelled_and_never_resends(
         assert again.session_id == sid
     finally:
         again.close()
-    assert len([r for r in records(record) if "tool" in r]) == 1
+    assert len([r for r in read_jsonl(record) if "tool" in r]) == 1
     results = [r for r in session_records(mino_home, sid or "") if r["type"] == "tool_result"]
     assert [r["status"] for r in results] == ["failed"]
 
@@ -384,14 +369,14 @@ def test_servers_start_once_and_stop_with_the_conversation(
         turn(agent, "two")
         (result,) = ui.of_type("tool_result")
         assert result["text"] == "visible: none"
-        (pid,) = {r["pid"] for r in records(record)}
+        (pid,) = {r["pid"] for r in read_jsonl(record)}
     finally:
         os.environ.pop("MINO_API_KEY", None)
         agent.close()
     deadline = time.monotonic() + 60  # a hang guard: the loop ends when it happens
-    while alive(pid) and time.monotonic() < deadline:
+    while running(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not alive(pid)
+    assert not running(pid)
 
 
 def test_no_mcp_import_without_servers(workdir: Path) -> None:
@@ -431,7 +416,7 @@ def test_print_mode_waits_for_servers_and_sigterm_cancels_the_call(
         text=True,
     )
     deadline = time.monotonic() + 60
-    while not records(record) and time.monotonic() < deadline:
+    while not read_jsonl(record) and time.monotonic() < deadline:
         time.sleep(0.05)
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=60)
@@ -440,10 +425,10 @@ def test_print_mode_waits_for_servers_and_sigterm_cancels_the_call(
     assert result["status"] == "interrupted"
     assert result["toolCalls"] == [{"tool": "mcp__fx__slow", "status": "failed"}]
     deadline = time.monotonic() + 60  # a hang guard: the loop ends when it happens
-    while len(records(record)) < 2 and time.monotonic() < deadline:
+    while len(read_jsonl(record)) < 2 and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert "cancelled" in records(record)[-1]
-    assert not alive(records(record)[0]["pid"])
+    assert "cancelled" in read_jsonl(record)[-1]
+    assert not running(read_jsonl(record)[0]["pid"])
 
 
 def test_the_editor_server_reports_mcp_state(model: ScriptedModel, tmp_path: Path) -> None:
@@ -474,14 +459,16 @@ def test_the_editor_server_reports_mcp_state(model: ScriptedModel, tmp_path: Pat
         model.add({"calls": [{"name": "mcp__fx__slow", "arguments": {"seconds": 60}}]}, {"text": "after"})
         client.request("mino/mode", {"mode": "bypass"})
         pending = client.start("mino/turn", {"text": "be slow"})
-        client.wait_for(lambda: any(r.get("tool") == "slow" for r in records(record)), 30, "the slow call")
+        client.wait_for(lambda: any(r.get("tool") == "slow" for r in read_jsonl(record)), 30, "the slow call")
         client.cancel(pending)
         assert pending.result(30)["status"] == "interrupted"
-        client.wait_for(lambda: any("cancelled" in r for r in records(record)), 30, "notifications/cancelled")
+        client.wait_for(
+            lambda: any("cancelled" in r for r in read_jsonl(record)), 30, "notifications/cancelled"
+        )
     finally:
         assert client.stop() == 0
-    pids = {r["pid"] for r in records(record)}
-    assert all(not alive(p) for p in pids)
+    pids = {r["pid"] for r in read_jsonl(record)}
+    assert all(not running(p) for p in pids)
 
 
 def test_the_terminal_asks_shows_escaped_and_ctrl_c_cancels_the_call(
@@ -527,7 +514,7 @@ def test_the_terminal_asks_shows_escaped_and_ctrl_c_cancels_the_call(
     child.expect_exact("Approve this operation? [y/N] ")
     child.sendline("y")
     deadline = time.monotonic() + 60  # a hang guard: the loop ends when it happens
-    while not any(r.get("tool") == "slow" for r in records(record)) and time.monotonic() < deadline:
+    while not any(r.get("tool") == "slow" for r in read_jsonl(record)) and time.monotonic() < deadline:
         time.sleep(0.05)
     child.sendintr()
     child.expect_exact("[Tool result: failed]")
@@ -539,8 +526,8 @@ def test_the_terminal_asks_shows_escaped_and_ctrl_c_cancels_the_call(
     assert child.exitstatus == 0
     screen = "".join(raw)
     assert "\x1b]0;pwned" not in screen and "\x1b]0;x" not in screen and "\x07" not in screen
-    assert [r.get("tool") or "cancelled" for r in records(record)] == ["hostile", "slow", "cancelled"]
-    assert not alive(records(record)[0]["pid"])
+    assert [r.get("tool") or "cancelled" for r in read_jsonl(record)] == ["hostile", "slow", "cancelled"]
+    assert not running(read_jsonl(record)[0]["pid"])
 
 
 def test_doctor_checks_the_programs_cheaply(tmp_path: Path) -> None:

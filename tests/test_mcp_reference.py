@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 import yaml
-from helpers import RecordingUI, make_agent, turn
+from helpers import RecordingUI, free_port, make_agent, turn
 
 from mino_server.testing.scripted_model import ScriptedModel
 
@@ -96,12 +96,6 @@ def test_server_everything_image_content_is_named_not_shown(
     result, _ = one_call(model, workdir, "mcp__everything__get-tiny-image", {})
     assert result["status"] == "completed" and "[image content not shown]" in result["text"]
     assert "iVBOR" not in result["text"]  # no base64 reaches the model or a screen
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture

@@ -8,8 +8,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import pytest
-from helpers import Agent, RecordingUI, command, make_agent, texts, turn
+from helpers import Agent, RecordingUI, command, texts, turn
 
 from mino_server.core import checkpoints
 from mino_server.core.rewind import checkpoint_turns
@@ -18,21 +17,6 @@ from mino_server.testing.scripted_model import ScriptedModel
 
 def call(tool: str, /, **arguments: Any) -> dict:
     return {"calls": [{"name": tool, "arguments": arguments}]}
-
-
-@pytest.fixture
-def agent_factory(model: ScriptedModel, workdir: Path):
-    agents: list[Agent] = []
-
-    def make(ui: RecordingUI | None = None, mode: str | None = "bypass") -> Agent:
-        a = make_agent(model.base_url, workdir, ui, mode=mode)
-        a.open()
-        agents.append(a)
-        return a
-
-    yield make
-    for a in agents:
-        a.close()
 
 
 def three_turns(model: ScriptedModel, agent: Agent, workdir: Path) -> None:
@@ -56,7 +40,7 @@ def test_list_restore_delete_and_conversation(model: ScriptedModel, agent_factor
     (workdir / "a.txt").write_text("one\ntwo\n")
     os.chmod(workdir / "a.txt", 0o640)
     ui = RecordingUI(confirms=[True])
-    agent = agent_factory(ui)
+    agent = agent_factory(ui, mode="bypass")
     three_turns(model, agent, workdir)
     lines = command(agent, "/rewind")
     assert lines[0].startswith("2. ") and lines[0].endswith(
@@ -95,7 +79,7 @@ def test_list_restore_delete_and_conversation(model: ScriptedModel, agent_factor
 def test_changed_since_mino_wrote_it_is_kept(model: ScriptedModel, agent_factory, workdir: Path) -> None:
     (workdir / "a.txt").write_text("one\ntwo\n")
     ui = RecordingUI(confirms=[True])
-    agent = agent_factory(ui)
+    agent = agent_factory(ui, mode="bypass")
     three_turns(model, agent, workdir)
     (workdir / "a.txt").write_text("the person's own work\n")
     assert command(agent, "/rewind 2") == [
@@ -108,7 +92,7 @@ def test_changed_since_mino_wrote_it_is_kept(model: ScriptedModel, agent_factory
 def test_no_changes_nothing(model: ScriptedModel, agent_factory, workdir: Path) -> None:
     (workdir / "a.txt").write_text("one\ntwo\n")
     ui = RecordingUI(confirms=[False])
-    agent = agent_factory(ui)
+    agent = agent_factory(ui, mode="bypass")
     three_turns(model, agent, workdir)
     before = agent.log.path.read_bytes() if agent.log else b""
     assert command(agent, "/rewind 1") == ["Nothing was rewound."]
@@ -123,7 +107,7 @@ def test_links_are_not_followed(model: ScriptedModel, agent_factory, workdir: Pa
     (workdir / "sub").mkdir()
     (workdir / "sub" / "a.txt").write_text("one\n")
     ui = RecordingUI(confirms=[True])
-    agent = agent_factory(ui)
+    agent = agent_factory(ui, mode="bypass")
     model.add(call("edit_file", path="sub/a.txt", old_text="one", new_text="ONE"), {"text": "ok"})
     turn(agent, "edit")
     outside = tmp_path / "outside"
@@ -144,7 +128,7 @@ def test_store_is_in_home_not_project_and_clear_removes_it(
     (workdir / "a.txt").write_text("one\ntwo\n")
     git_before = sorted(str(p) for p in (workdir / ".git").rglob("*"))
     ui = RecordingUI(typed=[])
-    agent = agent_factory(ui)
+    agent = agent_factory(ui, mode="bypass")
     three_turns(model, agent, workdir)
     assert sorted(str(p) for p in (workdir / ".git").rglob("*")) == git_before
     sid = agent.session_id or ""
@@ -166,7 +150,7 @@ def test_interrupted_rewind_is_finished_by_the_next(
 
     (workdir / "a.txt").write_text("one\ntwo\n")
     ui = RecordingUI(confirms=[True])
-    agent = agent_factory(ui)
+    agent = agent_factory(ui, mode="bypass")
     three_turns(model, agent, workdir)
     p = rewind.plan(agent, 1)
     assert agent.log is not None

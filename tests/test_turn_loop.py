@@ -32,21 +32,6 @@ def seed_memory(home: Path, name: str, type_: str, summary: str, details: str = 
     return path
 
 
-@pytest.fixture
-def agent_factory(model: ScriptedModel, workdir: Path):
-    agents: list[Agent] = []
-
-    def make(ui: RecordingUI | None = None, mode: str | None = None) -> Agent:
-        a = make_agent(model.base_url, workdir, ui, mode=mode)
-        a.open()
-        agents.append(a)
-        return a
-
-    yield make
-    for a in agents:
-        a.close()
-
-
 # ---- limits and arguments ---------------------------------------------------------------------
 def test_request_limit_of_eight_per_turn(model: ScriptedModel, agent_factory, workdir: Path) -> None:
     (workdir / "f.txt").write_text("x\n")

@@ -15,29 +15,17 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import pexpect
 import yaml
 from harness import sigkill
-from helpers import mino_env
+from helpers import mino_env, read_jsonl, running
 from invariants import pair_calls, read_log
 
 from mino_server.testing.scripted_model import ScriptedModel
 
 KILLS = int(os.environ.get("MINO_CRASH_MCP_KILLS", "4"))
 PROMPT = "You> "
-
-
-def records(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
-
-
-def alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def start(env: dict[str, str], work: Path) -> pexpect.spawn:
@@ -100,19 +88,19 @@ def test_sigkill_with_an_mcp_call_in_flight(tmp_path: Path) -> None:
                 in_flight.append(token)
                 child.sendline(f"slow {token}")
                 deadline = time.monotonic() + 30
-                while not any(r.get("args", {}).get("token") == token for r in records(record)):
+                while not any(r.get("args", {}).get("token") == token for r in read_jsonl(record)):
                     assert time.monotonic() < deadline, "the slow call never reached the server"
                     time.sleep(0.02)
-                server_pid = records(record)[-1]["pid"]
+                server_pid = read_jsonl(record)[-1]["pid"]
                 sigkill(child.pid)
                 child.expect(pexpect.EOF)
                 deadline = time.monotonic() + 20
-                while alive(server_pid) and time.monotonic() < deadline:
+                while running(server_pid) and time.monotonic() < deadline:
                     time.sleep(0.05)
-                assert not alive(server_pid), "the killed Mino's MCP server kept running"
+                assert not running(server_pid), "the killed Mino's MCP server kept running"
             finally:
                 child.close(force=True)
-    seen = [r["args"].get("text") or r["args"].get("token") for r in records(record) if "tool" in r]
+    seen = [r["args"].get("text") or r["args"].get("token") for r in read_jsonl(record) if "tool" in r]
     assert sorted(seen) == sorted(sent), "an MCP call was lost or sent twice"
     (log,) = (home / "sessions").glob("*.jsonl")
     view = read_log(log)
