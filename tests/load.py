@@ -8,7 +8,7 @@ the script's. `Load` is the same as a context manager for a test.
 The load is bounded three times: the workers stop themselves at their deadline, get SIGKILL when the
 command ends, and get SIGKILL from the kernel when the process that started them dies
 (PR_SET_PDEATHSIG), so a killed run leaves no busy loop behind. SIGTERM (`make` stopped, `timeout`)
-stops the command and the load as the end of the command does.
+or Ctrl-C stops the command's whole process group and the load as the end of the command does.
 """
 
 from __future__ import annotations
@@ -101,14 +101,35 @@ def main(argv: list[str]) -> int:
         sys.stderr.write("usage: python tests/load.py [--seconds N] -- COMMAND...\n")
         return 2
 
-    def stop(signum: int, frame: FrameType | None) -> None:
-        raise SystemExit(128 + signum)  # subprocess.call kills the command, the with block the load
-
-    signal.signal(signal.SIGTERM, stop)
     with Load(seconds) as load:
         sys.stderr.write(f"load: {load.describe()}, at most {seconds:.0f} s\n")
         started = time.monotonic()
-        code = subprocess.call(argv)
+        # The command gets a process group of its own, so that stopping it reaches all it started
+        # (npm's shell and test host, pytest's servers), not just the process named.
+        proc = subprocess.Popen(argv, process_group=0)
+
+        def end_group() -> None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+        def stop(signum: int, frame: FrameType | None) -> None:
+            # SIGTERM (make or timeout stopped) or Ctrl-C, which no longer reaches the command's
+            # group from the terminal: pass it on, give the command 10 s to end as it would (pytest
+            # prints its report), then end what is left; the with block ends the load.
+            try:
+                os.killpg(proc.pid, signum)
+                proc.wait(10)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                pass
+            end_group()
+            raise SystemExit(128 + signum)
+
+        signal.signal(signal.SIGTERM, stop)
+        signal.signal(signal.SIGINT, stop)
+        code = proc.wait()
+        end_group()  # anything the command left behind in its group
         sys.stderr.write(
             f"load: {' '.join(argv)} ended with {code} after {time.monotonic() - started:.0f} s\n"
         )

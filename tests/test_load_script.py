@@ -29,7 +29,8 @@ def processes_with(marker: str) -> list[int]:
             cmdline = (entry / "cmdline").read_bytes()
         except OSError:
             continue
-        if marker.encode() in cmdline and int(entry.name) != os.getpid():
+        # the arguments are NUL-separated: `sleep 3015.25` reads b"sleep\x003015.25\x00"
+        if marker.encode() in cmdline.replace(b"\0", b" ") and int(entry.name) != os.getpid():
             found.append(int(entry.name))
     return found
 
