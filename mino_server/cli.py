@@ -331,10 +331,9 @@ class TerminalUI:
 
     def confirm(self, question: Confirmation, cancel: CancelToken | None = None) -> bool:
         self._begin_block()  # like an approval: from a fresh line and reset attributes
-        # The rewind and instructions questions end their message: asked on that line ("... [y/N] ").
-        asks_last = question.kind in ("rewind", "instructions")
+        # A message that ends with its question is asked on that line ("... [y/N] ").
         message = question.message
-        body, _, last = message.rpartition("\n") if asks_last else (message, "", "")
+        body, _, last = message.rpartition("\n") if question.asks_last else (message, "", "")
         if body:
             self.line(body)  # its project text is escaped by the core and sanitised by write()
         prompt = terminal_text(f"{last} [y/N] " if last else "[y/N] ")

@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from rpc_client import HANG_S
+from helpers import wait_until
 
 from mino_server.testing.scripted_model import ScriptedModel
 
@@ -27,13 +27,6 @@ POINTS: dict[str, tuple[dict[str, Any], str]] = {
         "request",
     ),
 }
-
-
-def wait_until(check: Callable[[], object], what: str, timeout: float = HANG_S) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, f"no {what} within {timeout} s"
-        time.sleep(0.02)
 
 
 def reach(point: str, model: ScriptedModel, delta: Callable[[], object], tool: Callable[[], object]) -> None:

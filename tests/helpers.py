@@ -8,9 +8,13 @@ import json
 import os
 import socket
 import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from rpc_client import HANG_S
 
 from mino_server.core.cancel import CancelToken
 from mino_server.core.commands import CommandResult, run_command
@@ -102,6 +106,14 @@ def session_records(home: Path, session_id: str) -> list[dict[str, Any]]:
         return list(log.read_records())
     finally:
         log.close()
+
+
+def wait_until(check: Callable[[], object], what: str, timeout: float = HANG_S) -> None:
+    """Poll `check` until it holds; `timeout` is a hang guard (the wait ends as soon as it holds)."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"no {what} within {timeout} s"
+        time.sleep(0.02)
 
 
 def free_port() -> int:

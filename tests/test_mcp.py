@@ -17,7 +17,18 @@ from typing import Any
 
 import pytest
 import yaml
-from helpers import RecordingUI, make_agent, mino_env, quiet_home, read_jsonl, running, session_records, turn
+from helpers import (
+    RecordingUI,
+    make_agent,
+    mino_env,
+    quiet_home,
+    read_jsonl,
+    running,
+    session_records,
+    turn,
+    wait_until,
+)
+from rpc_client import HANG_S
 from server_client import Client
 
 from mino_server.core.cancel import CancelToken
@@ -238,6 +249,35 @@ def test_is_error_other_content_and_escape_sequences(
         agent.close()
 
 
+def test_a_result_the_sdk_refuses_fails_the_call_and_keeps_the_server(
+    model: ScriptedModel, workdir: Path, mino_home: Path, tmp_path: Path
+) -> None:
+    """The SDK raises RuntimeError for a result it will not take (structured content against the
+    tool's output schema, say) while the server runs on: that call fails, the server keeps its tools."""
+    record = tmp_path / "calls.jsonl"
+    write_config(mino_home, {"fx": fixture_server(record)})
+    model.add({"calls": [{"name": "mcp__fx__echo", "arguments": {"text": "x"}}]}, {"text": "ok"})
+    ui = RecordingUI()
+    agent = ready_agent(model, workdir, ui, mode="bypass")
+    try:
+        assert agent.mcp is not None
+        connection = agent.mcp.servers[0].connection
+
+        async def refuse(tool: str, arguments: dict[str, Any]) -> Any:
+            raise RuntimeError("Invalid structured content returned by tool echo")
+
+        connection.session.call_tool = refuse  # type: ignore[union-attr]
+        turn(agent, "go")
+        (result,) = ui.of_type("tool_result")
+        assert result["status"] == "failed"
+        assert result["text"] == "MCP error: Invalid structured content returned by tool echo"
+        (status,) = agent.state().mcp or []
+        assert status.state == "ready" and status.tools > 0
+        assert not [e for e in ui.of_type("notice") if e["text"].startswith("MCP server fx")]
+    finally:
+        agent.close()
+
+
 def test_a_server_dying_mid_call_fails_the_call_once_and_its_tools_go(
     model: ScriptedModel, workdir: Path, mino_home: Path, tmp_path: Path
 ) -> None:
@@ -279,9 +319,7 @@ def test_a_server_exiting_while_idle_is_one_line_at_once(
     agent = ready_agent(model, workdir, ui, mode="bypass")
     try:
         turn(agent, "go")
-        deadline = time.monotonic() + 60  # a hang guard: the loop ends when it happens
-        while (agent.state().mcp or [])[0].state != "failed" and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_until(lambda: (agent.state().mcp or [])[0].state == "failed", "the server marked failed")
         (status,) = agent.state().mcp or []
         assert status.state == "failed" and status.error == "stopped: the server closed its connection"
         turn(agent, "again")
@@ -328,15 +366,11 @@ def test_cancel_sends_notifications_cancelled_and_never_resends(
         box: dict[str, Any] = {}
         worker = threading.Thread(target=lambda: box.update(r=agent.run_turn("go", cancel)))
         worker.start()
-        deadline = time.monotonic() + 60  # a hang guard: the loop ends when it happens
-        while not read_jsonl(record) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_until(lambda: read_jsonl(record), "the slow call at the server")
         cancel.cancel()
         worker.join(60)
         assert box["r"].status == "interrupted"
-        deadline = time.monotonic() + 60  # a hang guard: the loop ends when it happens
-        while len(read_jsonl(record)) < 2 and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_until(lambda: len(read_jsonl(record)) >= 2, "notifications/cancelled at the server")
         assert [r.get("tool") or r.get("cancelled") for r in read_jsonl(record)] == ["slow", "slow"]
         assert "cancelled" in read_jsonl(record)[1]
         sid = agent.session_id
@@ -355,28 +389,28 @@ def test_cancel_sends_notifications_cancelled_and_never_resends(
 
 
 def test_servers_start_once_and_stop_with_the_conversation(
-    model: ScriptedModel, workdir: Path, mino_home: Path, tmp_path: Path
+    model: ScriptedModel, workdir: Path, mino_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     record = tmp_path / "calls.jsonl"
     write_config(mino_home, {"fx": fixture_server(record)})
-    model.add({"calls": [{"name": "mcp__fx__env", "arguments": {}}]}, {"text": "ok"}, {"text": "two"})
+    env_call = {"calls": [{"name": "mcp__fx__env", "arguments": {}}]}
+    model.add(env_call, {"text": "ok"}, env_call, {"text": "two"})
+    # Set before the servers start (their environment is fixed then): the key variables stay hidden.
+    monkeypatch.setenv("MINO_API_KEY", "secret")
+    monkeypatch.setenv("OPENAI_API_KEY", "secret")
     ui = RecordingUI()
     agent = ready_agent(model, workdir, ui, mode="bypass")
     try:
-        os.environ["MINO_API_KEY"] = "secret"  # the conversation's own key variables stay hidden
+        hub = agent.mcp
         turn(agent, "go")
         agent.new_session()  # a new session in the same conversation keeps the same servers
+        assert agent.mcp is hub
         turn(agent, "two")
-        (result,) = ui.of_type("tool_result")
-        assert result["text"] == "visible: none"
-        (pid,) = {r["pid"] for r in read_jsonl(record)}
+        assert [r["text"] for r in ui.of_type("tool_result")] == ["visible: none", "visible: none"]
+        (pid,) = {r["pid"] for r in read_jsonl(record)}  # both calls reached the one server process
     finally:
-        os.environ.pop("MINO_API_KEY", None)
         agent.close()
-    deadline = time.monotonic() + 60  # a hang guard: the loop ends when it happens
-    while running(pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not running(pid)
+    wait_until(lambda: not running(pid), "the server to exit")
 
 
 def test_no_mcp_import_without_servers(workdir: Path) -> None:
@@ -415,18 +449,15 @@ def test_print_mode_waits_for_servers_and_sigterm_cancels_the_call(
         stderr=subprocess.PIPE,
         text=True,
     )
-    deadline = time.monotonic() + 60
-    while not read_jsonl(record) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    # the server's start (up to SLOW_START) comes first here
+    wait_until(lambda: read_jsonl(record), "the slow call at the server", SLOW_START + HANG_S)
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=60)
     assert "Traceback" not in err
     result = json.loads(out)
     assert result["status"] == "interrupted"
     assert result["toolCalls"] == [{"tool": "mcp__fx__slow", "status": "failed"}]
-    deadline = time.monotonic() + 60  # a hang guard: the loop ends when it happens
-    while len(read_jsonl(record)) < 2 and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_until(lambda: len(read_jsonl(record)) >= 2, "notifications/cancelled at the server")
     assert "cancelled" in read_jsonl(record)[-1]
     assert not running(read_jsonl(record)[0]["pid"])
 
@@ -441,13 +472,14 @@ def test_the_editor_server_reports_mcp_state(model: ScriptedModel, tmp_path: Pat
     try:
         client.initialize(work)
 
-        deadline = time.monotonic() + 60  # a hang guard: the loop ends when it happens
         servers: list[dict[str, Any]] = []
-        while time.monotonic() < deadline:
+
+        def started() -> bool:
+            nonlocal servers
             servers = client.request("mino/state").get("mcp") or []
-            if servers and all(s["state"] != "starting" for s in servers):
-                break
-            time.sleep(0.1)
+            return bool(servers) and all(s["state"] != "starting" for s in servers)
+
+        wait_until(started, "every server started or failed", SLOW_START + HANG_S)
         pushed = [n.get("mcp") for n in client.notifications("mino/stateChanged")]
         assert servers in pushed  # each change is pushed as mino/stateChanged, not only answered
         by_name = {s["name"]: s for s in servers}
@@ -459,11 +491,13 @@ def test_the_editor_server_reports_mcp_state(model: ScriptedModel, tmp_path: Pat
         model.add({"calls": [{"name": "mcp__fx__slow", "arguments": {"seconds": 60}}]}, {"text": "after"})
         client.request("mino/mode", {"mode": "bypass"})
         pending = client.start("mino/turn", {"text": "be slow"})
-        client.wait_for(lambda: any(r.get("tool") == "slow" for r in read_jsonl(record)), 30, "the slow call")
-        client.cancel(pending)
-        assert pending.result(30)["status"] == "interrupted"
         client.wait_for(
-            lambda: any("cancelled" in r for r in read_jsonl(record)), 30, "notifications/cancelled"
+            lambda: any(r.get("tool") == "slow" for r in read_jsonl(record)), HANG_S, "the slow call"
+        )
+        client.cancel(pending)
+        assert pending.result(HANG_S)["status"] == "interrupted"
+        client.wait_for(
+            lambda: any("cancelled" in r for r in read_jsonl(record)), HANG_S, "notifications/cancelled"
         )
     finally:
         assert client.stop() == 0
@@ -513,9 +547,9 @@ def test_the_terminal_asks_shows_escaped_and_ctrl_c_cancels_the_call(
     child.sendline("be slow")
     child.expect_exact("Approve this operation? [y/N] ")
     child.sendline("y")
-    deadline = time.monotonic() + 60  # a hang guard: the loop ends when it happens
-    while not any(r.get("tool") == "slow" for r in read_jsonl(record)) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_until(
+        lambda: any(r.get("tool") == "slow" for r in read_jsonl(record)), "the slow call at the server"
+    )
     child.sendintr()
     child.expect_exact("[Tool result: failed]")
     child.expect_exact("Interrupted.")

@@ -502,15 +502,17 @@ class AcpAgent:
             except BaseException:
                 conversation.close()
                 raise
+            # Before the session can be found: a prompt that comes at once uses the model picked
+            # in this session before.
+            known = places.recall(self.store().config.sessions_dir, sid)
+            if known is not None and known.model in conversation.config.model_choices:
+                conversation.set_model(known.model)
             session = AcpSession(self, conversation, ui)
             with self._lock:
                 self.sessions[sid] = session
         finally:
             with self._lock:
                 self._changing.discard(sid)
-        known = places.recall(self.store().config.sessions_dir, sid)
-        if known is not None and known.model in conversation.config.model_choices:
-            conversation.set_model(known.model)  # the model picked in this session before
         self._remember(sid, workdir)
         title = known.title if known is not None else None
         result = {"modes": M.modes_state(conversation.mode), "configOptions": session.config_options()}

@@ -211,6 +211,10 @@ class ClientFiles:
 
     # ---- the port --------------------------------------------------------------------------------
     def open(self, target: Target) -> BinaryIO | None:
+        from ..core.tools.project_files import DISK
+
+        if not self.reads:  # streamed from disk, as read_file reads any file: never loaded whole
+            return DISK.open(target)
         found = self.read(target)
         return None if found is None else io.BytesIO(found.data)
 
@@ -242,9 +246,6 @@ class ClientFiles:
         from ..core.errors import ToolFailure
         from ..core.tools.project_files import CHANGED_AFTER_APPROVAL, DISK, sha256
 
-        if not self.writes and not self.reads:
-            DISK.write(target, data, expected, before_write)
-            return
         found = self.read(target)  # the same way the approval read it
         if (None if found is None else sha256(found.data)) != expected:
             raise ToolFailure(CHANGED_AFTER_APPROVAL)

@@ -157,8 +157,10 @@ def cut_item(item: ResolvedItem, data: bytes) -> ResolvedItem:
     """The item's first ITEM_MAX_BYTES (`data` is its text in UTF-8), cut on a character boundary,
     and a line telling the model where it was cut and how to read the rest; `cut` says so to the
     conversation, which tells the person."""
-    kept = data[:ITEM_MAX_BYTES].decode("utf-8", "ignore")  # drops only a character cut in two
-    size = len(kept.encode("utf-8"))
+    from .display import utf8_boundary
+
+    size = utf8_boundary(data, ITEM_MAX_BYTES)
+    kept = data[:size].decode("utf-8")
     note = cut_note(item.path, size, len(data))
     newline = "" if kept.endswith("\n") or not kept else "\n"
     text = f"{kept}{newline}{note}"

@@ -145,7 +145,7 @@ class ContextItem(Frozen):
     )
 
 
-@dataclass(kw_only=True, frozen=True, eq=False, repr=False)
+@frozen(kw_only=True)
 class ImageItem(Frozen):
     """An image attached to a turn (docs/BEHAVIOUR.md, "Images"): checked by its bytes before
     anything is sent or logged."""
@@ -284,7 +284,9 @@ class McpServerStatus(Frozen):
     """One MCP server of the conversation (config.yaml's `mcp_servers`, and an ACP client's)."""
 
     name: str = doc("the server's name (a client's server whose name clashes is suffixed: `git-2`)")
-    state: McpState = doc('"starting" until its tools are listed (at most 10 s), then "ready" or "failed"')
+    state: McpState = doc(
+        '"starting" until its tools are listed (within its start_timeout_s, 10 s unless set), then "ready" or "failed"'
+    )
     tools: int = doc("how many of its tools the model is offered (0 unless ready)")
     error: str | None = optional("why it failed or stopped, one line (outside text: escape it)")
 
@@ -321,6 +323,7 @@ class Confirmation(Frozen):
     message: str  # several lines ending with the question; project text in it is escaped already
     diffs: list[FileDiff] | None = None
     files: tuple[ConfirmFile, ...] = ()
+    asks_last: bool = False  # the message's last line is the question itself (a terminal asks on it)
 
 
 @frozen(kw_only=True)

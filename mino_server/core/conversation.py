@@ -559,7 +559,11 @@ class Conversation:
             yes = (
                 self.ui.confirm(
                     Confirmation(
-                        kind=ins.CONSENT_KIND, session_id=log.id, message=message, files=tuple(files)
+                        kind=ins.CONSENT_KIND,
+                        session_id=log.id,
+                        message=message,
+                        files=tuple(files),
+                        asks_last=True,
                     ),
                     cancel,
                 )

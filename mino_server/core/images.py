@@ -34,13 +34,12 @@ import stat
 import struct
 import zlib
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .durable import atomic_write_at, ensure_private_dir, fsync_dir
 from .errors import ContextError
-from .values import Frozen
+from .values import Frozen, frozen
 
 FOLDER = "images"
 MAX_IMAGE_BYTES = 5 * 1024 * 1024  # decoded, each
@@ -52,7 +51,7 @@ _MAX_B64_CHARS = 4 * ((MAX_IMAGE_BYTES + 2) // 3)
 _HEX = frozenset("0123456789abcdef")
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen
 class Image(Frozen):
     """A checked image: its bytes, their sha256, the type its bytes show, and how it is named."""
 
@@ -117,7 +116,7 @@ def from_base64(data: object, declared: object, name: str, where: str) -> Image:
         raise ContextError(
             f"{where}: mimeType must be image/png, image/jpeg, image/gif or image/webp; got {_short(declared)}."
         )
-    if not isinstance(data, str) or not data:
+    if not isinstance(data, str) or not data or data.isspace():
         raise ContextError(f"{where}: data must be the image's bytes in base64.")
     # Refused before decoding (line breaks allowed): a huge text costs no second copy.
     compact = "" if len(data) > 2 * _MAX_B64_CHARS else "".join(data.split())
@@ -145,8 +144,8 @@ def is_image_file(workdir: Path, home: Path, path: str) -> bool:
     """Whether `path` names a file inside the working directory whose first bytes announce an image."""
     try:
         return sniff(_read(workdir, home, path, path, 16)) is not None
-    except ContextError:
-        return False
+    except (ContextError, ValueError):  # a path that is no file name (a lone surrogate): the
+        return False  # context item's own checks say why
 
 
 def too_many(count: int, where: str = "") -> None:

@@ -8,6 +8,7 @@ official Python SDK); a server, its descriptions, schemas and results are outsid
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -20,7 +21,6 @@ from typing import Any, ClassVar, Literal, Protocol, cast
 
 from .cancel import CancelToken
 from .contract import COMPLETED, FAILED, McpServerStatus, McpState, ToolCategory
-from .errors import ToolFailure
 from .tools.base import ArgumentError, Prepared, Tool, ToolContext, ToolResult
 from .values import Frozen, Mutable, frozen
 
@@ -33,7 +33,6 @@ MAX_SCHEMA_BYTES = 32 * 1024  # one tool's input schema, as JSON; larger ones ar
 MAX_TOOLS_PER_SERVER = 128
 MAX_RESULT_CHARS = 256 * 1024  # a result's text, as the model gets it (read_file's bound)
 MAX_ARGUMENT_BYTES = 256 * 1024  # the model's arguments for one call, as JSON
-HIDDEN_ENV = ("MINO_API_KEY", "OPENAI_API_KEY")
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
@@ -182,14 +181,8 @@ def with_client_servers(
         while name in taken:
             name, n = f"{spec.name}-{n}", n + 1
         taken.add(name)
-        out.append(ServerSpec(**{**_fields(spec), "name": name}))
+        out.append(dataclasses.replace(spec, name=name))
     return tuple(out)
-
-
-def _fields(spec: ServerSpec) -> dict[str, Any]:
-    return {
-        k: getattr(spec, k) for k in ("name", "command", "env", "cwd", "url", "headers", "allow", "origin")
-    }
 
 
 # ---- names and outside text ---------------------------------------------------------------------
@@ -320,7 +313,9 @@ class McpHub:
         try:
             env = server_env(spec, self._hidden) if spec.url is None else {}
             cwd = resolve_cwd(spec, self._workdir)
-            connection = connector(spec, env, cwd, spec.start_timeout_s, lambda why: self._gone(server, why))
+            connection = connector(
+                spec, env, cwd, spec.start_timeout_s, lambda why: self._failed(server, why)
+            )
         except Exception as exc:
             self._failed(server, _one_line(exc))
             return
@@ -346,10 +341,6 @@ class McpHub:
             server.state, server.error, server.tools = "failed", why, {}
             self._lines.append(f"MCP server {server.spec.name}: {why}")
         self._changed()
-
-    def _gone(self, server: Server, why: str) -> None:
-        """The connection reports the server stopped (any thread)."""
-        self._failed(server, why)
 
     def _changed(self) -> None:
         if self.on_change is not None:
@@ -392,11 +383,20 @@ class McpHub:
             connections = [s.connection for s in self.servers if s.connection is not None]
             for s in self.servers:
                 s.connection = None
-        for c in connections:
-            try:
-                c.close()
-            except Exception:
-                pass
+        # In parallel: each may wait for its server's shutdown steps (seconds for one that ignores
+        # EOF), and the process is exiting or the session closing meanwhile.
+        threads = [threading.Thread(target=_close_quietly, args=(c,), daemon=True) for c in connections]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+
+
+def _close_quietly(connection: Connection) -> None:
+    try:
+        connection.close()
+    except Exception:
+        pass
 
 
 # ---- one server tool as a Mino tool -------------------------------------------------------------
@@ -426,18 +426,16 @@ class McpTool:
             raise ArgumentError(f"the arguments are over {MAX_ARGUMENT_BYTES // 1024} KiB as JSON")
         return args
 
-    def prepare(self, args: dict[str, Any], ctx: ToolContext) -> Prepared[str]:
+    def prepare(self, args: dict[str, Any], ctx: ToolContext) -> Prepared[None]:
         spec = self.server.spec
         fields = [("Server", f"{spec.name} ({spec.where})")]
         for key, value in args.items():
             shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
             fields.append((argument_label(key), shown))
-        # Bound to what was shown: the arguments, as canonical JSON, are what run() sends.
-        return Prepared(fields=fields, state=json.dumps(args, sort_keys=True))
+        # Bound to what was shown: the turn hands run() the very arguments these fields show.
+        return Prepared(fields=fields)
 
-    def run(self, args: dict[str, Any], ctx: ToolContext, prepared: Prepared[str]) -> ToolResult:
-        if json.dumps(args, sort_keys=True) != prepared.state:
-            raise ToolFailure("The arguments changed after they were shown; nothing was sent.")
+    def run(self, args: dict[str, Any], ctx: ToolContext, prepared: Prepared[None]) -> ToolResult:
         server = self.server
         connection = server.connection
         if connection is None or server.state != "ready":
@@ -448,7 +446,7 @@ class McpTool:
         try:
             outcome = connection.call(self.info.name, args, ctx.cancel)
         except ServerGone as exc:
-            self.hub._gone(server, f"stopped during a call ({_one_line(exc)})")
+            self.hub._failed(server, f"stopped during a call ({_one_line(exc)})")
             return ToolResult(
                 FAILED, f"MCP server {server.spec.name} stopped during the call: {_one_line(exc)}"
             )

@@ -27,8 +27,7 @@ T = TypeVar("T")
 _loop: asyncio.AbstractEventLoop | None = None
 _loop_lock = threading.Lock()
 STOP_TIMEOUT_S = 5.0  # a server's shutdown: stdin closed, then SIGTERM, then SIGKILL (the SDK's steps)
-STDERR_TAIL = 400
-CONNECTION_CLOSED = -32000  # the SDK's error code when the server's stream ends  # the last characters of a failed server's stderr, in its one line
+STDERR_TAIL = 400  # the last characters of a failed server's stderr, in its one line
 
 
 def _runtime() -> asyncio.AbstractEventLoop:
@@ -171,8 +170,6 @@ class SdkConnection:
             unregister()
 
     async def _call(self, session: Any, tool: str, arguments: dict[str, Any]) -> CallOutcome:
-        from mcp.types import CallToolResult
-
         assert self._task is not None
         call = asyncio.ensure_future(session.call_tool(tool, arguments))
         try:
@@ -190,16 +187,16 @@ class SdkConnection:
             result = call.result()
         except Exception as exc:
             from mcp.shared.exceptions import MCPError
+            from mcp.types import CONNECTION_CLOSED
 
             if self._task.done() or (isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED):
                 raise ServerGone(_describe(exc)) from None
-            if isinstance(exc, MCPError):
+            # An error answer, or a result the SDK refuses (structured content against the tool's
+            # output schema, a result kind it does not take: RuntimeError) fails this call only;
+            # the server is still running and keeps its tools.
+            if isinstance(exc, MCPError | RuntimeError):
                 return CallOutcome(text=f"MCP error: {_describe(exc)}", is_error=True)
             raise ServerGone(_describe(exc)) from None
-        if not isinstance(result, CallToolResult):
-            return CallOutcome(
-                text="The server answered with something other than a tool result.", is_error=True
-            )
         blocks: list[tuple[str, str | None]] = [
             (str(b.type), getattr(b, "text", None)) for b in result.content
         ]

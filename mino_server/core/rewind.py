@@ -28,6 +28,7 @@ from .contract import CheckpointFile, CheckpointTurn, Confirmation, FileDiff, Ke
 from .display import escape_value
 from .errors import CommandError, ToolFailure
 from .tools.paths import Target, final_name, locate, open_parent
+from .tools.project_files import sha256
 from .values import Mutable
 from .words import CHANGED_SINCE_MINO
 
@@ -62,9 +63,7 @@ class RewindPlan(Mutable):
 
 
 def _sha(data: bytes | None) -> str | None:
-    import hashlib
-
-    return None if data is None else hashlib.sha256(data).hexdigest()
+    return None if data is None else sha256(data)
 
 
 def _read(conv: Conversation, rel: str) -> bytes | None:
@@ -93,7 +92,28 @@ def _numbered(conv: Conversation) -> dict[str, tuple[int, int, bool]]:
     return {tid: v for tid, v in conv.log.turns().items() if v[1] > through}
 
 
-def plan(conv: Conversation, n: int, cache: dict[str, bytes | None] | None = None) -> RewindPlan:
+class _Seen:
+    """What one call of /rewind or mino/checkpoints learnt of the files, shared by the plans it
+    makes for each turn: each file is read and hashed once, and whether its bytes are Mino's (which
+    does not depend on the turn) is decided once."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, tuple[bytes | None, str | None]] = {}
+        self.minos: dict[str, bool] = {}
+
+    def file(self, conv: Conversation, path: str) -> tuple[bytes | None, str | None]:
+        if path not in self.files:
+            data = _read(conv, path)  # ToolFailure: not kept, the next plan asks again
+            self.files[path] = (data, _sha(data))
+        return self.files[path]
+
+    def mino(self, path: str, current: bytes | None, sha: str | None, mino: set[str | None]) -> bool:
+        if path not in self.minos:
+            self.minos[path] = any(same(d, current, sha) for d in mino)
+        return self.minos[path]
+
+
+def plan(conv: Conversation, n: int, seen: _Seen | None = None) -> RewindPlan:
     store = _store(conv)
     numbered = _numbered(conv)
     turns = [tid for tid, (k, _, _) in numbered.items() if k >= n]
@@ -102,21 +122,18 @@ def plan(conv: Conversation, n: int, cache: dict[str, bytes | None] | None = Non
         raise CommandError(
             f"Turn {n} changed no files that can be rewound; /rewind lists the turns that did."
         )
-    cache = {} if cache is None else cache
+    seen = _Seen() if seen is None else seen
     files = []
     for path, target, mode, mino in store.targets(set(turns)):
         try:
-            if path not in cache:
-                cache[path] = _read(conv, path)
-            current = cache[path]
+            current, sha = seen.file(conv, path)
         except ToolFailure as exc:
             files.append(FilePlan(path, "keep", target, mode, None, None, False, str(exc)))
             continue
-        sha = _sha(current)
         action: RewindAction = "delete" if target is None else "restore"
         if sha == target:
             files.append(FilePlan(path, action, target, mode, sha, current, True))
-        elif any(same(d, current, sha) for d in mino):
+        elif seen.mino(path, current, sha, mino):
             files.append(FilePlan(path, action, target, mode, sha, current, False))
         else:
             files.append(FilePlan(path, "keep", target, mode, sha, current, False, CHANGED_SINCE_MINO))
@@ -134,11 +151,11 @@ def checkpoint_turns(conv: Conversation) -> list[CheckpointTurn]:
     gone = conv.log.rewound()
     mine = sorted(((numbered[t][0], t) for t in written if t in numbered and t not in gone), reverse=True)
     records = conv.log.records([numbered[t][1] for _, t in mine])
-    cache: dict[str, bytes | None] = {}
+    seen = _Seen()
     out = []
     for n, tid in mine:
         rec = records[numbered[tid][1]]
-        p = plan(conv, n, cache)
+        p = plan(conv, n, seen)
         out.append(
             CheckpointTurn(
                 n=n,
@@ -282,7 +299,9 @@ def rewind(
 
     def ask(message: str, shown: list[FileDiff]) -> bool:
         try:
-            question = Confirmation(kind="rewind", session_id=sid, message=message, diffs=shown)
+            question = Confirmation(
+                kind="rewind", session_id=sid, message=message, diffs=shown, asks_last=True
+            )
             return conv.ui.confirm(question, cancel) and not cancel.cancelled
         except Exception:  # a front end that fails to ask has not said yes
             return False

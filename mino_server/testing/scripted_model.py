@@ -461,7 +461,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             if reply.get("hold") and frames:
                 self.wfile.write(head + b"".join(frames[:-1]))
                 self.wfile.flush()
-                if not model._released.wait() or model._stopping.is_set():
+                model._released.wait()  # release() or stop() sets it
+                if model._stopping.is_set():
                     raise _Abort()
                 self.wfile.write(frames[-1] + end)
             elif not delay and not stall:
@@ -471,6 +472,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 self.wfile.write(head + (frames[0] if frames else b""))
                 for i, frame in enumerate(frames[1:]):
                     pause = stall if i == 0 and stall else delay
+                    if i == 0 and stall:
+                        model.stalling.set()  # the headers and the first event are out
                     if pause and model._stopping.wait(pause):
                         raise _Abort()
                     self.wfile.write(frame)
@@ -524,6 +527,7 @@ class ScriptedModel:
         self.connections = 0  # TCP connections accepted (keep-alive checks)
         self._stopping = threading.Event()
         self._released = threading.Event()  # ends every `hold` (and stop() sets it too)
+        self.stalling = threading.Event()  # a `stall` reply has begun its pause (tests wait on it)
         self._sock: socket.socket | None = None
         self._wake: tuple[socket.socket, socket.socket] | None = None
         self._threads: list[threading.Thread] = []

@@ -9,6 +9,7 @@ message goes with the image's name and a notice instead, and the session still l
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -77,6 +78,11 @@ def test_a_blob_grown_past_the_limit_is_not_read(
     blob = mino_home / "images" / sid / sha
     with blob.open("ab") as f:
         f.truncate(images.MAX_IMAGE_BYTES + 1)
+    fd = os.open(blob.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:  # refused by its size, before a byte is read (the sha256 check would refuse it read whole)
+        assert images._blob_at(fd, sha) is None
+    finally:
+        os.close(fd)
     request, notices = _next_request(model, workdir)
     assert image_urls(request) == [] and any("changed in Mino's image store" in n for n in notices)
     assert model.errors == []

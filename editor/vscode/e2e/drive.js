@@ -569,7 +569,7 @@ function memoryFile(name) {
     await rewindDialog.getByRole('button', { name: 'Rewind' }).click();
     await rewindTab.waitFor({ state: 'detached', timeout: 10000 });
     await frame.locator('.msg.user.rewound', { hasText: 'Change the greeting to Hi.' }).waitFor({ timeout: 10000 });
-    await frame.locator('.notice', { hasText: 'Rewound 1 file(s).' }).waitFor({ timeout: 10000 });
+    await frame.locator('.notice', { hasText: /Rewound 1 file\(s\); the conversation continues from before turn \d+\./ }).waitFor({ timeout: 10000 });
     assert(fs.readFileSync(appPy, 'utf8') === original, 'rewound: app.py is as it was before the turn');
     assert((await frame.locator('button.rewind').count()) === 0, 'nothing left to rewind');
     timings.rewindS = Number(secs(t));

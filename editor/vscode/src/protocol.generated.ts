@@ -216,7 +216,10 @@ export interface ProjectInstructions {
 export interface McpServerStatus {
   /** the server's name (a client's server whose name clashes is suffixed: `git-2`) */
   name: string;
-  /** "starting" until its tools are listed (at most 10 s), then "ready" or "failed" */
+  /**
+   * "starting" until its tools are listed (within its start_timeout_s, 10 s unless set), then "ready" or
+   * "failed"
+   */
   state: McpState;
   /** how many of its tools the model is offered (0 unless ready) */
   tools: number;

@@ -29,6 +29,9 @@ export interface RewindHost {
 }
 
 export class RewindCommands {
+  /** Each rewindable turn's number, as `mino/checkpoints` gave it (the done line names it). */
+  private numbers = new Map<string, number>();
+
   constructor(private readonly host: RewindHost) {}
 
   /** Which user messages offer "Rewind to here": the turns `mino/checkpoints` lists. */
@@ -37,6 +40,7 @@ export class RewindCommands {
     if (!client) return;
     try {
       const { turns } = await client.checkpoints();
+      this.numbers = new Map(turns.map((t) => [t.turnId, t.n]));
       this.host.transcript.setRewindable(new Set(turns.map((t) => t.turnId)));
     } catch (e) {
       this.host.channel.warn(`mino/checkpoints: ${errorMessage(e)}`);
@@ -58,7 +62,10 @@ export class RewindCommands {
       if (r.confirmed) {
         await this.host.reloadHistory();
         const kept = r.kept.map((k) => `keep ${k.path}: ${k.reason}`);
-        transcript.addNotice([`Rewound ${r.rewound.length} file(s).`, ...kept].join('\n'), kept.length ? 'warning' : 'info');
+        const n = this.numbers.get(turnId);
+        // The terminal's line, word for word (docs/BEHAVIOUR.md, "Rewind").
+        const done = `Rewound ${r.rewound.length} file(s)` + (n === undefined ? '.' : `; the conversation continues from before turn ${n}.`);
+        transcript.addNotice([done, ...kept].join('\n'), kept.length ? 'warning' : 'info');
       }
     } catch (e) {
       transcript.addNotice(this.host.describeError(e), 'error');

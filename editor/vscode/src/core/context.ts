@@ -9,7 +9,7 @@
  */
 import * as path from 'node:path';
 import type { ContextItem, ImageItem } from '../protocol';
-import { IMAGE_TYPES, MAX_IMAGE_BYTES, MAX_IMAGES, type ChipView } from './messages';
+import { IMAGE_TYPES, MAX_IMAGE_BYTES, MAX_IMAGES, imageSizeRefused, imageTypeRefused, type ChipView } from './messages';
 
 /**
  * A text sent with an item (a selection, an unsaved buffer) over this many UTF-8 bytes is not
@@ -154,11 +154,11 @@ export class ContextChips {
   addImage(name: string, mimeType: string, data: string): AddResult {
     const shown = name.trim() || 'image';
     if (!(IMAGE_TYPES as readonly string[]).includes(mimeType)) {
-      return { ok: false, message: `${shown} is not a PNG, JPEG, GIF or WebP image; Mino can attach only those.` };
+      return { ok: false, message: imageTypeRefused(shown) };
     }
     const bytes = base64Bytes(data);
     if (bytes > MAX_IMAGE_BYTES) {
-      return { ok: false, message: `${shown} is ${mib(bytes)}; Mino takes images of at most ${mib(MAX_IMAGE_BYTES)}.` };
+      return { ok: false, message: imageSizeRefused(shown, bytes) };
     }
     const images = this.chips.filter((c) => c.image);
     if (images.length >= MAX_IMAGES) {

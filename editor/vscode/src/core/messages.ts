@@ -134,6 +134,15 @@ export const IMAGE_TYPES = ['image/png', 'image/jpeg', 'image/gif', 'image/webp'
 export const MAX_IMAGE_BYTES = 5 * 1024 * 1024;
 export const MAX_IMAGES = 8;
 
+/** Why an image is refused, worded once for the panel (before reading it) and the host (after). */
+export function imageTypeRefused(name: string): string {
+  return `${name} is not a PNG, JPEG, GIF or WebP image; Mino can attach only those.`;
+}
+export function imageSizeRefused(name: string, bytes: number): string {
+  const mib = (n: number) => `${(n / (1024 * 1024)).toFixed(1)} MiB`;
+  return `${name} is ${mib(bytes)}; Mino takes images of at most ${mib(MAX_IMAGE_BYTES)}.`;
+}
+
 const MAX_INPUT = 1_000_000;
 /** base64 of a little more than the server's 5 MiB an image: a bigger one is refused by its size */
 const MAX_IMAGE_DATA = 8 * 1024 * 1024;

@@ -3,7 +3,7 @@
  * Chat", and images pasted into the chat box or chosen with the attach button; each removable), `@` completion of workspace files (mino/files, through the host), and the
  * "Open diff" buttons on tool cards. Kept apart from main.ts, which sends and mirrors the chat.
  */
-import { IMAGE_TYPES, MAX_IMAGE_BYTES, type ChipView, type HostToWebview, type WebviewToHost } from '../core/messages';
+import { IMAGE_TYPES, MAX_IMAGE_BYTES, imageSizeRefused, imageTypeRefused, type ChipView, type HostToWebview, type WebviewToHost } from '../core/messages';
 import { applyMention, mentionAt, mentionable, removeMention, type Mention } from '../core/mention';
 import { escapeHtml } from './render';
 
@@ -113,11 +113,11 @@ export function initComposer(post: (m: WebviewToHost) => void, input: HTMLTextAr
     for (const [i, file] of files.entries()) {
       const name = file.name || `pasted image${files.length > 1 ? ` ${i + 1}` : ''}`;
       if (!(IMAGE_TYPES as readonly string[]).includes(file.type)) {
-        if (hint) hint.textContent = `${name} is not a PNG, JPEG, GIF or WebP image.`;
+        if (hint) hint.textContent = imageTypeRefused(name);
         continue;
       }
       if (file.size > MAX_IMAGE_BYTES) {
-        if (hint) hint.textContent = `${name} is over 5 MiB; Mino takes smaller images.`;
+        if (hint) hint.textContent = imageSizeRefused(name, file.size);
         continue;
       }
       const reader = new FileReader();
