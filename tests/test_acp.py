@@ -834,9 +834,8 @@ def test_eof_during_a_turn_ends_it(spawn: Spawn, model: ScriptedModel, ws: Path,
     sid = client.new_session(ws)
     client.start("session/prompt", client.prompt_params(sid, "wait"))
     client.wait_for(lambda: model.requests, what="the model request")
-    started = time.monotonic()
-    assert client.close(timeout=90) == 0  # 90 s: a hang guard on a loaded machine
-    assert time.monotonic() - started < 120  # EOF ended the turn: the stall had not
+    # EOF ended the turn before its 120 s stall could: the exit's own wait (90 s) is the bound
+    assert client.close(timeout=90) == 0
     assert records(home, sid)[-1]["type"] == "turn_end"
 
 

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from helpers import RecordingUI, free_port, make_agent, turn
+from helpers import RecordingUI, free_port, make_agent, turn, wait_until
 
 from mino_server.testing.scripted_model import ScriptedModel
 
@@ -98,6 +97,14 @@ def test_server_everything_image_content_is_named_not_shown(
     assert "iVBOR" not in result["text"]  # no base64 reaches the model or a screen
 
 
+def _listening(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), 0.2).close()
+        return True
+    except OSError:
+        return False
+
+
 @pytest.fixture
 def everything_http(installed: Path) -> Iterator[str]:
     port = free_port()
@@ -108,13 +115,7 @@ def everything_http(installed: Path) -> Iterator[str]:
         stderr=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + 60  # a hang guard: the loop ends when it happens
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), 0.2).close()
-                break
-            except OSError:
-                time.sleep(0.1)
+        wait_until(lambda: _listening(port), "server-everything listening")
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
         proc.terminate()

@@ -321,13 +321,13 @@ def test_cancel_while_the_stream_stalls(model: ScriptedModel) -> None:
     cancel = CancelToken()
     client = client_for(model, timeout_s=120)
 
-    def cancel_once_asked() -> None:
-        deadline = time.monotonic() + 60
-        while not model.requests and time.monotonic() < deadline:
-            time.sleep(0.01)
+    def cancel_once_stalling() -> None:
+        # Not once the request is recorded: that is before the headers are sent, a case of its own
+        # (test_cancel_while_waiting_for_the_response_headers).
+        model.stalling.wait(60)
         cancel.cancel()
 
-    threading.Thread(target=cancel_once_asked, daemon=True).start()
+    threading.Thread(target=cancel_once_stalling, daemon=True).start()
     started = time.perf_counter()
     deltas: list[str] = []
     with pytest.raises(Cancelled):

@@ -19,7 +19,7 @@ from mino_server.core.conversation import Conversation
 from mino_server.core.errors import CommandError, SessionOpenElsewhere, StoreLocked
 from mino_server.core.sessions import store as store_mod
 from mino_server.core.sessions.store import SessionStore
-from mino_server.core.store import Store
+from mino_server.core.store import Store, Watcher
 from mino_server.core.words import startup_lines
 from mino_server.testing.scripted_model import ScriptedModel
 
@@ -171,15 +171,26 @@ def test_the_watcher_reports_other_stores_changes_not_its_own(
     mine = make_agent(model.base_url, workdir)
     mine.open()
     heard = threading.Event()
-    watcher = mine.store.watch(heard.set, interval=0.05)
+    # The change counter each report was made at (the watcher sets it before it reports): a report
+    # made for its own changes would be at a value they reached, however late the watcher looked.
+    reported_at: list[int] = []
+    watchers: list[Watcher] = []
+
+    def report() -> None:
+        reported_at.append(watchers[0]._seen)
+        heard.set()
+
+    watcher = mine.store.watch(report, interval=0.05)
+    watchers.append(watcher)
     try:
         mine.new_session()
         sid = mine.session_id
         assert sid is not None and mine.clear(sid)
-        assert not heard.wait(0.4)  # its own changes are not news
+        own = mine.store.sessions.read_changes()
         other = make_agent(model.base_url, workdir)
         other.open()  # another store creates and opens a session
         assert heard.wait(60)  # a hang guard: it is heard at the next look, 0.05 s later
+        assert reported_at and all(v > own for v in reported_at)  # its own changes are not news
         other.close()
         # It sleeps on an Event, so stop() ends it at once: a watcher that would next look in an
         # hour has ended when stop() returns (a sleeping one would still be alive; no latency asserted).

@@ -143,9 +143,9 @@ def test_mino_files_in_a_large_tree(
             f"pkg123/tests/mod4{n}.py" for n in range(10)
         ]
         # A few ms each on a quiet machine; how fast is for a benchmark to say (a loaded machine made
-        # a 50 ms median fail here). What a test can hold: no answer waits on a hang.
+        # a 50 ms median fail here). What a test can hold: no answer waits on a hang (the client's
+        # own HANG_S bounds each request).
         print(f"mino/files round trips (ms): {[round(t * 1000, 1) for t in times]}")
-        assert max(times) < 10, times
         err = client.error("mino/files", {})
         assert err.code == -32602 and "params is missing the field 'prefix'" in err.message
     finally:

@@ -19,7 +19,7 @@ from pathlib import Path
 import pexpect
 import yaml
 from harness import sigkill
-from helpers import mino_env, read_jsonl, running
+from helpers import mino_env, read_jsonl, running, wait_until
 from invariants import pair_calls, read_log
 
 from mino_server.testing.scripted_model import ScriptedModel
@@ -44,10 +44,12 @@ def start(env: dict[str, str], work: Path) -> pexpect.spawn:
     deadline = time.monotonic() + 150
     while time.monotonic() < deadline:
         child.sendline("/mcp")
-        ready = child.expect(["fx: ready", "fx: starting", "fx: failed"]) == 0
+        state = child.expect(["fx: ready", "fx: starting", "fx: failed"])
         child.expect_exact(PROMPT)
-        if ready:
+        if state == 0:
             return child
+        if state == 2:
+            raise AssertionError("the fixture server failed to start")
         time.sleep(0.3)
     raise AssertionError("the fixture server never got ready")
 
@@ -87,17 +89,16 @@ def test_sigkill_with_an_mcp_call_in_flight(tmp_path: Path) -> None:
                 sent.append(token)
                 in_flight.append(token)
                 child.sendline(f"slow {token}")
-                deadline = time.monotonic() + 30
-                while not any(r.get("args", {}).get("token") == token for r in read_jsonl(record)):
-                    assert time.monotonic() < deadline, "the slow call never reached the server"
-                    time.sleep(0.02)
+                wait_until(
+                    lambda token=token: any(
+                        r.get("args", {}).get("token") == token for r in read_jsonl(record)
+                    ),
+                    "slow call at the server",
+                )
                 server_pid = read_jsonl(record)[-1]["pid"]
                 sigkill(child.pid)
                 child.expect(pexpect.EOF)
-                deadline = time.monotonic() + 20
-                while running(server_pid) and time.monotonic() < deadline:
-                    time.sleep(0.05)
-                assert not running(server_pid), "the killed Mino's MCP server kept running"
+                wait_until(lambda pid=server_pid: not running(pid), "end of the killed Mino's MCP server")
             finally:
                 child.close(force=True)
     seen = [r["args"].get("text") or r["args"].get("token") for r in read_jsonl(record) if "tool" in r]
