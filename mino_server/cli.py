@@ -18,7 +18,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO, TypeVar
@@ -40,7 +40,7 @@ from .core.contract import (
     Usage,
 )
 from .core.display import approval_lines, escape_value, fit_approval, terminal_text
-from .core.values import Mutable
+from .core.values import Mutable, mutable
 from .core.words import NO_SESSION, context_line, startup_lines
 
 if TYPE_CHECKING:
@@ -120,7 +120,7 @@ class Interrupts:
             self.raising = before
 
 
-@dataclass(eq=False, repr=False)
+@mutable
 class _Question(Mutable):
     """A yes/no the turn's thread needs; the main thread, which owns the terminal, asks it."""
 

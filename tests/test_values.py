@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import inspect
 import pkgutil
 from typing import Any
 
@@ -91,3 +92,91 @@ def test_frozen_refuses_what_it_cannot_make_read_only() -> None:
         @frozen
         class Later(Frozen):
             a: int = dataclasses.field(init=False, default=0)
+
+
+def _stock_twin(cls: type) -> Any:
+    """A stock dataclass with `cls`'s fields as they are declared (defaults, factories, init, kw_only)."""
+    spec = []
+    for f in dataclasses.fields(cls):
+        options: dict[str, Any] = {"init": f.init, "kw_only": f.kw_only}
+        if f.default is not dataclasses.MISSING:
+            options["default"] = f.default
+        if f.default_factory is not dataclasses.MISSING:
+            options["default_factory"] = f.default_factory
+        spec.append((f.name, Any, dataclasses.field(**options)))
+    return dataclasses.make_dataclass(cls.__name__, spec)
+
+
+@pytest.mark.parametrize("cls", CLASSES, ids=lambda c: f"{c.__module__}.{c.__qualname__}")
+def test_init_is_the_one_dataclass_writes(cls: type) -> None:
+    """The __init__ written on first use takes the parameters a stock dataclass() __init__ takes
+    (names, order, kinds, which have defaults) and leaves an object with the same values."""
+    from mino_server.core.values import _compiled_init
+
+    twin = _stock_twin(cls)
+    ours = inspect.signature(_compiled_init(cls)).parameters
+    stock = inspect.signature(twin.__init__).parameters
+    assert [(p.name, p.kind, p.default is p.empty) for p in ours.values()] == [
+        (p.name, p.kind, p.default is p.empty) for p in stock.values()
+    ]
+    required = {
+        p.name: f"value of {p.name}" for p in stock.values() if p.name != "self" and p.default is p.empty
+    }
+    one, other = cls(**required), twin(**required)
+    for f in dataclasses.fields(cls):
+        if f.default_factory is dataclasses.MISSING:
+            assert getattr(one, f.name) == getattr(other, f.name), f.name
+        else:  # the factory's value (an Event is equal only to itself), a fresh one for each object
+            assert type(getattr(one, f.name)) is type(getattr(other, f.name)), f.name
+            assert getattr(one, f.name) is not getattr(cls(**required), f.name)
+
+
+def test_init_is_written_on_first_use_and_behaves_as_dataclass_init() -> None:
+    from mino_server.core.values import Frozen, Mutable, frozen, mutable
+
+    seen: list[str] = []
+
+    @mutable(kw_only=True)
+    class Later(Mutable):
+        a: int
+        b: list[int] = dataclasses.field(default_factory=list)
+        c: str = dataclasses.field(init=False, default="set")
+        d: dict[str, int] = dataclasses.field(init=False, default_factory=dict)
+
+        def __post_init__(self) -> None:
+            seen.append(f"{self.a} {self.b} {self.c} {self.d}")
+
+    stand_in = Later.__init__
+    assert "a" not in inspect.signature(stand_in).parameters  # nothing written yet
+    one = Later(a=1)
+    assert Later.__init__ is not stand_in and one.b == [] and one.b is not Later(a=2).b
+    assert seen == ["1 [] set {}", "2 [] set {}"]
+    with pytest.raises(TypeError, match="missing 1 required keyword-only argument: 'a'"):
+        Later()
+    with pytest.raises(TypeError, match="positional"):
+        Later(1)  # type: ignore[misc]
+
+    @frozen
+    class Point(Frozen):
+        x: int
+        y: int = 0
+
+    assert Point(3) == Point(x=3, y=0) and Point(1, 2).y == 2
+    with pytest.raises(TypeError, match="missing 1 required positional argument: 'x'"):
+        Point()  # type: ignore[call-arg]
+
+    @mutable
+    class Own(Mutable):
+        a: int
+
+        def __init__(self, text: str) -> None:  # a class's own __init__ is kept, as dataclass() keeps it
+            self.a = len(text)
+
+    assert Own("abc").a == 3
+
+    with pytest.raises(TypeError, match="non-default argument 'b' follows default argument 'a'"):
+
+        @mutable
+        class Wrong(Mutable):  # refused when declared, as dataclass() refuses it
+            a: int = 0
+            b: int

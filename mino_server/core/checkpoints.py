@@ -31,7 +31,6 @@ import os
 import shutil
 import stat
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Literal
 
@@ -39,7 +38,7 @@ from .durable import append_line, ensure_private_dir, fsync_dir
 from .errors import ToolFailure
 from .tools.paths import Target
 from .tools.project_files import BeforeWrite, FileBytes, ProjectFiles
-from .values import Mutable
+from .values import Mutable, mutable
 
 PACK = "pack"
 FOLDER = "checkpoints"
@@ -52,7 +51,7 @@ class CheckpointError(Exception):
     """The store cannot be read; the message says why (nothing was changed)."""
 
 
-@dataclass(eq=False, repr=False)
+@mutable
 class Entry(Mutable):
     kind: Literal["write", "restore"]
     turn: str | None  # the turn whose write this was; None for a rewind's own restore

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from .cancel import CancelToken
 from .contract import MODE_HELP, MODES
 from .conversation import Conversation
 from .errors import CommandError, StorageError
-from .values import Frozen, Mutable, frozen
+from .values import Frozen, Mutable, frozen, mutable
 from .words import (
     COMPACT_RUNNING,
     REWIND_RUNNING,
@@ -37,7 +36,7 @@ NOT_CLEARED = "Session was not cleared."
 NOTHING_TO_CLEAR = "No session is selected, so there is nothing to clear."
 
 
-@dataclass(eq=False, repr=False)
+@mutable
 class CommandResult(Mutable):
     stop: bool = False  # storage failed: the chat stops
 

@@ -8,11 +8,10 @@ record {summary, through_seq} and replayed after the memory index in the front a
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .sessions.log import SessionLog, assistant_item, replay_items, user_item
-from .values import Mutable
+from .values import Mutable, mutable
 
 if TYPE_CHECKING:
     from .cancel import CancelToken
@@ -28,7 +27,7 @@ class StreamingClient(Protocol):
     ) -> ModelResponse: ...
 
 
-@dataclass(eq=False, repr=False)
+@mutable
 class TokenBudget(Mutable):
     """The context budget and the estimate of tokens per character, calibrated by reported usage.
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, TypeVar
 from urllib.parse import urlsplit
@@ -16,7 +15,7 @@ from urllib.parse import urlsplit
 from .contract import MODES, Mode, SetupProblem
 from .durable import ensure_private_dir
 from .errors import ConfigError
-from .values import Mutable
+from .values import Mutable, mutable
 
 if TYPE_CHECKING:
     from .mcp import ServerSpec
@@ -64,7 +63,7 @@ def readme_path() -> str | None:
     return str(path) if path.is_file() else None
 
 
-@dataclass(eq=False, repr=False)
+@mutable
 class Config(Mutable):
     home: Path
     model: str = DEFAULT_MODEL

@@ -11,10 +11,10 @@ Standard library only: this module is on every start-up path.
 from __future__ import annotations
 
 import typing
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal, Union
 
-from .values import Frozen, Mutable, frozen
+from .values import Frozen, Mutable, frozen, mutable
 
 # The vocabularies (core/vocab.py), with the events and requests that use them. The tool names are
 # the registry's (core/tools/registry.py).
@@ -254,7 +254,7 @@ EVENT_TYPES: tuple[type, ...] = typing.get_args(Event)
 
 
 # ---- outcomes and views -------------------------------------------------------------------------
-@dataclass(kw_only=True, eq=False, repr=False)
+@mutable(kw_only=True)
 class TurnResult(Mutable):
     """How a turn ended."""
 
@@ -272,7 +272,7 @@ class MemoryProblem(Frozen):
     reason: str
 
 
-@dataclass(kw_only=True, eq=False, repr=False)
+@mutable(kw_only=True)
 class MemoryStatus(Mutable):
     dir: str = doc("MINO_HOME/memory")
     count: int = doc("memories in the index")
@@ -347,7 +347,7 @@ class SetupProblem(Frozen):
     )
 
 
-@dataclass(kw_only=True, eq=False, repr=False)
+@mutable(kw_only=True)
 class State(Mutable):
     """What a conversation is working on; sent as `mino/stateChanged` after every change of session, mode or busy."""
 
@@ -386,7 +386,7 @@ class State(Mutable):
     )
 
 
-@dataclass(kw_only=True, eq=False, repr=False)
+@mutable(kw_only=True)
 class HistoryItem(Mutable):
     """One entry of what a chat panel shows for a session."""
 
@@ -411,7 +411,7 @@ class CheckpointFile(Frozen):
     reason: str | None = optional("action keep: why")
 
 
-@dataclass(kw_only=True, eq=False, repr=False)
+@mutable(kw_only=True)
 class CheckpointTurn(Mutable):
     """A turn of the active session that changed files and can be rewound."""
 
@@ -439,7 +439,7 @@ class OpenElsewhere(Frozen):
     workdir: str | None
 
 
-@dataclass(kw_only=True, eq=False, repr=False)
+@mutable(kw_only=True)
 class Startup(Mutable):
     """What opening a conversation found; front ends word it (words.startup_lines)."""
 

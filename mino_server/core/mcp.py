@@ -15,14 +15,14 @@ import re
 import shlex
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Protocol, cast
 
 from .cancel import CancelToken
 from .contract import COMPLETED, FAILED, McpServerStatus, McpState, ToolCategory
 from .tools.base import ArgumentError, Prepared, Tool, ToolContext, ToolResult
-from .values import Frozen, Mutable, frozen
+from .values import Frozen, Mutable, frozen, mutable
 
 Origin = Literal["config", "client"]
 
@@ -263,7 +263,7 @@ Connector = Callable[[ServerSpec, dict[str, str], str, float, Callable[[str], No
 # ---- the servers of one conversation ------------------------------------------------------------
 
 
-@dataclass(eq=False, repr=False)
+@mutable
 class Server(Mutable):
     spec: ServerSpec
     state: McpState = "starting"

@@ -22,14 +22,14 @@ import re
 import socket
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from mino_server.core.cancel import Cancelled, CancelToken
 
-from .values import Mutable
+from .values import Mutable, mutable
 
 if TYPE_CHECKING:
     import httpx
@@ -48,14 +48,14 @@ class ModelError(Exception):
         self.status = status
 
 
-@dataclass(eq=False, repr=False)
+@mutable
 class FunctionCall(Mutable):
     call_id: str
     name: str
     arguments: str  # raw JSON string as sent by the model (may be invalid JSON)
 
 
-@dataclass(eq=False, repr=False)
+@mutable
 class ModelResponse(Mutable):
     text: str
     calls: list[FunctionCall]
@@ -293,7 +293,7 @@ class _Job:
             self._sock = None
 
 
-@dataclass(eq=False, repr=False)
+@mutable
 class _Accumulator(Mutable):
     """What the events said so far, for when `response.completed` carries no output."""
 

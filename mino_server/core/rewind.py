@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .cancel import CancelToken
@@ -29,7 +28,7 @@ from .display import escape_value
 from .errors import CommandError, ToolFailure
 from .tools.paths import Target, final_name, locate, open_parent
 from .tools.project_files import sha256
-from .values import Mutable
+from .values import Mutable, mutable
 from .words import CHANGED_SINCE_MINO
 
 if TYPE_CHECKING:
@@ -38,7 +37,7 @@ if TYPE_CHECKING:
 TEXT_MAX = 80
 
 
-@dataclass(eq=False, repr=False)
+@mutable
 class FilePlan(Mutable):
     path: str
     action: RewindAction
@@ -50,7 +49,7 @@ class FilePlan(Mutable):
     reason: str | None = None
 
 
-@dataclass(eq=False, repr=False)
+@mutable
 class RewindPlan(Mutable):
     n: int
     turns: list[str]  # every turn numbered n or later

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +50,7 @@ from .sessions.log import (
 )
 from .tools.base import INTERRUPTED, ArgumentError, Tool, ToolContext, ToolFailure, ToolResult
 from .ui import UI
-from .values import Mutable
+from .values import Mutable, mutable
 
 MAX_REQUESTS = 8
 MAX_TOOL_CALLS = 16
@@ -65,7 +64,7 @@ SUMMARY_LABEL = (
 )
 
 
-@dataclass(eq=False, repr=False)
+@mutable
 class Turn(Mutable):
     turn_id: str
     log: SessionLog

@@ -1,13 +1,19 @@
-"""eq, hash and repr of the core's dataclasses, written once.
+"""eq, hash, repr and __init__ of the core's dataclasses, written once.
 
 dataclass() compiles every method it generates with exec (~40 µs each), and nearly all of the
-core's ~50 dataclasses are created on every start-up path: with stock methods, making them took
-~16 ms of a ~110 ms CLI cold start; with these, ~10 ms. So each is declared `@dataclass(...,
-eq=False, repr=False)` on one of these two bases, whose methods behave as the generated ones do:
+core's ~60 dataclasses are declared on every start-up path. So each is declared `@frozen` or
+`@mutable` (below) on one of these two bases, whose methods behave as the generated ones do:
 fields compared in order, as tuples, and only with an instance of the very same class; hashed the
-same way when frozen; shown as `Name(field=value, ...)`. A frozen one is declared `@frozen` (below):
-Frozen also refuses the writes dataclass(frozen=True) would compile a __setattr__ and a
-__delattr__ for. tests/test_values.py holds every such class to a stock dataclass twin.
+same way when frozen; shown as `Name(field=value, ...)`. Frozen also refuses the writes
+dataclass(frozen=True) would compile a __setattr__ and a __delattr__ for.
+
+The one method left, __init__, is written and compiled when a class is first made, not when it is
+declared: only some of these classes are made before a CLI's first request (the events of a turn,
+the approval requests, most tools' results come later or never). A class without a docstring gets
+`Name(field, ...)` as dataclass() would give it one, without the inspect.signature it uses for that
+(~0.3 ms a class). Importing the core's modules on the CLI's start path took 46 ms with stock
+dataclasses and takes ~27 (-X importtime, median of 21 runs).
+tests/test_values.py holds every such class to a stock dataclass twin, __init__ included.
 """
 
 from __future__ import annotations
@@ -67,12 +73,111 @@ def frozen(cls: _C | None = None, /, *, kw_only: bool = False) -> _C | Callable[
     def make(cls: _C) -> _C:
         if not issubclass(cls, Frozen):
             raise TypeError(f"@frozen is for subclasses of values.Frozen, not {cls.__qualname__}")
-        made: Any = dataclasses.dataclass(eq=False, repr=False, kw_only=kw_only)(cls)
-        if not all(f.init for f in dataclasses.fields(made)):  # __init__ must set every field once
+        _declare(cls, kw_only)
+        if not all(f.init for f in _fields(cls)):  # __init__ must set every field once
             raise TypeError(f"@frozen classes set every field in __init__ ({cls.__qualname__})")
         return cls
 
     return make if cls is None else make(cls)
+
+
+@overload
+def mutable(cls: _C, /) -> _C: ...
+@overload
+def mutable(*, kw_only: bool = False) -> Callable[[_C], _C]: ...
+@dataclass_transform(field_specifiers=(dataclasses.field,))
+def mutable(cls: _C | None = None, /, *, kw_only: bool = False) -> _C | Callable[[_C], _C]:
+    """`@dataclass(eq=False, repr=False)` for a subclass of Mutable (and not of Frozen), its
+    __init__ compiled when the class is first made."""
+
+    def make(cls: _C) -> _C:
+        if not issubclass(cls, Mutable) or issubclass(cls, Frozen):
+            raise TypeError(f"@mutable is for subclasses of values.Mutable, not {cls.__qualname__}")
+        _declare(cls, kw_only)
+        return cls
+
+    return make if cls is None else make(cls)
+
+
+def _declare(cls: type, kw_only: bool) -> None:
+    """dataclass() without the __init__ it would compile now (its fields, defaults and checks are
+    made as usual); the class gets a stand-in that writes the real one on the first call."""
+    own_init = "__init__" in vars(cls)  # dataclass() keeps a class's own __init__: so do we
+    if not cls.__doc__:
+        # dataclass() would write `Name(field: type, ...)` with inspect.signature (~0.3 ms a
+        # class: it parses a signature text); the same form from the class's own annotations.
+        cls.__doc__ = f"{cls.__name__}({', '.join(vars(cls).get('__annotations__', ()))})"
+    dataclasses.dataclass(init=own_init, eq=False, repr=False, kw_only=kw_only)(cls)
+    if own_init:
+        return
+    defaulted = ""  # what dataclass(init=True) refuses at once: a required field after a default
+    for f in _fields(cls):
+        if f.init and not f.kw_only:
+            if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING:
+                defaulted = f.name
+            elif defaulted:
+                raise TypeError(f"non-default argument {f.name!r} follows default argument {defaulted!r}")
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        real = _compiled_init(cls)
+        type.__setattr__(cls, "__init__", real)  # once per class; two threads may both compile it
+        real(self, *args, **kwargs)
+
+    __init__.__qualname__ = f"{cls.__qualname__}.__init__"
+    type.__setattr__(cls, "__init__", __init__)
+
+
+class _Factory:
+    """The default of a parameter whose field has a default_factory (dataclass() uses one too)."""
+
+    def __repr__(self) -> str:
+        return "<factory>"
+
+
+_FACTORY = _Factory()
+
+
+def _init_source(cls: type) -> tuple[str, dict[str, Any]]:
+    """The __init__ dataclass() would write for `cls` (its source and the names it uses): every
+    field a parameter in order (kw_only ones after `*`), defaults and factories as dataclass()
+    applies them, each field set with `self.name = value`, then __post_init__ if the class has one."""
+    names: dict[str, Any] = {"_FACTORY": _FACTORY}
+    positional: list[str] = []
+    keyword: list[str] = []
+    body: list[str] = []
+    for f in _fields(cls):
+        if f.default_factory is not dataclasses.MISSING:
+            names[f"_factory_{f.name}"] = f.default_factory
+            default, value = "_FACTORY", f"_factory_{f.name}() if {f.name} is _FACTORY else {f.name}"
+            if not f.init:
+                value = f"_factory_{f.name}()"
+        elif f.default is not dataclasses.MISSING:
+            names[f"_default_{f.name}"] = f.default
+            default, value = f"_default_{f.name}", (f.name if f.init else f"_default_{f.name}")
+        else:
+            default, value = "", f.name
+            if not f.init:
+                continue  # no value to give it: dataclass() leaves it unset too
+        if f.init:
+            if f.kw_only:
+                keyword.append(f"{f.name}={default}" if default else f.name)
+            else:
+                positional.append(f"{f.name}={default}" if default else f.name)
+        body.append(f"    self.{f.name} = {value}")
+    if hasattr(cls, "__post_init__"):
+        body.append("    self.__post_init__()")
+    params = ", ".join(["self", *positional, *(["*", *keyword] if keyword else [])])
+    return f"def __init__({params}):\n" + ("\n".join(body) or "    pass") + "\n", names
+
+
+def _compiled_init(cls: type) -> Callable[..., None]:
+    """`cls`'s __init__ (_init_source), compiled: one small exec, ~0.05 ms (a stand-in dataclass
+    took ~0.2 ms, the field processing being done twice)."""
+    source, names = _init_source(cls)
+    exec(source, names)  # noqa: S102  # the source is made of field names only, as dataclass() does
+    init: Callable[..., None] = names["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    return init
 
 
 def _fields(value: object) -> tuple[dataclasses.Field[Any], ...]:

@@ -33,12 +33,11 @@ import time
 from array import array
 from bisect import bisect_left
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..durable import append_line, atomic_write, fsync_dir
-from ..values import Mutable
+from ..values import Mutable, mutable
 
 if TYPE_CHECKING:
     from ..images import Blobs
@@ -114,7 +113,7 @@ def _pread(fd: int, size: int, offset: int) -> bytes:
     return b"".join(parts)
 
 
-@dataclass(eq=False, repr=False)
+@mutable
 class Pending(Mutable):
     """A tool call whose result was never recorded."""
 

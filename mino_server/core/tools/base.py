@@ -10,7 +10,7 @@ A call goes through four steps, each with its own rule:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
@@ -25,7 +25,7 @@ from ..contract import UNKNOWN as UNKNOWN
 from ..contract import FileDiff, Kind, ToolCategory, ToolStatus
 from ..errors import ArgumentError as ArgumentError
 from ..errors import ToolFailure as ToolFailure
-from ..values import Frozen, Mutable, frozen
+from ..values import Frozen, Mutable, frozen, mutable
 from .project_files import DISK, ProjectFiles
 
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ class ToolResult(Frozen):
     notice: str | None = None
 
 
-@dataclass(eq=False, repr=False)
+@mutable
 class Prepared(Generic[S], Mutable):
     """What the user sees (raw values; front ends escape them) and what the run is bound to."""
 
@@ -63,7 +63,7 @@ class Prepared(Generic[S], Mutable):
     question: str | None = None
 
 
-@dataclass(eq=False, repr=False)
+@mutable
 class ToolContext(Mutable):
     workdir: Path  # resolved, fixed at start-up
     home: Path  # MINO_HOME
