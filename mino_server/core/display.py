@@ -21,8 +21,17 @@ names, error messages) on its way to a terminal: it neutralises what could drive
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
+from collections.abc import Callable
+
+
+def _lazy(pattern: str, flags: int = 0) -> Callable[[], re.Pattern[str]]:
+    """A pattern compiled on its first use. Those for text beyond ASCII and for approvals are not
+    needed before a CLI's first request, and compiling them took ~2.5 ms of its start-up."""
+    return functools.cache(lambda: re.compile(pattern, flags))
+
 
 MAX_MARKS = 4  # combining marks in a row shown as themselves (Vietnamese needs 2, Hebrew points 3)
 _NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "\\": "\\\\", '"': '\\"'}
@@ -52,11 +61,11 @@ _INVISIBLE_RANGES: tuple[tuple[int, int], ...] = (
 )
 
 
-_INVISIBLE = re.compile("[" + "".join(f"\\U{lo:08x}-\\U{hi:08x}" for lo, hi in _INVISIBLE_RANGES) + "]")
+_INVISIBLE = _lazy("[" + "".join(f"\\U{lo:08x}-\\U{hi:08x}" for lo, hi in _INVISIBLE_RANGES) + "]")
 
 
 def _invisible(ch: str) -> bool:
-    return _INVISIBLE.match(ch) is not None
+    return _INVISIBLE().match(ch) is not None
 
 
 def _escape_char(ch: str) -> str:
@@ -109,10 +118,10 @@ FIELD_HEAD_CHARS = 1500  # kept from the start of a shortened field
 FIELD_TAIL_CHARS = 500  # kept from its end
 BLANK_RUN = 16  # this many copies of one blank or escaped character in a row are shown as a count
 
-_RUN = re.compile(rf"(.)\1{{{BLANK_RUN - 1},}}", re.S)
+_RUN = _lazy(rf"(.)\1{{{BLANK_RUN - 1},}}", re.S)
 # One shown unit of escape_value's output: one escape or one literal character. escape_value maps
 # every character of the value to exactly one unit, so units count the value's characters.
-_UNIT = re.compile(r"\\(?:x[0-9a-f]{2}|u[0-9a-f]{4}|U[0-9a-f]{8}|.)|.", re.S)
+_UNIT = _lazy(r"\\(?:x[0-9a-f]{2}|u[0-9a-f]{4}|U[0-9a-f]{8}|.)|.", re.S)
 
 
 class _Segment:
@@ -153,7 +162,7 @@ def _segments(value: str) -> list[_Segment]:
     a run, a blank or an escape, which escape_value treats like the start of a value."""
     out: list[_Segment] = []
     pos = 0
-    for m in _RUN.finditer(value):
+    for m in _RUN().finditer(value):
         ch = m.group(1)
         if ch != " " and (ch in '\\"' or escape_value(ch) == ch):
             continue  # a run of something visible ("=====") is shown as it is
@@ -184,7 +193,7 @@ def _head(value: str, segments: list[_Segment], budget: int) -> tuple[str, int]:
             end = seg.stop
             continue
         if not seg.run:  # each character shows as at least one: `budget` characters are enough
-            units = _UNIT.findall(escape_value(value[seg.start : seg.start + budget]))
+            units = _UNIT().findall(escape_value(value[seg.start : seg.start + budget]))
             taken = _fitting(units, budget)
             parts.extend(taken)
             end = seg.start + len(taken)
@@ -205,7 +214,7 @@ def _tail(value: str, segments: list[_Segment], budget: int, floor: int) -> tupl
             begin = seg.start
             continue
         if not seg.run:
-            units = _UNIT.findall(escape_value(value[max(seg.start, floor, seg.stop - budget) : seg.stop]))
+            units = _UNIT().findall(escape_value(value[max(seg.start, floor, seg.stop - budget) : seg.stop]))
             taken = _fitting(units[::-1], budget)[::-1]
             parts.append("".join(taken))
             begin = seg.stop - len(taken)
@@ -261,7 +270,7 @@ def approval_lines(tool: str, fields: list[tuple[str, str]], warning: str | None
 
 # One unit of a shown value when it is cut again: a marker (its count is what it stands for), an
 # escape or one character.
-_SHOWN_UNIT = re.compile(r"\\\{(\d+)[^}]*\}|\\(?:x[0-9a-f]{2}|u[0-9a-f]{4}|U[0-9a-f]{8}|.)|.", re.S)
+_SHOWN_UNIT = _lazy(r"\\\{(\d+)[^}]*\}|\\(?:x[0-9a-f]{2}|u[0-9a-f]{4}|U[0-9a-f]{8}|.)|.", re.S)
 
 
 def columns(text: str) -> int:
@@ -317,7 +326,7 @@ def fit_approval(
 def _cut_shown(value: str, width: int) -> tuple[str, int]:
     """An already shown value cut in the middle to at most `width` columns (markers and escapes
     kept whole), and how many characters of the original value the new marker stands for."""
-    units = [(m.group(), int(m.group(1)) if m.group(1) else 1) for m in _SHOWN_UNIT.finditer(value)]
+    units = [(m.group(), int(m.group(1)) if m.group(1) else 1) for m in _SHOWN_UNIT().finditer(value)]
     budget = max(width - len("\\{99999 characters not shown}"), 0)
     head_budget = budget * 2 // 3
     head = 0
@@ -391,7 +400,7 @@ _HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"})
 # Text made only of ASCII and common visible letters and punctuation (Latin, Greek, Cyrillic, CJK,
 # kana, Hangul, fullwidth forms): no mark, format character, emoji or gap among them (checked by
 # tests/test_display.py), so such a delta needs no per-character look (the streaming path).
-_VISIBLE_TEXT = re.compile(
+_VISIBLE_TEXT = _lazy(
     "[\t\n\x20-\x7e\u00a1-\u00ac\u00ae-\u02ff\u0391-\u03a1\u03a3-\u03c9\u0400-\u0482"
     "\u048a-\u04ff\u1e00-\u1eff\u2010-\u2027\u2030-\u205e\u3001-\u3029\u3030-\u303f"
     "\u3041-\u3096\u30a0-\u30ff\u4e00-\u9fff\uac00-\ud7a3\uff01-\uff60]*"
@@ -412,7 +421,7 @@ def terminal_text(text: str, before: str = "") -> str:
     right after a visible character (❤️) are shown as themselves."""
     if text.isascii():  # the common case: one regex, no per-character work
         return _ASCII_UNSAFE.sub(_terminal_escape, text) if _ASCII_UNSAFE.search(text) else text
-    if _VISIBLE_TEXT.fullmatch(text):
+    if _VISIBLE_TEXT().fullmatch(text):
         return text
     state = _State()
     if before:
@@ -461,7 +470,7 @@ class _State:
 
     def _one(self, ch: str) -> str:
         cat = unicodedata.category(ch)
-        if cat in _HIDDEN_CATEGORIES or _INVISIBLE.match(ch):
+        if cat in _HIDDEN_CATEGORIES or _INVISIBLE().match(ch):
             if ch == _ZWJ and self.pictograph:
                 self.pictograph = self.base = self.selector = False
                 return ch
