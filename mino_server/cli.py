@@ -374,6 +374,16 @@ def _preview(text: str) -> list[str]:
     return lines[:RESULT_PREVIEW_LINES] + [f"… ({len(lines) - RESULT_PREVIEW_LINES} more lines)"]
 
 
+def _input_waiting() -> bool:
+    """Whether piped input already holds something to read (a line, or its end)."""
+    import select
+
+    try:
+        return bool(select.select([sys.stdin], [], [], 0)[0])
+    except (OSError, ValueError):  # not a descriptor select can watch (a closed or odd stdin)
+        return True
+
+
 def run_cli(model: str | None, base_url: str | None, mode: str | None) -> int:
     from .core.config import load_config
     from .core.conversation import Conversation
@@ -397,9 +407,10 @@ def run_cli(model: str | None, base_url: str | None, mode: str | None) -> int:
             # lines after it are held, and written before anything else is (waiting for the verdict
             # then); a turn waits for the verdict before any tool call. At a terminal the verdict
             # comes before the prompt: the person reads the lines before typing.
-            lines = startup_lines(
-                replace(conversation.open(sandbox_later=not interactive), sandbox_line=_PENDING)
-            )
+            # A first line already waiting starts the turn at once: nothing to warm up meanwhile.
+            warm_up = interactive or not _input_waiting()
+            opened = conversation.open(sandbox_later=not interactive, warm_up=warm_up)
+            lines = startup_lines(replace(opened, sandbox_line=_PENDING))
             at = lines.index(_PENDING)
             for text in lines[:at]:
                 ui.line(text)

@@ -212,7 +212,7 @@ def _run(config: Any, ui: PrintUI, out: Output, prompt: str, resume: str | None)
     try:
         try:
             # As the piped CLI: the request does not wait for the sandbox probe (a tool call does).
-            startup = conversation.open(select=False, sandbox_later=True)
+            startup = conversation.open(select=False, sandbox_later=True, warm_up=False)
             if resume is not None:
                 if not conversation.sessions.exists(resume) and conversation.open_elsewhere(resume) is None:
                     err(f"mino: no session with ID {resume}.")
