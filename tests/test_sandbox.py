@@ -299,10 +299,13 @@ def test_what_bwrap_covers_itself_is_bound_only_where_it_does_not() -> None:
     bwrap leave one writable (root without CAP_DAC_OVERRIDE), and then the probe runs again with
     Mino's own binds."""
     argv = bwrap_argv(["true"], Path("/home/u/proj"))
-    assert not set(sandbox_module.BWRAP_COVERS) & set(argv)
+    assert not set(sandbox_module.LEFT_TO_PROBE) & set(argv)
     bound = bwrap_argv(["true"], Path("/home/u/proj"), bind_covered=True)
-    present = [p for p in sandbox_module.BWRAP_COVERS if os.path.lexists(p)]
+    present = [p for p in sandbox_module.LEFT_TO_PROBE if os.path.lexists(p)]
     assert present and all(p in bound for p in present)
+    # Also left to the probe: /proc/mtrr (only CAP_SYS_ADMIN opens it) and the driver folders.
+    assert {"/proc/mtrr", "/proc/acpi", *sandbox_module.BWRAP_COVERS} <= set(sandbox_module.LEFT_TO_PROBE)
+    assert "/proc/sys" in argv and ("/proc/fs" in argv or not os.path.exists("/proc/fs"))  # always bound
     # The probe's own argv has no masks (they change nothing it checks); commands have them.
     probe = bwrap_argv(["true"], Path("/tmp"), masked=False)
     assert "/dev/null" not in probe[probe.index("--proc") :] and "/proc/keys" in argv
@@ -319,6 +322,11 @@ def test_the_probe_binds_the_covers_itself_when_bwrap_left_one_writable(
     assert sandbox_module._too_weak(irq, True, bind_covered=True) == (
         "sandboxed commands could change kernel settings here (/proc/irq/default_smp_affinity writable)"
     )
+    for path in ("/proc/mtrr", "/proc/acpi/wakeup", "/proc/asound/card0/pcm0p/sub0/prealloc"):
+        found = ok + f"Writable:{path}\n"
+        assert sandbox_module._too_weak(found, True, bind_covered=False) == sandbox_module._COVERS_WRITABLE
+    fs = ok + "Writable:/proc/fs/cifs/SecurityFlags\n"  # bound always: writable means refused
+    assert sandbox_module._too_weak(fs, True, bind_covered=False).startswith("sandboxed commands could")
     sysctl = irq + "Writable:/proc/sys/kernel/core_pattern\n"  # not only covers: refused at once
     assert sandbox_module._too_weak(sysctl, True, bind_covered=False).startswith("sandboxed commands could")
     probed: list[bool] = []

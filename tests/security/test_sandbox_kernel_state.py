@@ -14,6 +14,7 @@ code the open succeeded; that is the finding).
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -53,8 +54,9 @@ KERNEL_FILES = [
     "/sys/power/state",
     "/sys/kernel/uevent_helper",
 ]
-# Show the host's keys, timers or memory: unreadable inside.
-MASKED = ["/proc/keys", "/proc/key-users", "/proc/timer_list", "/proc/kcore", "/proc/sched_debug"]
+# Show the host's keys, timers or memory: unreadable inside (runc's masked files; /proc/key-users,
+# counts without names, stays readable as runc leaves it).
+MASKED = ["/proc/keys", "/proc/timer_list", "/proc/kcore", "/proc/sched_debug"]
 # Not every /proc/irq/N has one; the first that does stands for all.
 IRQ_GLOB = "/proc/irq/*/smp_affinity"
 
@@ -177,6 +179,32 @@ def test_the_probe_writes_nothing() -> None:
     ) + sandbox_module.PROBE_SCRIPT.count("2>/dev/null")
     assert all(p in sandbox_module.PROBE_SCRIPT for p in sandbox_module.PROBE_WRITABLE)
     assert "/proc/sys/kernel/core_pattern" in sandbox_module.PROBE_WRITABLE
+
+
+def test_the_probe_tries_every_file_of_its_trees_at_any_depth(tmp_path: Path) -> None:
+    """The driver folders left to the probe (LEFT_TO_PROBE) are walked whole: a writable file five
+    folders down is reported, a read-only one is not, links are not followed (no loop)."""
+    trees = [tmp_path / "acpi", tmp_path / "asound"]
+    deep = trees[0] / "a" / "b" / "c" / "d" / "e" / "wakeup"
+    deep.parent.mkdir(parents=True)
+    deep.write_text("")
+    (trees[1] / "card0").mkdir(parents=True)
+    (trees[1] / "card0" / "id").write_text("")
+    (trees[1] / "loop").symlink_to(trees[1])
+    script = sandbox_module.PROBE_SCRIPT.replace(
+        " ".join(sandbox_module.PROBE_TREES), " ".join(str(t) for t in trees)
+    )
+    assert script != sandbox_module.PROBE_SCRIPT
+    # In bwrap, as a command runs: asound read-only, acpi writable.
+    done = subprocess.run(
+        ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--bind", str(tmp_path), str(tmp_path),
+         "--ro-bind", str(trees[1]), str(trees[1]), "--unshare-pid", "--cap-drop", "ALL", "--", "bash", "-c", script],
+        capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    found = [
+        line.removeprefix("Writable:") for line in done.stdout.splitlines() if line.startswith("Writable:")
+    ]
+    assert [f for f in found if f.startswith(str(tmp_path))] == [str(deep)], done.stdout + done.stderr
 
 
 @as_root

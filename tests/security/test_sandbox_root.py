@@ -132,14 +132,14 @@ def test_without_libseccomp_the_sandbox_is_not_used_unless_unix_sockets_are_allo
 ) -> None:
     import ctypes
 
-    real_cdll = ctypes.CDLL
+    real_pydll = ctypes.PyDLL  # the loader seccomp_filter uses (it keeps the GIL through each call)
 
     def no_libseccomp(name: str | None, *args: object, **kwargs: object) -> object:
         if name and "seccomp" in name:
             raise OSError(f"{name}: cannot open shared object file")
-        return real_cdll(name, *args, **kwargs)  # type: ignore[arg-type]
+        return real_pydll(name, *args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(ctypes, "CDLL", no_libseccomp)
+    monkeypatch.setattr(ctypes, "PyDLL", no_libseccomp)
     with pytest.raises(SandboxError, match="libseccomp.so.2 not found"):
         sandbox_module.seccomp_filter.__wrapped__()
     monkeypatch.setattr(sandbox_module, "seccomp_filter", sandbox_module.seccomp_filter.__wrapped__)

@@ -186,7 +186,7 @@ class BashTool(ToolOf[BashArgs, protected.Found]):
             for fd in fds:
                 os.close(fd)
         outcome, output = _supervise(proc, ctx.cancel, args.timeout_s, lambda: orphans.end(run))
-        changed = protected.changes(prepared.state, protected.find(ctx.workdir, _home_inside(ctx)))
+        changed = protected.changes(prepared.state, protected.find(ctx.workdir, prepared.state.skip))
         notice = protected_folders_changed(changed) if changed else None
         told = f"\n{notice}" if notice else ""
         if outcome == "cancelled":

@@ -36,11 +36,13 @@ MAX_FOUND = 200
 class Found(Frozen):
     """The protected folders (or files: a worktree's `.git`) of a working directory, by path
     relative to it, with what identifies each (file type and inode); `complete` when the walk
-    read the whole tree."""
+    read the whole tree; `skip`, the folder it did not enter (the walk after a command skips the
+    same one)."""
 
     paths: dict[str, tuple[int, int]]
     complete: bool
     entries: int
+    skip: str | None = None
 
     def absolute(self, workdir: Path) -> list[str]:
         return [os.path.join(workdir, rel) for rel in self.paths]
@@ -99,7 +101,7 @@ class _Walker:
                 queue.extend(listed.subfolders)
             # Kept (also when the budget ran out): the next walk checks instead of listing again.
             self.folders = folders
-            return Found(found, complete, min(entries, MAX_ENTRIES))
+            return Found(found, complete, min(entries, MAX_ENTRIES), self.skip)
 
     def _current(self, rel: str) -> _Listed | None:
         path = os.path.join(self.root, rel) if rel else self.root

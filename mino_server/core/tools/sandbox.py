@@ -41,12 +41,19 @@ PROBE_WRITABLE = (
     "/proc/sys/kernel/randomize_va_space", "/proc/sys/vm/drop_caches", "/proc/sysrq-trigger",
     "/proc/mtrr", "/proc/irq/default_smp_affinity", "/proc/bus/pci/00/00.0",
 )  # fmt: skip
-# Bash builtins only (no extra process): what the sandbox really gave a command.
+# /proc folders whose every file the probe tries (as PROBE_WRITABLE's): what a driver put there is
+# root-writable on some machines (/proc/acpi/wakeup) and absent or read-only on others.
+PROBE_TREES = ("/proc/acpi", "/proc/scsi", "/proc/asound")
+# Bash builtins only (no extra process): what the sandbox really gave a command. The trees are
+# walked to any depth (links are not followed: each names a folder walked anyway).
 PROBE_SCRIPT = (
     "while IFS= read -r line; do case $line in CapEff:*|NoNewPrivs:*|Seccomp:*) "
     'echo "$line";; esac; done </proc/self/status; '
     f"for f in {' '.join(PROBE_WRITABLE)}; do "
-    '[ -e "$f" ] && { : >>"$f"; } 2>/dev/null && echo "Writable:$f"; done; :'
+    '[ -e "$f" ] && { : >>"$f"; } 2>/dev/null && echo "Writable:$f"; done; '
+    'walk() { local f; for f in "$1"/*; do if [ -L "$f" ]; then :; elif [ -d "$f" ]; then walk "$f"; '
+    'elif [ -e "$f" ]; then { : >>"$f"; } 2>/dev/null && echo "Writable:$f"; fi; done; }; '
+    f"for t in {' '.join(PROBE_TREES)}; do walk \"$t\"; done; :"
 )
 NO_CAPABILITIES = "0000000000000000"
 
@@ -147,22 +154,30 @@ READ_ONLY_PROC = (
 # each), so Mino leaves them to bwrap, and the start-up probe opens one file of each for writing
 # (PROBE_WRITABLE): a bwrap that stopped covering them is not trusted.
 BWRAP_COVERS = ("/proc/sysrq-trigger", "/proc/irq", "/proc/bus")
+# And what no sandboxed command can write on most machines, so that a bind would cost a mount per
+# command for nothing: /proc/mtrr (the kernel lets only CAP_SYS_ADMIN open it) and the driver
+# folders of PROBE_TREES (empty, absent or read-only but where a driver made a root-writable file,
+# like ACPI's wakeup list on PCs). The probe tries them all; where one is writable, Mino binds all
+# of LEFT_TO_PROBE read-only and probes again. /proc/sys and /proc/fs (where a file system module
+# loaded at any time, like cifs, adds root-writable tunables) are always bound.
+LEFT_TO_PROBE = (*BWRAP_COVERS, "/proc/mtrr", *PROBE_TREES)
 # Files that show kernel memory, keys or timers of the host: replaced by /dev/null (runc's masked
-# paths). Kernel keys are refused by seccomp too; this hides their descriptions.
+# files). Kernel keys are refused by seccomp too; this hides their descriptions. /proc/key-users
+# (how many keys each user has, no names) is left readable, as runc leaves it: a mount per command.
 MASKED_PROC = (
-    "/proc/kcore", "/proc/keys", "/proc/key-users", "/proc/latency_stats", "/proc/timer_list",
-    "/proc/timer_stats", "/proc/sched_debug",
+    "/proc/kcore", "/proc/keys", "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats",
+    "/proc/sched_debug",
 )  # fmt: skip
 
 
 @functools.cache
 def proc_protections(bind_covered: bool = False) -> tuple[str, ...]:
-    """bwrap arguments that make READ_ONLY_PROC read-only (but BWRAP_COVERS, which bwrap does,
-    unless `bind_covered`), for those this kernel has (a bind onto a missing /proc entry would stop
+    """bwrap arguments that make READ_ONLY_PROC read-only (but LEFT_TO_PROBE unless
+    `bind_covered`), for those this kernel has (a bind onto a missing /proc entry would stop
     bwrap); checked once per process."""
     out: list[str] = []
     for path in READ_ONLY_PROC:
-        if (bind_covered or path not in BWRAP_COVERS) and os.path.lexists(path):
+        if (bind_covered or path not in LEFT_TO_PROBE) and os.path.lexists(path):
             out += ["--ro-bind", path, path]
     return tuple(out)
 
@@ -355,7 +370,10 @@ def seccomp_filter() -> bytes:
     import ctypes
 
     try:
-        lib = ctypes.CDLL("libseccomp.so.2")
+        # PyDLL: each call keeps the interpreter lock (~120 calls, each microseconds). CDLL drops
+        # and takes it back around every call, and the probe runs while start-up imports on
+        # other threads: each hand-over waited for them (~2 % of a cold start's CPU).
+        lib = ctypes.PyDLL("libseccomp.so.2")
     except OSError:
         raise SandboxError(
             "libseccomp.so.2 not found, needed to block unix sockets; install libseccomp2, "
@@ -538,8 +556,8 @@ def _too_weak(status: str, want_seccomp: bool, bind_covered: bool = True) -> str
     return None
 
 
-_COVERS_WRITABLE = "covers"  # _too_weak: only what BWRAP_COVERS names was writable (detect retries)
+_COVERS_WRITABLE = "covers"  # _too_weak: only what LEFT_TO_PROBE names was writable (detect retries)
 
 
 def _covered(path: str) -> bool:
-    return any(path == cover or path.startswith(cover + "/") for cover in BWRAP_COVERS)
+    return any(path == cover or path.startswith(cover + "/") for cover in LEFT_TO_PROBE)
