@@ -180,3 +180,19 @@ def test_init_is_written_on_first_use_and_behaves_as_dataclass_init() -> None:
         class Wrong(Mutable):  # refused when declared, as dataclass() refuses it
             a: int = 0
             b: int
+
+
+def test_waiting_inits_are_written_ahead_when_asked() -> None:
+    """The warm-up thread writes the __init__ of every class not made yet (values.write_waiting_inits)."""
+    from mino_server.core.values import Frozen, frozen, write_waiting_inits
+
+    @frozen
+    class Ahead(Frozen):
+        a: int
+        b: str = "b"
+
+    assert getattr(vars(Ahead)["__init__"], "stand_in", False)
+    write_waiting_inits()
+    assert not getattr(vars(Ahead)["__init__"], "stand_in", False)
+    assert list(inspect.signature(Ahead.__init__).parameters) == ["self", "a", "b"]
+    assert Ahead(1) == Ahead(a=1, b="b")

@@ -187,8 +187,10 @@ class Conversation:
         (subprocess & co) the sandbox probe loads: it runs before any tool call."""
         from . import consent, display, instructions, memory, skills, turn  # noqa: F401
         from .tools.registry import default_tools
+        from .values import write_waiting_inits
 
         default_tools()  # imports every tool module; the turn builds its own set (no shared state here)
+        write_waiting_inits()  # the __init__ of the events, approvals and results a turn makes later
 
     def _select_at_startup(self, wanted: str | None, wait_s: float) -> tuple[list[str], OpenElsewhere | None]:
         """The start-up table's pick (startup.select), restored; notices and who has the session
