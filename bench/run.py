@@ -820,6 +820,62 @@ def bench_sandbox(ctx: Context, model_cls: type) -> None:
                 python.mino.add((whole - lives[0]) * 1000)
     finally:
         subprocess.Popen = real  # type: ignore[misc]
+    if ctx.trees:
+        _paired_calls(ctx, home)
+
+
+def _paired_calls(ctx: Context, home: Path) -> None:
+    """With --tree: the whole bash call in bwrap (prepare + run, in-process), this tree's and each
+    other tree's, each in a worker process of its own (bench/bash_worker.py), called in turn round
+    by round in a shuffled order: per round, this tree's time minus the other's. Sequential runs of
+    the rows above, minutes apart, drift by more than the differences they would show."""
+    import random
+
+    this = ctx.row(
+        "bash_call", "bash in bwrap, whole call in-process (prepare + run), in the paired rounds", "ms", "—"
+    )
+    rows = {
+        str(tree): ctx.row(
+            f"bash_call_over_{tree}", f"… this tree's minus {label}'s, round by round", "ms", "—", digits=2
+        )
+        for tree, label in ctx.trees
+    }
+    workers: dict[str, subprocess.Popen[str]] = {}
+    try:
+        for key in ["", *rows]:
+            work = ctx.tmp / f"paired-{len(workers)}"
+            (work / ".git").mkdir(parents=True)
+            env = {**os.environ, "PYTHONPATH": key} if key else dict(os.environ)
+            proc = subprocess.Popen(
+                [ctx.python, str(BENCH / "bash_worker.py"), str(work), str(home)],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
+                stderr=subprocess.DEVNULL if key else None,  # an older tree's layout may not fit
+            )  # fmt: skip
+            assert proc.stdout is not None
+            if proc.stdout.readline().strip() != "ready":
+                proc.kill()
+                proc.wait(30)
+                if key:
+                    rows.pop(key).mino.note = "its bash tool cannot be driven this way"
+                    continue
+                raise RuntimeError("bench/bash_worker.py did not start")
+            workers[key] = proc
+        for _ in range(ctx.runs * 15):
+            times: dict[str, float] = {}
+            for key in random.sample(list(workers), len(workers)):
+                proc = workers[key]
+                assert proc.stdin is not None and proc.stdout is not None
+                proc.stdin.write("call\n")
+                proc.stdin.flush()
+                times[key] = float(proc.stdout.readline())
+            this.mino.add(times[""])
+            for key, row in rows.items():
+                row.mino.add(times[""] - times[key])
+    finally:
+        for proc in workers.values():
+            assert proc.stdin is not None
+            proc.stdin.close()
+            proc.wait(30)
 
 
 def bench_server(ctx: Context, model_cls: type) -> None:
@@ -1560,7 +1616,7 @@ def main(argv: list[str] | None = None) -> int:
         "--tree",
         type=Path,
         action="append",
-        help="another Mino tree (a git worktree; repeatable): its CLI cold start in the same runs",
+        help="another Mino tree (a git worktree; repeatable): its CLI cold start in the same runs, and with --only sandbox its whole bash call in bwrap, call by call with this tree's",
     )
     parser.add_argument("--codex", help="the Codex CLI executable: its cold start in the same runs")
     args = parser.parse_args(argv)
