@@ -53,7 +53,7 @@ PROBE_SCRIPT = (
     '[ -e "$f" ] && { : >>"$f"; } 2>/dev/null && echo "Writable:$f"; done; '
     'walk() { local f; for f in "$1"/*; do if [ -L "$f" ]; then :; elif [ -d "$f" ]; then walk "$f"; '
     'elif [ -e "$f" ]; then { : >>"$f"; } 2>/dev/null && echo "Writable:$f"; fi; done; }; '
-    f"for t in {' '.join(PROBE_TREES)}; do walk \"$t\"; done; :"
+    f'for t in {" ".join(PROBE_TREES)}; do walk "$t"; done; :'
 )
 NO_CAPABILITIES = "0000000000000000"
 
