@@ -57,12 +57,13 @@ export class RewindCommands {
       transcript.addNotice('Mino is still answering. Press Stop to interrupt it.', 'warning');
       return;
     }
+    // Taken now: reloading the history lists the checkpoints again, without the rewound turn.
+    const n = this.numbers.get(turnId);
     try {
       const r = await client.rewind(turnId);
       if (r.confirmed) {
         await this.host.reloadHistory();
         const kept = r.kept.map((k) => `keep ${k.path}: ${k.reason}`);
-        const n = this.numbers.get(turnId);
         // The terminal's line, word for word (docs/BEHAVIOUR.md, "Rewind").
         const done = `Rewound ${r.rewound.length} file(s)` + (n === undefined ? '.' : `; the conversation continues from before turn ${n}.`);
         transcript.addNotice([done, ...kept].join('\n'), kept.length ? 'warning' : 'info');
