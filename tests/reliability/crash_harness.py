@@ -439,7 +439,14 @@ class CrashRun(HarnessRun):
         records = read_log(self.home / "sessions" / f"{sid}.jsonl").records
         through = max((r["through_seq"] for r in records if r["type"] == "compaction"), default=0)
         replay = ("user_message", "assistant_message", "tool_call", "tool_result")
-        turns = {r.get("turn_id") for r in records if r["seq"] > through and r["type"] in replay}
+        # A rewound turn is no longer sent to the model, so it is not compacted either: counting
+        # it, the harness waited 20 s for a summary after Mino had said "Nothing to compact.".
+        rewound = {t for r in records if r["type"] == "rewind" for t in r["turns"]}
+        turns = {
+            r.get("turn_id")
+            for r in records
+            if r["seq"] > through and r["type"] in replay and r.get("turn_id") not in rewound
+        }
         if len(turns) > 2:  # the last two turns are never summarised (docs/BEHAVIOUR.md, "Compaction")
             model.add({"text": f"Summary {self.new_call()}: the user ran commands.", "delay": 0.01})
             expected = "Compacted the older history into a summary"
