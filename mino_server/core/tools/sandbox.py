@@ -41,9 +41,11 @@ PROBE_WRITABLE = (
     "/proc/sys/kernel/randomize_va_space", "/proc/sys/vm/drop_caches", "/proc/sysrq-trigger",
     "/proc/mtrr", "/proc/irq/default_smp_affinity", "/proc/bus/pci/00/00.0",
 )  # fmt: skip
-# /proc folders whose every file the probe tries (as PROBE_WRITABLE's): what a driver put there is
-# root-writable on some machines (/proc/acpi/wakeup) and absent or read-only on others.
-PROBE_TREES = ("/proc/acpi", "/proc/scsi", "/proc/asound")
+# /proc folders whose every file the probe tries (as PROBE_WRITABLE's): bwrap's cover /proc/bus
+# (by every file, not one: a machine without PCI has no /proc/bus/pci/00/00.0), and the driver
+# folders, root-writable on some machines (/proc/acpi/wakeup) and absent or read-only on others.
+# /proc/irq is judged by its one folder-wide file: its ~130 per-IRQ files cost the probe ~5 ms.
+PROBE_TREES = ("/proc/bus", "/proc/acpi", "/proc/scsi", "/proc/asound")
 # Bash builtins only (no extra process): what the sandbox really gave a command. The trees are
 # walked to any depth (links are not followed: each names a folder walked anyway).
 PROBE_SCRIPT = (
@@ -151,8 +153,8 @@ READ_ONLY_PROC = (
 # access(W_OK) succeeds, which for root it does (root still has CAP_DAC_OVERRIDE while bwrap sets
 # up; only /proc/sys answers EACCES whatever the capabilities), and another user cannot write them.
 # Binding them again costs a mount each on every command (bwrap reads the whole mount table for
-# each), so Mino leaves them to bwrap, and the start-up probe opens one file of each for writing
-# (PROBE_WRITABLE): a bwrap that stopped covering them is not trusted.
+# each), so Mino leaves them to bwrap, and the start-up probe tries them for writing
+# (PROBE_WRITABLE, PROBE_TREES): a bwrap that stopped covering them is not trusted.
 BWRAP_COVERS = ("/proc/sysrq-trigger", "/proc/irq", "/proc/bus")
 # And what no sandboxed command can write on most machines, so that a bind would cost a mount per
 # command for nothing: /proc/mtrr (the kernel lets only CAP_SYS_ADMIN open it) and the driver
@@ -160,7 +162,7 @@ BWRAP_COVERS = ("/proc/sysrq-trigger", "/proc/irq", "/proc/bus")
 # like ACPI's wakeup list on PCs). The probe tries them all; where one is writable, Mino binds all
 # of LEFT_TO_PROBE read-only and probes again. /proc/sys and /proc/fs (where a file system module
 # loaded at any time, like cifs, adds root-writable tunables) are always bound.
-LEFT_TO_PROBE = (*BWRAP_COVERS, "/proc/mtrr", *PROBE_TREES)
+LEFT_TO_PROBE = tuple(dict.fromkeys((*BWRAP_COVERS, "/proc/mtrr", *PROBE_TREES)))
 # Files that show kernel memory, keys or timers of the host: replaced by /dev/null (runc's masked
 # files). Kernel keys are refused by seccomp too; this hides their descriptions. /proc/key-users
 # (how many keys each user has, no names) is left readable, as runc leaves it: a mount per command.
