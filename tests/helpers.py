@@ -163,6 +163,26 @@ def make_agent(base_url: str, workdir: Path, ui: RecordingUI | None = None, mode
     return Conversation(Store(config), workdir, ui or RecordingUI())
 
 
+# A hang guard for configured MCP servers' start: Python and an SDK, or npx, can take over 10 s
+# on a loaded machine (the tests give the fixture a 120 s start timeout).
+MCP_START_S = 150
+
+
+def agent_with_servers(
+    base_url: str, workdir: Path, ui: RecordingUI, mode: str | None = None, wait_s: float = MCP_START_S
+) -> Agent:
+    """A conversation opened, once every MCP server it configures is ready or has failed."""
+    agent = make_agent(base_url, workdir, ui, mode=mode)
+    agent.open()
+    try:
+        assert agent.mcp is not None
+        agent.mcp.wait_started(wait_s)
+    except BaseException:
+        agent.close()
+        raise
+    return agent
+
+
 def command_result(agent: Agent, line: str) -> tuple[CommandResult, list[str]]:
     """A slash command as the CLI runs it: its result (stop or not) and the lines it showed."""
     out: list[str] = []

@@ -19,6 +19,7 @@ import pytest
 import yaml
 from helpers import (
     RecordingUI,
+    agent_with_servers,
     make_agent,
     mino_env,
     quiet_home,
@@ -61,12 +62,12 @@ def fixture_server(record: Path, **more: Any) -> dict[str, Any]:
     return {"command": FIXTURE, "env": env, "start_timeout_s": SLOW_START, **more}
 
 
-def ready_agent(model: ScriptedModel, workdir: Path, ui: RecordingUI, mode: str | None = None) -> Any:
-    agent = make_agent(model.base_url, workdir, ui, mode=mode)
-    agent.open()
-    assert agent.mcp is not None
-    agent.mcp.wait_started(SLOW_START)  # returns once every server is ready or failed
-    return agent
+@pytest.fixture
+def record(mino_home: Path, tmp_path: Path) -> Path:
+    """The fixture server configured as `fx`; returns the file it records each call in."""
+    record = tmp_path / "calls.jsonl"
+    write_config(mino_home, {"fx": fixture_server(record)})
+    return record
 
 
 # ---- names, configuration, environment ------------------------------------------------------------
@@ -126,11 +127,8 @@ def test_the_start_is_bounded(model: ScriptedModel, workdir: Path, mino_home: Pa
     assert parse_servers({"s": {"command": ["x"]}}, "m")[0].start_timeout_s == 10.0
     write_config(mino_home, {"mute": {"command": ["sleep", "600"], "start_timeout_s": 1}})
     ui = RecordingUI()
-    agent = make_agent(model.base_url, workdir, ui)
-    agent.open()
+    agent = agent_with_servers(model.base_url, workdir, ui, wait_s=60)
     try:
-        assert agent.mcp is not None
-        agent.mcp.wait_started(60)
         (status,) = agent.state().mcp or []
         assert status.state == "failed" and status.error == "did not start within 1 s"
     finally:
@@ -150,16 +148,14 @@ def test_servers_do_not_see_the_api_key_variables_unless_env_names_them() -> Non
 
 
 def test_a_call_asks_shows_server_and_arguments_and_returns_the_text(
-    model: ScriptedModel, workdir: Path, mino_home: Path, tmp_path: Path
+    model: ScriptedModel, workdir: Path, record: Path
 ) -> None:
-    record = tmp_path / "calls.jsonl"
-    write_config(mino_home, {"fx": fixture_server(record)})
     model.add(
         {"calls": [{"name": "mcp__fx__echo", "arguments": {"text": "hi\x1b[31m"}, "call_id": "c1"}]},
         {"text": "done"},
     )
     ui = RecordingUI(approvals=[True])
-    agent = ready_agent(model, workdir, ui)
+    agent = agent_with_servers(model.base_url, workdir, ui)
     try:
         names = [t["name"] for t in model_tools(agent)]
         assert "mcp__fx__echo" in names and "read_file" in names
@@ -208,7 +204,7 @@ def test_the_decision_table_for_mcp_tools(
     write_config(mino_home, {"fx": fixture_server(record, allow=allow)})
     model.add({"calls": [{"name": "mcp__fx__echo", "arguments": {"text": "x"}}]}, {"text": "ok"})
     ui = RecordingUI(approvals=[False])  # a question is denied: nothing reaches the server
-    agent = ready_agent(model, workdir, ui, mode=mode)
+    agent = agent_with_servers(model.base_url, workdir, ui, mode=mode)
     try:
         turn(agent, "go")
         (call,) = ui.of_type("tool_call")
@@ -220,10 +216,8 @@ def test_the_decision_table_for_mcp_tools(
 
 
 def test_is_error_other_content_and_escape_sequences(
-    model: ScriptedModel, workdir: Path, mino_home: Path, tmp_path: Path
+    model: ScriptedModel, workdir: Path, record: Path
 ) -> None:
-    record = tmp_path / "calls.jsonl"
-    write_config(mino_home, {"fx": fixture_server(record)})
     model.add(
         {
             "calls": [
@@ -235,7 +229,7 @@ def test_is_error_other_content_and_escape_sequences(
         {"text": "ok"},
     )
     ui = RecordingUI()
-    agent = ready_agent(model, workdir, ui, mode="bypass")
+    agent = agent_with_servers(model.base_url, workdir, ui, mode="bypass")
     try:
         turn(agent, "go")
         results = {e["callId"]: e for e in ui.of_type("tool_result")}
@@ -250,15 +244,13 @@ def test_is_error_other_content_and_escape_sequences(
 
 
 def test_a_result_the_sdk_refuses_fails_the_call_and_keeps_the_server(
-    model: ScriptedModel, workdir: Path, mino_home: Path, tmp_path: Path
+    model: ScriptedModel, workdir: Path, record: Path
 ) -> None:
     """The SDK raises RuntimeError for a result it will not take (structured content against the
     tool's output schema, say) while the server runs on: that call fails, the server keeps its tools."""
-    record = tmp_path / "calls.jsonl"
-    write_config(mino_home, {"fx": fixture_server(record)})
     model.add({"calls": [{"name": "mcp__fx__echo", "arguments": {"text": "x"}}]}, {"text": "ok"})
     ui = RecordingUI()
-    agent = ready_agent(model, workdir, ui, mode="bypass")
+    agent = agent_with_servers(model.base_url, workdir, ui, mode="bypass")
     try:
         assert agent.mcp is not None
         connection = agent.mcp.servers[0].connection
@@ -279,15 +271,13 @@ def test_a_result_the_sdk_refuses_fails_the_call_and_keeps_the_server(
 
 
 def test_a_server_dying_mid_call_fails_the_call_once_and_its_tools_go(
-    model: ScriptedModel, workdir: Path, mino_home: Path, tmp_path: Path
+    model: ScriptedModel, workdir: Path, record: Path
 ) -> None:
-    record = tmp_path / "calls.jsonl"
-    write_config(mino_home, {"fx": fixture_server(record)})
     model.add(
         {"calls": [{"name": "mcp__fx__die", "arguments": {"text": "x"}}]}, {"text": "ok"}, {"text": "two"}
     )
     ui = RecordingUI()
-    agent = ready_agent(model, workdir, ui, mode="bypass")
+    agent = agent_with_servers(model.base_url, workdir, ui, mode="bypass")
     try:
         turn(agent, "go")
         (result,) = ui.of_type("tool_result")
@@ -306,17 +296,15 @@ def test_a_server_dying_mid_call_fails_the_call_once_and_its_tools_go(
 
 
 def test_a_server_exiting_while_idle_is_one_line_at_once(
-    model: ScriptedModel, workdir: Path, mino_home: Path, tmp_path: Path
+    model: ScriptedModel, workdir: Path, record: Path
 ) -> None:
-    record = tmp_path / "calls.jsonl"
-    write_config(mino_home, {"fx": fixture_server(record)})
     model.add(
         {"calls": [{"name": "mcp__fx__quit_later", "arguments": {"seconds": 0.3}}]},
         {"text": "ok"},
         {"text": "b"},
     )
     ui = RecordingUI()
-    agent = ready_agent(model, workdir, ui, mode="bypass")
+    agent = agent_with_servers(model.base_url, workdir, ui, mode="bypass")
     try:
         turn(agent, "go")
         wait_until(lambda: (agent.state().mcp or [])[0].state == "failed", "the server marked failed")
@@ -340,7 +328,7 @@ def test_a_server_that_cannot_start_is_one_line_and_nothing_else_breaks(
     )
     model.add({"text": "hello"})
     ui = RecordingUI()
-    agent = ready_agent(model, workdir, ui)
+    agent = agent_with_servers(model.base_url, workdir, ui)
     try:
         assert turn(agent, "hi").status == "completed"
         lines = [e["text"] for e in ui.of_type("notice") if e["text"].startswith("MCP server")]
@@ -354,13 +342,11 @@ def test_a_server_that_cannot_start_is_one_line_and_nothing_else_breaks(
 
 
 def test_cancel_sends_notifications_cancelled_and_never_resends(
-    model: ScriptedModel, workdir: Path, mino_home: Path, tmp_path: Path
+    model: ScriptedModel, workdir: Path, mino_home: Path, record: Path
 ) -> None:
-    record = tmp_path / "calls.jsonl"
-    write_config(mino_home, {"fx": fixture_server(record)})
     model.add({"calls": [{"name": "mcp__fx__slow", "arguments": {"seconds": 60}}]}, {"text": "after"})
     ui = RecordingUI()
-    agent = ready_agent(model, workdir, ui, mode="bypass")
+    agent = agent_with_servers(model.base_url, workdir, ui, mode="bypass")
     cancel = CancelToken()
     try:
         box: dict[str, Any] = {}
@@ -389,17 +375,15 @@ def test_cancel_sends_notifications_cancelled_and_never_resends(
 
 
 def test_servers_start_once_and_stop_with_the_conversation(
-    model: ScriptedModel, workdir: Path, mino_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    model: ScriptedModel, workdir: Path, monkeypatch: pytest.MonkeyPatch, record: Path
 ) -> None:
-    record = tmp_path / "calls.jsonl"
-    write_config(mino_home, {"fx": fixture_server(record)})
     env_call = {"calls": [{"name": "mcp__fx__env", "arguments": {}}]}
     model.add(env_call, {"text": "ok"}, env_call, {"text": "two"})
     # Set before the servers start (their environment is fixed then): the key variables stay hidden.
     monkeypatch.setenv("MINO_API_KEY", "secret")
     monkeypatch.setenv("OPENAI_API_KEY", "secret")
     ui = RecordingUI()
-    agent = ready_agent(model, workdir, ui, mode="bypass")
+    agent = agent_with_servers(model.base_url, workdir, ui, mode="bypass")
     try:
         hub = agent.mcp
         turn(agent, "go")
@@ -506,14 +490,12 @@ def test_the_editor_server_reports_mcp_state(model: ScriptedModel, tmp_path: Pat
 
 
 def test_the_terminal_asks_shows_escaped_and_ctrl_c_cancels_the_call(
-    model: ScriptedModel, mino_env: dict[str, str], mino_home: Path, workdir: Path, tmp_path: Path
+    model: ScriptedModel, mino_env: dict[str, str], workdir: Path, record: Path
 ) -> None:
     import pexpect
     from cli_driver import spawn
     from test_cli import PROMPT
 
-    record = tmp_path / "calls.jsonl"
-    write_config(mino_home, {"fx": fixture_server(record)})
     model.add(
         {"calls": [{"name": "mcp__fx__hostile", "arguments": {"who": "me\x1b]0;x\x07"}}]},
         {"text": "first done"},

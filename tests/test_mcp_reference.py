@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 import yaml
-from helpers import RecordingUI, free_port, make_agent, turn, wait_until
+from helpers import RecordingUI, agent_with_servers, free_port, turn, wait_until
 
 from mino_server.testing.scripted_model import ScriptedModel
 
@@ -45,11 +45,8 @@ def one_call(
     """One turn whose model calls `name`; the tool_result event and the conversation's MCP state."""
     model.add({"calls": [{"name": name, "arguments": arguments}]}, {"text": "done"})
     ui = RecordingUI()
-    agent = make_agent(model.base_url, workdir, ui, mode="bypass")
-    agent.open()
+    agent = agent_with_servers(model.base_url, workdir, ui, mode="bypass")
     try:
-        assert agent.mcp is not None
-        agent.mcp.wait_started(150)
         state = agent.state().mcp
         turn(agent, "go")
         (result,) = ui.of_type("tool_result")
@@ -137,11 +134,8 @@ def test_a_failed_http_handshake_is_a_line_not_an_empty_tool_list(
     configure(mino_home, {"web": {"url": f"http://127.0.0.1:{free_port()}/mcp"}})
     model.add({"text": "hi"})
     ui = RecordingUI()
-    agent = make_agent(model.base_url, workdir, ui)
-    agent.open()
+    agent = agent_with_servers(model.base_url, workdir, ui)
     try:
-        assert agent.mcp is not None
-        agent.mcp.wait_started(150)
         (status,) = agent.state().mcp or []
         assert status.state == "failed" and status.error
         turn(agent, "hi")
