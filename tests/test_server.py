@@ -84,7 +84,7 @@ def test_initialize_state_and_mode_from_options(spawn: Spawn, ws: Path) -> None:
     client = spawn(init=False)
     result = client.initialize(ws, mode="accept-edits")
     assert result["serverInfo"]["name"] == "mino"
-    assert result["capabilities"]["experimental"]["mino"]["protocolVersion"] == 3
+    assert result["capabilities"]["experimental"]["mino"]["protocolVersion"] == 4
     state = client.request("mino/state")
     assert re.fullmatch(r"[0-9a-f]{32}", state["sessionId"])
     assert state["restoreProblem"] is None

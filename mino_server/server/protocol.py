@@ -39,7 +39,7 @@ from ..jsonrpc import (  # noqa: F401  (re-exported: the protocol's names for th
 )
 from ..jsonrpc import RpcError as ProtocolError  # noqa: F401  (the server's name for an error answer)
 
-PROTOCOL_VERSION = 3
+PROTOCOL_VERSION = 4
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024  # a message body larger than this is skipped with an error
 MAX_HEADER_LINE_BYTES = 8 * 1024
 MAX_FILE_RESULTS = 50  # mino/files answers at most this many paths (core/workspace_files.py)
@@ -207,7 +207,7 @@ class ServerInfo:
 
 @dataclass(kw_only=True)
 class MinoCapabilities:
-    protocolVersion: int = doc("3")
+    protocolVersion: int = doc("4")
     maxMessageBytes: int = doc(f"{MAX_MESSAGE_BYTES}: larger message bodies are skipped with an error")
 
 
