@@ -399,7 +399,7 @@ def run_cli(model: str | None, base_url: str | None, mode: str | None) -> int:
         ui.error_line(f"mino: {exc}")
         return 2
     conversation = Conversation(Store(config), Path.cwd(), ui)
-    conversation.asks_person = interactive  # piped: AGENTS.md is sent only when accepted before
+    conversation.briefing.asks_person = interactive  # piped: AGENTS.md is sent only when accepted before
     try:
         try:
             # Piped input: the first line is read and its request sent without waiting for the sandbox
@@ -482,13 +482,13 @@ def _loop(conversation: Conversation, ui: TerminalUI) -> int:
         # image), as in the editor's chat box; without an @ there is no mention, and core/context.py
         # (~1.5 ms to import) stays off the start path.
         if "@" in text:
+            from .core.attachments import attach
             from .core.context import find_mentions
             from .core.errors import ContextError
 
             try:
-                context, images = conversation.attachments(
-                    find_mentions(text, conversation.workdir, conversation.config.home)
-                )
+                workdir, home = conversation.workdir, conversation.config.home
+                context, images = attach(workdir, home, find_mentions(text, workdir, home))
             except ContextError as exc:
                 ui.error_line(f"Not sent: {exc}")
                 ui.line()

@@ -208,7 +208,7 @@ def _run(config: Any, ui: PrintUI, out: Output, prompt: str, resume: str | None)
     from .core.words import oneshot_mode_line, session_line
 
     conversation = Conversation(Store(config), Path.cwd(), ui)
-    conversation.asks_person = False  # AGENTS.md: only what was accepted before, with a notice
+    conversation.briefing.asks_person = False  # AGENTS.md: only what was accepted before, with a notice
     try:
         try:
             # As the piped CLI: the request does not wait for the sandbox probe (a tool call does).

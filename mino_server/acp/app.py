@@ -660,12 +660,13 @@ class AcpAgent:
     def _turn(
         self, session: AcpSession, text: str, requests: list[Any], cancel: CancelToken, images: list[Any]
     ) -> dict[str, Any]:
+        from ..core.attachments import attach
         from ..core.errors import ContextError
         from ..core.sessions import places
 
         conversation = session.conversation
         try:  # checked before anything is sent or logged; a resource_link to an image file is an image
-            items, images = conversation.attachments(requests, images)
+            items, images = attach(conversation.workdir, conversation.config.home, requests, images)
         except ContextError as exc:
             raise M.ParamsError(f"Invalid params: {exc}") from None
         problem = conversation.config.setup_problem()

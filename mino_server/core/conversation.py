@@ -17,13 +17,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import startup
+from . import attachments, startup
+from .briefing import Briefing
 from .cancel import CancelToken
 from .compaction import Compactor, TokenBudget
 from .config import Config
 from .contract import (
     MODES,
-    Confirmation,
     ContextItem,
     ContextUsage,
     HistoryItem,
@@ -32,7 +32,6 @@ from .contract import (
     Mode,
     Notice,
     OpenElsewhere,
-    ProjectInstructions,
     Startup,
     State,
     TurnResult,
@@ -56,10 +55,7 @@ from .ui import UI
 from .words import (
     CANNOT_RESTORE,
     NO_SESSION,
-    SKILLS_NOT_LOADED,
     TURN_RUNNING,
-    skills_consent_not_saved,
-    skills_question,
 )
 
 if TYPE_CHECKING:
@@ -67,9 +63,7 @@ if TYPE_CHECKING:
     from .context import ContextRequest, ResolvedItem
     from .images import Image
     from .mcp import McpHub, ServerSpec
-    from .memory import MemoryEntry, ProblemTracker
     from .model_client import ModelClient
-    from .skills import Skill
     from .tools.sandbox import Sandbox
 
 
@@ -97,14 +91,7 @@ class Conversation:
         self._sandbox: Sandbox | None = None  # the store's
         self.sandbox_line = ""
         self._sandbox_known = False  # the probe's verdict is in _sandbox and sandbox_line
-        self._memory_tracker: ProblemTracker | None = None
-        self._force_memory_report = True
-        self._skills: list[Skill] | None = None
-        # Project instructions (AGENTS.md): whether a person can be asked (False for piped and `-p`
-        # runs: only content accepted before is sent), and the content declined in this session.
-        self.asks_person = True
-        self._instructions_declined: str | None = None
-        self._instructions_left_out: str | None = None  # the content a notice already named
+        self.briefing = Briefing(self.config, self.workdir, ui)  # what the model is told each turn
         self.budget = TokenBudget(self.config.context_window)
         self.usage: ContextUsage | None = None  # the latest request that reported usage (State.usage)
         self._checkpoints: CheckpointStore | None = None  # the active session's, opened when first used
@@ -260,9 +247,7 @@ class Conversation:
         self.usage = startup.recorded_usage(
             log, self.budget.context_window
         )  # a session's own: what its last turn reported
-        self._skills = None
-        self._instructions_declined = None  # a no holds for its session only
-        self._force_memory_report = True
+        self.briefing.session_changed()
         self.start_mcp()
 
     def start_mcp(self) -> None:
@@ -454,162 +439,6 @@ class Conversation:
         if self.busy:
             raise CommandError(TURN_RUNNING)
 
-    # ---- memory and skills ---------------------------------------------------------------
-    def memory_snapshot(self) -> tuple[list[MemoryEntry], list[tuple[str, str]]]:
-        from .memory import load_memories
-
-        return load_memories(self.config.memory_dir)
-
-    def _memory_index(self) -> str | None:
-        from .memory import ProblemTracker, render_index
-
-        entries, problems = self.memory_snapshot()
-        if self._memory_tracker is None:
-            self._memory_tracker = ProblemTracker()
-        if self._memory_tracker.report(problems, force=self._force_memory_report):
-            self.ui.memory_problems(
-                str(self.config.memory_dir), [MemoryProblem(file=f, reason=r) for f, r in problems]
-            )
-        self._force_memory_report = False
-        return render_index(entries)
-
-    def _session_skills(self, log: SessionLog, cancel: CancelToken) -> list[Skill]:
-        """The catalogue is scanned once per session and saved, so a resumed session sees the same one.
-
-        Skills the person has not accepted in exactly this content (consent.py) are asked about
-        first; a no, a cancel, or nobody to ask loads none for this session."""
-        from . import skills
-
-        if self._skills is not None:
-            return self._skills
-        record = log.session_skills()
-        if record is not None:
-            try:
-                self._skills = skills.catalogue_from_record(record.get("skills", []), self.workdir)
-                return self._skills
-            except ValueError as exc:  # a damaged record: rescan rather than stop the chat
-                self.ui.event(Notice(turnId=None, text=f"Skills record ignored: {exc}"))
-        found, problems = skills.scan_skills(self.workdir)
-        if problems:
-            self.ui.event(Notice(turnId=None, text="\n".join(skills.format_problems(self.workdir, problems))))
-        if found and not self._skills_accepted(log, found, cancel):
-            if cancel.cancelled:  # no answer yet: the session's next turn asks again
-                return []
-            found = []
-        log.append("session_skills", skills=skills.catalogue_to_record(found))
-        self._skills = found
-        return found
-
-    def _skills_accepted(self, log: SessionLog, found: list[Skill], cancel: CancelToken) -> bool:
-        from . import consent, skills
-
-        home = self.config.home
-        sha = skills.consent_digest(self.workdir, found)
-        if consent.accepted(home, skills.CONSENT_KIND, sha):
-            return True
-        where = str(self.workdir / skills.SKILLS_DIR)
-        message = skills_question(where, [(s.name, s.description) for s in found])
-        try:
-            yes = (
-                self.ui.confirm(
-                    Confirmation(kind=skills.CONSENT_KIND, session_id=log.id, message=message), cancel
-                )
-                and not cancel.cancelled
-            )
-        except Exception:  # a front end that fails to ask has not said yes
-            yes = False
-        if not yes:
-            if not cancel.cancelled:
-                self.ui.event(Notice(turnId=None, text=SKILLS_NOT_LOADED))
-            return False
-        try:
-            consent.remember(home, skills.CONSENT_KIND, sha, where)
-        except OSError as exc:
-            self.ui.event(Notice(turnId=None, text=skills_consent_not_saved(exc.strerror or str(exc))))
-        return True
-
-    def _project_instructions(self, log: SessionLog, cancel: CancelToken) -> str | None:
-        """The AGENTS.md part of the instructions, when the person accepted exactly this content
-        (instructions.py). Read at every turn, so a changed file asks again; asked at most once per
-        content and session; never asked when no person can answer (a notice says it was left out)."""
-        from . import consent
-        from . import instructions as ins
-        from .contract import ConfirmFile
-        from .words import (
-            INSTRUCTIONS_NOT_SENT,
-            instructions_consent_not_saved,
-            instructions_left_out,
-            instructions_question,
-        )
-
-        found = ins.find(self.workdir)
-        if not found.files:
-            return None
-        home, sha = self.config.home, found.digest
-        if consent.accepted(home, ins.CONSENT_KIND, sha):
-            return ins.render(found)
-        if self._instructions_declined == sha:
-            return None
-        if not self.asks_person:
-            if self._instructions_left_out != sha:
-                self._instructions_left_out = sha
-                self.ui.event(Notice(turnId=None, text=instructions_left_out([f.path for f in found.files])))
-            return None
-        cut = next((f.path for f in found.files if f.cut), None)
-        message = instructions_question(
-            [(f.path, f.text) for f in found.files],
-            found.lines,
-            cut,
-            list(found.left_out),
-            ins.MAX_BYTES // 1024,
-        )
-        files = [ConfirmFile(path=f.path, text=f.text) for f in found.files]
-        try:
-            yes = (
-                self.ui.confirm(
-                    Confirmation(
-                        kind=ins.CONSENT_KIND,
-                        session_id=log.id,
-                        message=message,
-                        files=tuple(files),
-                        asks_last=True,
-                    ),
-                    cancel,
-                )
-                and not cancel.cancelled
-            )
-        except Exception:  # a front end that fails to ask has not said yes
-            yes = False
-        if not yes:
-            if not cancel.cancelled:  # no answer yet (a cancel): the next turn asks again
-                self._instructions_declined = sha
-                self.ui.event(Notice(turnId=None, text=INSTRUCTIONS_NOT_SENT))
-            return None
-        try:
-            consent.remember(home, ins.CONSENT_KIND, sha, str(found.root / ins.FILE_NAME))
-        except OSError as exc:
-            self.ui.event(Notice(turnId=None, text=instructions_consent_not_saved(exc.strerror or str(exc))))
-        return ins.render(found)
-
-    def instructions_status(self) -> list[ProjectInstructions]:
-        """State.instructions: the AGENTS.md files that apply here and whether they are accepted."""
-        from . import consent
-        from . import instructions as ins
-
-        found = ins.find(self.workdir)
-        if not found.files:
-            return []
-        yes = consent.accepted(self.config.home, ins.CONSENT_KIND, found.digest)
-        return [ProjectInstructions(path=f.path, accepted=yes) for f in found.files]
-
-    def instructions(self, skill_list: list[Skill], project: str | None = None) -> str:
-        """SOUL.md, then the accepted project instructions (AGENTS.md), then the skills catalogue."""
-        from .skills import render_catalogue
-
-        parts = [self.config.soul.rstrip() if project or render_catalogue(skill_list) else self.config.soul]
-        parts += [p for p in (project, render_catalogue(skill_list)) if p]
-        return "\n\n".join(parts)
-
     # ---- tools and the model -------------------------------------------------------------
     @property
     def tools(self) -> dict[str, Tool]:
@@ -655,50 +484,16 @@ class Conversation:
             return TurnResult(turnId="", status="failed", text="", error=setup.message)
         self.busy = True
         try:
-            items, pictures = self.attachments(context, images) if context or images else ([], [])
+            items, pictures = (
+                attachments.attach(self.workdir, self.config.home, context, images)
+                if context or images
+                else ([], [])
+            )
             # Undecodable bytes piped into the CLI arrive as lone surrogates (surrogateescape), and an
             # editor can send half an emoji: neither can be saved as UTF-8, so each becomes U+FFFD.
             return self._turn(self.log, _SURROGATE.sub("\ufffd", text), cancel, items, pictures)
         finally:
             self.busy = False
-
-    def attachments(
-        self,
-        context: typing.Sequence[ContextItem | ContextRequest | ResolvedItem],
-        images: typing.Sequence[Image] = (),
-    ) -> tuple[list[ResolvedItem], list[Image]]:
-        """(context items, images) of a turn, checked and loaded: a file item without text or lines
-        whose bytes are an image becomes an image (after `images`). Raises ContextError naming the
-        first that cannot be attached."""
-        from . import images as image_files
-        from .context import ContextRequest, request_of
-
-        texts: list[ContextItem | ContextRequest | ResolvedItem] = []
-        found: list[Image] = []
-        for i, item in enumerate(context):
-            req = request_of(item, f"context[{i}]") if isinstance(item, ContextItem) else item
-            if (
-                isinstance(req, ContextRequest)
-                and req.text is None
-                and req.start_line is None
-                and req.end_line is None
-                and image_files.is_image_file(self.workdir, self.config.home, req.path)
-            ):
-                found.append(image_files.from_file(self.workdir, self.config.home, req.path, req.where))
-            else:
-                texts.append(req)
-        pictures = [*images, *found]
-        image_files.too_many(len(pictures))
-        return (self.resolve_context(texts) if texts else []), pictures
-
-    def resolve_context(
-        self, items: typing.Sequence[ContextItem | ContextRequest | ResolvedItem]
-    ) -> list[ResolvedItem]:
-        """Check and load context items for this conversation's working directory (core/context.py).
-        Raises ContextError naming the first item that cannot be attached."""
-        from .context import resolve_context
-
-        return resolve_context(self.workdir, self.config.home, items)
 
     def _turn(
         self, log: SessionLog, text: str, cancel: CancelToken, items: list[ResolvedItem], images: list[Image]
@@ -735,11 +530,13 @@ class Conversation:
 
             turn.ctx.files = CheckpointedFiles(self.files, store, turn.turn_id)
         try:
-            skill_list = self._session_skills(log, cancel)
-            project = self._project_instructions(log, cancel)
+            skill_list = self.briefing.session_skills(log, cancel)
+            project = self.briefing.project_instructions(log, cancel)
             history = log.replay_records()  # before this turn's first record
-            context = _records(items)  # kept so every replay sends the same parts
-            kept = self._keep_images(log, images)  # the bytes, fsynced before the record names them
+            context = attachments.records(items)  # kept so every replay sends the same parts
+            kept = attachments.keep_images(
+                self.config.home, log, images
+            )  # the bytes, fsynced before the record names them
             extra: dict[str, typing.Any] = {"context": context} if context else {}
             if kept:
                 extra["images"] = kept
@@ -747,13 +544,13 @@ class Conversation:
         except OSError as exc:
             result = turn.storage_failed(exc)
         else:
-            self._cut_notices(turn.turn_id, items)
+            attachments.cut_notices(self.ui, turn.turn_id, items)
 
             def prepare() -> None:  # inside the turn: a failure here still ends it with turn_end
                 turn.ctx.skills = {s.name: s.path for s in skill_list}
                 turn.ctx.skill_digests = {s.name: s.sha256 for s in skill_list if s.sha256}
-                turn.index = self._memory_index()
-                turn.instructions = self.instructions(skill_list, project)
+                turn.index = self.briefing.memory_index()
+                turn.instructions = self.briefing.instructions(skill_list, project)
                 for line in self.mcp_lines():
                     self.ui.event(Notice(turnId=turn.turn_id, text=line))
                 turn.tools = self.turn_tools()  # MCP tools appear once their server is ready
@@ -765,21 +562,6 @@ class Conversation:
         if turn.stopped:
             self.stopped = turn.stopped
         return result
-
-    def _keep_images(self, log: SessionLog, images: list[Image]) -> list[dict[str, typing.Any]]:
-        if not images:
-            return []
-        from .images import save
-
-        return save(self.config.home, log.id, images)
-
-    def _cut_notices(self, turn_id: str, items: list[ResolvedItem]) -> None:
-        """A notice for each context item sent cut (core/context.py, cut_item)."""
-        for item in items:
-            if item.cut is not None:
-                from .words import context_cut
-
-                self.ui.event(Notice(turnId=turn_id, text=context_cut(item.path, *item.cut)))
 
     # ---- compaction ----------------------------------------------------------------------
     def compact(self, cancel: CancelToken) -> tuple[bool, str]:
@@ -793,7 +575,7 @@ class Conversation:
             raise CommandError(setup.message)
         self.busy = True
         try:
-            self._memory_index()  # rendered before /compact too (and never sent with the summary request)
+            self.briefing.memory_index()  # rendered before /compact too (and never sent with the summary request)
             return Compactor(self._client_for_turn(), self.log, self.budget).compact_command(cancel)
         finally:
             self.busy = False
@@ -805,7 +587,7 @@ class Conversation:
 
     def state(self) -> State:
         self.sandbox_verdict()  # known already unless open() was told not to wait for it
-        entries, problems = self.memory_snapshot()
+        entries, problems = self.briefing.memory_snapshot()
         return State(
             sessionId=self.session_id,
             restoreProblem=(CANNOT_RESTORE + self.restore_problem) if self.restore_problem else None,
@@ -817,7 +599,7 @@ class Conversation:
             usage=self.usage,
             setup=self.config.setup_problem(),
             checkpointBytes=self._checkpoint_bytes(),
-            instructions=self.instructions_status(),
+            instructions=self.briefing.instructions_status(),
             mcp=self.mcp.status() if self.mcp is not None else [],
             memory=MemoryStatus(
                 dir=str(self.config.memory_dir),
@@ -835,12 +617,3 @@ class Conversation:
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _records(items: list[ResolvedItem]) -> list[dict[str, typing.Any]]:
-    """The items as the user_message record keeps them (context.py is imported only when there are any)."""
-    if not items:
-        return []
-    from .context import to_record
-
-    return [to_record(item) for item in items]

@@ -143,7 +143,7 @@ def files(server: Connection, params: P.FilesParams, cancel: None) -> P.FileList
 
 
 def memory_list(server: Connection, params: P.Empty, cancel: None) -> P.MemoryList:
-    entries, problems = server.conversation.memory_snapshot()
+    entries, problems = server.conversation.briefing.memory_snapshot()
     return P.MemoryList(
         dir=str(server.conversation.config.memory_dir),
         memories=[
