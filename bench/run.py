@@ -1184,8 +1184,10 @@ def bench_resume(ctx: Context, model_cls: type) -> None:
                 (home / "sessions" / "active-session.json").write_text(json.dumps({"session_id": small}))
                 agent = open_agent(home, work, model.base_url)
                 try:
+                    from mino_server.core import opening
+
                     started = time.perf_counter()
-                    agent.resume(fixture.sid)
+                    opening.resume(agent, fixture.sid)
                     if i:
                         row.mino.add((time.perf_counter() - started) * 1000)
                     replayed = len(agent.log.replay_records())
@@ -1317,8 +1319,10 @@ def bench_million(ctx: Context, model_cls: type) -> None:
             (home / "sessions" / "active-session.json").write_text(json.dumps({"session_id": small}))
             agent = open_agent(home, work, model.base_url)
             try:
+                from mino_server.core import opening
+
                 started = time.perf_counter()
-                agent.resume(fixture.sid)
+                opening.resume(agent, fixture.sid)
                 if i:
                     row.mino.add((time.perf_counter() - started) * 1000)
                 model.add({"text": "Still here."})

@@ -202,6 +202,7 @@ def run_print(
 
 
 def _run(config: Any, ui: PrintUI, out: Output, prompt: str, resume: str | None) -> int:
+    from .core import opening
     from .core.conversation import Conversation
     from .core.errors import CommandError, StorageError, StoreLocked
     from .core.store import Store
@@ -214,12 +215,15 @@ def _run(config: Any, ui: PrintUI, out: Output, prompt: str, resume: str | None)
             # As the piped CLI: the request does not wait for the sandbox probe (a tool call does).
             startup = conversation.open(select=False, sandbox_later=True, warm_up=False)
             if resume is not None:
-                if not conversation.sessions.exists(resume) and conversation.open_elsewhere(resume) is None:
+                if (
+                    not conversation.sessions.exists(resume)
+                    and opening.open_elsewhere(conversation, resume) is None
+                ):
                     err(f"mino: no session with ID {resume}.")
                     return 2
-                notices = conversation.resume(resume, select=False)
+                notices = opening.resume(conversation, resume, select=False)
             else:
-                conversation.new_session(select=False)
+                opening.new_session(conversation, select=False)
                 notices = []
         except (StoreLocked, StorageError, CommandError) as exc:
             return _not_started(ui, out, str(exc))

@@ -32,6 +32,7 @@ from helpers import (
 from rpc_client import HANG_S
 from server_client import Client
 
+from mino_server.core import opening
 from mino_server.core.cancel import CancelToken
 from mino_server.core.mcp import (
     MAX_TOOL_NAME,
@@ -387,7 +388,7 @@ def test_servers_start_once_and_stop_with_the_conversation(
     try:
         hub = agent.mcp
         turn(agent, "go")
-        agent.new_session()  # a new session in the same conversation keeps the same servers
+        opening.new_session(agent)  # a new session in the same conversation keeps the same servers
         assert agent.mcp is hub
         turn(agent, "two")
         assert [r["text"] for r in ui.of_type("tool_result")] == ["visible: none", "visible: none"]
@@ -400,9 +401,9 @@ def test_servers_start_once_and_stop_with_the_conversation(
 def test_no_mcp_import_without_servers(workdir: Path) -> None:
     code = (
         "import sys; from pathlib import Path; sys.path.insert(0, 'tests');"
-        "from helpers import make_agent, RecordingUI;"
+        "from helpers import make_agent, RecordingUI; from mino_server.core import opening;"
         "a = make_agent('http://127.0.0.1:9/v1', Path(sys.argv[1]), RecordingUI()); a.open();"
-        "a.new_session(); a.turn_tools(); a.state(); a.close();"
+        "opening.new_session(a); a.turn_tools(); a.state(); a.close();"
         "print(sorted(m for m in sys.modules if m == 'mcp' or m.startswith(('mcp.', 'mino_server.core.mcp'))))"
     )
     repo = Path(__file__).resolve().parent.parent

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from helpers import RecordingUI, command, make_agent, turn
 
+from mino_server.core import opening
 from mino_server.core.config import load_config
 from mino_server.core.conversation import Conversation
 from mino_server.core.errors import CommandError, SessionOpenElsewhere, StoreLocked
@@ -52,14 +53,14 @@ def test_two_conversations_of_one_store_never_share_a_session(
         "so a new session was started."
     )
     with pytest.raises(SessionOpenElsewhere) as refused:
-        two.resume(first)
+        opening.resume(two, first)
     assert refused.value.other.session_id == first and two.session_id == second
     assert selection(mino_home) == second  # unchanged by the refusal
     out = command(two, "/sessions")
     assert any(line.endswith(f"(open elsewhere: pid {os.getpid()}, in {workdir.resolve()})") for line in out)
     assert any(line.startswith(f"* {second}") and "elsewhere" not in line for line in out)
     one.close()
-    assert two.resume(first) == [] and two.session_id == first
+    assert opening.resume(two, first) == [] and two.session_id == first
     assert selection(mino_home) == first
     assert store.holder(second) is None  # released when `two` switched
     two.close()
@@ -126,7 +127,7 @@ def test_clear_makes_the_cleared_session_the_selection(
     two.open()
     first = one.session_id
     assert first is not None and selection(mino_home) == two.session_id
-    assert one.clear(first)
+    assert opening.clear(one, first)
     assert selection(mino_home) == first  # the session most recently cleared
     one.close()
     two.close()
@@ -183,9 +184,9 @@ def test_the_watcher_reports_other_stores_changes_not_its_own(
     watcher = mine.store.watch(report, interval=0.05)
     watchers.append(watcher)
     try:
-        mine.new_session()
+        opening.new_session(mine)
         sid = mine.session_id
-        assert sid is not None and mine.clear(sid)
+        assert sid is not None and opening.clear(mine, sid)
         own = mine.store.sessions.read_changes()
         other = make_agent(model.base_url, workdir)
         other.open()  # another store creates and opens a session
@@ -215,5 +216,5 @@ def test_a_second_claim_in_one_conversation_store_is_refused_before_the_flock(
         store.claim(sid, "/elsewhere")
     assert refused.value.holder.pid == os.getpid() and refused.value.holder.claim is not None
     with pytest.raises(CommandError):
-        Conversation(store, workdir, RecordingUI()).resume(sid)
+        opening.resume(Conversation(store, workdir, RecordingUI()), sid)
     conv.close()

@@ -426,8 +426,10 @@ class AcpAgent:
         workdir = M.absolute_dir(params.get("cwd"), "cwd")
         servers = self.client_mcp_servers(params)
         conversation, ui, warnings = self._conversation(workdir, servers)
+        from ..core import opening
+
         try:
-            sid = conversation.new_session()
+            sid = opening.new_session(conversation)
         except BaseException:
             conversation.close()
             raise
@@ -494,8 +496,10 @@ class AcpAgent:
             if old is not None:
                 old.close()
             conversation, ui, warnings = self._conversation(workdir, servers)
+            from ..core import opening
+
             try:
-                conversation.resume(sid)  # may ask the recovery question (request_permission)
+                opening.resume(conversation, sid)  # may ask the recovery question (request_permission)
                 ui.session_id = sid
                 if replay:
                     self._replay(conversation, ui)

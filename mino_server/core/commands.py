@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from . import opening
 from .cancel import CancelToken
 from .contract import MODE_HELP, MODES
 from .conversation import Conversation
@@ -95,7 +96,7 @@ def cmd_new(
     conversation: Conversation, args: list[str], out: Callable[[str], None], ask: object, cancel: CancelToken
 ) -> None:
     _no_args("/new", args)
-    sid = conversation.new_session()
+    sid = opening.new_session(conversation)
     out(session_line(sid))
     out(mode_line(conversation.mode))
 
@@ -105,7 +106,7 @@ def cmd_resume(
 ) -> None:
     if len(args) != 1:
         raise CommandError("Usage: /resume <id> — the complete 32-character session ID (see /sessions).")
-    for notice in conversation.resume(args[0]):
+    for notice in opening.resume(conversation, args[0]):
         out(notice)
     out(session_line(conversation.session_id or ""))
     out(mode_line(conversation.mode))
@@ -115,7 +116,7 @@ def cmd_sessions(
     conversation: Conversation, args: list[str], out: Callable[[str], None], ask: object, cancel: CancelToken
 ) -> None:
     _no_args("/sessions", args)
-    sessions = conversation.list_sessions()
+    sessions = opening.list_sessions(conversation)
     if not sessions:
         out("No sessions yet.")
         return
@@ -143,7 +144,7 @@ def cmd_clear(
     if typed is None:
         out(NOT_CLEARED + " (Clearing needs the ID typed by a person at an interactive terminal.)")
         return
-    if conversation.clear(typed):
+    if opening.clear(conversation, typed):
         out(f"Cleared session: {sid}")
     else:
         out(NOT_CLEARED)

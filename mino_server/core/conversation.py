@@ -9,15 +9,13 @@ in the typed events and requests of contract.py, and returns data that front end
 
 from __future__ import annotations
 
-import contextlib
 import re
 import secrets
 import typing
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import attachments, startup
+from . import attachments, opening, startup
 from .briefing import Briefing
 from .cancel import CancelToken
 from .compaction import Compactor, TokenBudget
@@ -31,22 +29,16 @@ from .contract import (
     MemoryStatus,
     Mode,
     Notice,
-    OpenElsewhere,
     Startup,
     State,
     TurnResult,
 )
 from .errors import (
     CommandError,
-    RecoveryRefused,
-    SelectionError,
-    SessionOpenElsewhere,
-    StorageError,
-    StoreLocked,
 )
 from .history import history_page
-from .sessions.log import LogError, SessionLog
-from .sessions.store import ID_RE, SessionClaim, SessionInfo, SessionInUse
+from .sessions.log import SessionLog
+from .sessions.store import SessionClaim
 from .startup import workdir_warnings
 from .store import Background, Store
 from .tools.base import Tool, ToolContext
@@ -142,7 +134,7 @@ class Conversation:
         if warm_up:
             self._client_for_turn().warm_up()
             Background(self._warm_up_turn, "mino-warm-up")
-        notices, elsewhere = self._select_at_startup(session_id, wait_s) if select else ([], None)
+        notices, elsewhere = opening.at_startup(self, session_id, wait_s) if select else ([], None)
         if not sandbox_later:
             self.sandbox_verdict()
         return Startup(
@@ -178,46 +170,6 @@ class Conversation:
 
         default_tools()  # imports every tool module; the turn builds its own set (no shared state here)
         write_waiting_inits()  # the __init__ of the events, approvals and results a turn makes later
-
-    def _select_at_startup(self, wanted: str | None, wait_s: float) -> tuple[list[str], OpenElsewhere | None]:
-        """The start-up table's pick (startup.select), restored; notices and who has the session
-        the table picked when a new one was started instead."""
-        pick = startup.select(self.store, self.workdir, wanted, wait_s, self._new_session_locked)
-        if pick.problem is not None:
-            self.restore_problem = pick.problem
-        if pick.session_id is None:
-            return [], pick.elsewhere
-        return self._restore(pick.session_id, pick.claim, pick.what, pick.save), None
-
-    def _restore(self, sid: str, claim: SessionClaim | None, what: str, save: bool) -> list[str]:
-        """Load, recover and activate `sid` at start-up; a log that cannot be loaded is the restore problem."""
-        try:
-            log = self.sessions.open_log(sid)
-        except LogError as exc:
-            self.store.release(claim)
-            self.restore_problem = f"{what} cannot be loaded: {exc}"
-            return []
-        with self._dropped_on_failure(claim, log):
-            notices = startup.recover(log, self.ui) + startup.image_notices(self.config.home, log)
-            if save:
-                with self.store.locked():
-                    self.sessions.save_selection(sid)
-        self._activate(log, claim)
-        return notices
-
-    @contextlib.contextmanager
-    def _dropped_on_failure(
-        self, claim: SessionClaim | None, log: SessionLog | None = None
-    ) -> Iterator[None]:
-        """Whatever fails in the block closes `log` and releases `claim`: a session that does not
-        become the active one is not left open, and other conversations may have it."""
-        try:
-            yield
-        except BaseException:
-            if log is not None:
-                log.close()
-            self.store.release(claim)
-            raise
 
     @property
     def checkpoints(self) -> CheckpointStore | None:
@@ -296,131 +248,6 @@ class Conversation:
         if self._opened:
             self._opened = False
             self.store.close()
-
-    # ---- session commands ----------------------------------------------------------------
-    @contextlib.contextmanager
-    def _command_lock(self) -> Iterator[None]:
-        """The store lock for a command: if it stays taken, the command is refused and nothing changed."""
-        try:
-            with self.store.locked():
-                yield
-        except StoreLocked as exc:
-            raise CommandError(str(exc)) from None
-
-    def new_session(self, select: bool = True) -> str:
-        """A new session; `select=False` leaves the selection (active-session.json) as it is (`mino -p`)."""
-        self.check_idle()
-        with self._command_lock():
-            return self._new_session_locked(select)
-
-    def _new_session_locked(self, select: bool = True) -> str:
-        sid = self.sessions.create()
-        claim = self.store.claim(sid, str(self.workdir))
-        with self._dropped_on_failure(claim):
-            log = self.sessions.open_log(sid)
-        with self._dropped_on_failure(claim, log):
-            if select:
-                self.sessions.save_selection(sid)  # saved before the new selection is shown
-        self._activate(log, claim)
-        return sid
-
-    def resume(self, session_id: str, select: bool = True) -> list[str]:
-        """Switch to a complete, existing session ID. Raises CommandError (SessionOpenElsewhere when
-        another conversation has it open); the selection stays on failure, and with `select=False`
-        (`mino -p --resume`) on success too."""
-        self.check_idle()
-        if not ID_RE.fullmatch(session_id):
-            raise CommandError(
-                f"Not a complete session ID: {session_id!r}. Session IDs are 32 lowercase hexadecimal "
-                "characters; use /sessions to list them."
-            )
-        with self._command_lock():
-            if not self.sessions.exists(session_id):
-                self.check_not_elsewhere(session_id)  # "in use" comes before every other refusal
-                raise CommandError(f"No session with ID {session_id}. Use /sessions to list them.")
-            if self.log is not None and self.log.id == session_id:
-                return []
-            try:
-                claim = self.store.claim(session_id, str(self.workdir))
-            except SessionInUse as exc:
-                raise SessionOpenElsewhere(startup.elsewhere(exc.session_id, exc.holder)) from None
-        # Loading and the recovery question run outside the store lock (nobody waits on a person),
-        # under this conversation's claim: no other conversation can open the session meanwhile.
-        with self._dropped_on_failure(claim):
-            try:
-                log = self.sessions.open_log(session_id)
-            except LogError as exc:
-                raise CommandError(f"Cannot resume session {session_id}: {exc}") from None
-        with self._dropped_on_failure(claim, log):
-            try:
-                notices = startup.recover(log, self.ui) + startup.image_notices(self.config.home, log)
-            except RecoveryRefused as exc:
-                raise CommandError(f"{exc} The selection is unchanged.") from None
-            if select:
-                with self._command_lock():
-                    self.sessions.save_selection(session_id)
-        self._activate(log, claim)
-        return notices
-
-    def clear(self, typed_id: str | None) -> bool:
-        """Clear the current session when `typed_id`, trimmed, equals its ID exactly."""
-        self.check_idle()
-        if self.log is None:
-            raise CommandError(NO_SESSION)
-        sid = self.log.id
-        self.check_not_elsewhere(sid)  # never: this conversation has it open (kept as the rule's check)
-        if typed_id is None or typed_id.strip() != sid:
-            return False
-        with self._command_lock():
-            self.sessions.clear(sid)
-            from . import checkpoints
-
-            self._drop_checkpoints()
-            checkpoints.remove(self.config.home, sid)  # the files' earlier states go with the history
-            from . import images
-
-            images.remove(self.config.home, sid)  # and so do its messages' images
-            try:
-                selected = self.sessions.read_selection()
-            except SelectionError:
-                selected = None
-            if selected != sid:  # the selection names the session most recently cleared
-                self.sessions.save_selection(sid)
-            self.store.changed()
-        self.log.close()
-        self.log = None
-        try:
-            self._activate(self.sessions.open_log(sid), self._claim)
-        except LogError as exc:
-            raise StorageError(f"Session {sid} was cleared but could not be reopened: {exc}") from None
-        return True
-
-    def open_elsewhere(self, session_id: str) -> OpenElsewhere | None:
-        """Who has `session_id` open, when it is not this conversation."""
-        with self._command_lock():
-            holder = self.store.holder(session_id)
-        if holder is None or (holder.claim is not None and holder.claim is self._claim):
-            return None
-        return startup.elsewhere(session_id, holder)
-
-    def check_not_elsewhere(self, session_id: str) -> None:
-        other = self.open_elsewhere(session_id)
-        if other is not None:
-            raise SessionOpenElsewhere(other)
-
-    def list_sessions(self) -> list[tuple[SessionInfo, OpenElsewhere | None]]:
-        """Every session, newest first, with who else has it open (None: nobody, or this conversation)."""
-        with self._command_lock():
-            sessions = self.sessions.list()
-            holders = self.store.holders()
-        out = []
-        for info in sessions:
-            holder = holders.get(info.id)
-            mine = holder is not None and holder.claim is not None and holder.claim is self._claim
-            out.append(
-                (info, startup.elsewhere(info.id, holder) if holder is not None and not mine else None)
-            )
-        return out
 
     def set_mode(self, mode: str) -> None:
         if mode not in MODES:

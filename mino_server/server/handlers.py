@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..core import opening
 from ..core.cancel import CancelToken
 from ..core.words import COMPACT_RUNNING, REWIND_RUNNING, SESSION_CHANGING, TURN_RUNNING
 from . import protocol as P
@@ -91,19 +92,19 @@ def sessions_list(server: Connection, params: P.Empty, cancel: None) -> P.Sessio
                 active=s.id == active,
                 openElsewhere=other is not None,
             )
-            for s, other in server.conversation.list_sessions()
+            for s, other in opening.list_sessions(server.conversation)
         ]
     )
 
 
 def sessions_new(server: Connection, params: P.Empty, cancel: None) -> P.State:
-    server.conversation.new_session()
+    opening.new_session(server.conversation)
     server.state_changed()
     return server.state()
 
 
 def sessions_resume(server: Connection, params: P.ResumeParams, cancel: None) -> P.State:
-    for notice in server.conversation.resume(params.id):
+    for notice in opening.resume(server.conversation, params.id):
         server.show_message(P.MESSAGE_WARNING, notice)
     server.state_changed()
     return server.state()
@@ -113,7 +114,7 @@ def sessions_clear(server: Connection, params: P.ClearParams, cancel: None) -> P
     from ..core.commands import NOTHING_TO_CLEAR
     from ..core.errors import CommandError
 
-    server.conversation.check_not_elsewhere(params.id)  # -32006 before any other refusal
+    opening.check_not_elsewhere(server.conversation, params.id)  # -32006 before any other refusal
     active = server.conversation.session_id
     if active is None:
         raise CommandError(NOTHING_TO_CLEAR)
@@ -121,7 +122,7 @@ def sessions_clear(server: Connection, params: P.ClearParams, cancel: None) -> P
         raise CommandError(
             f"Only the active session can be cleared; the active session is {active}, not {params.id}."
         )
-    cleared = server.conversation.clear(params.typedId)
+    cleared = opening.clear(server.conversation, params.typedId)
     if cleared:
         server.state_changed(force=True)  # same ID, but the chat panel must drop its history
     return P.ClearResult(cleared=cleared, state=server.state())

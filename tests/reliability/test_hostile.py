@@ -35,7 +35,7 @@ from hypothesis import strategies as st
 from invariants import read_log, request_consistency
 from tally import TALLY
 
-from mino_server.core import frontmatter, memory, skills
+from mino_server.core import frontmatter, memory, opening, skills
 from mino_server.core.cancel import CancelToken
 from mino_server.core.commands import run_command
 from mino_server.core.config import load_config
@@ -453,7 +453,7 @@ def test_tool_argument_fuzz_through_the_turn_loop(model: ScriptedModel, tmp_path
         # Tool results may quote the model's own path back; they must still be a message, not a crash.
         assert result["output"].strip() and "Traceback" not in result["output"], result
         assert guard.changed() == [], guard.changed()
-        assert agent.clear(agent.session_id)  # keep each request small
+        assert opening.clear(agent, agent.session_id)  # keep each request small
 
     try:
         case()
