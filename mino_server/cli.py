@@ -615,8 +615,8 @@ def doctor_main(argv: list[str]) -> int:
     when everything a turn needs is there (docs/BEHAVIOUR.md, "mino doctor")."""
     import json
 
+    from . import PROTOCOL_VERSION
     from .core.doctor import run_doctor
-    from .server.protocol import PROTOCOL_VERSION
 
     as_json = False
     flags: dict[str, str] = {}

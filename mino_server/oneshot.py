@@ -131,7 +131,7 @@ class PrintUI:
                     "contextWindow": event.contextWindow,
                 }
         if self.format == "stream-json":
-            from .server.protocol import dump  # the editor server's own: the same payloads
+            from .core.contract import dump  # as the editor server writes them: the same payloads
 
             self.emit(dump(event))
 

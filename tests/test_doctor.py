@@ -14,7 +14,7 @@ import pexpect
 from cli_driver import piped, spawn
 from helpers import free_port
 
-from mino_server.server.protocol import PROTOCOL_VERSION
+from mino_server import PROTOCOL_VERSION
 from mino_server.testing.scripted_model import ScriptedModel
 
 REPO = Path(__file__).resolve().parent.parent

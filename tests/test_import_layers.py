@@ -2,8 +2,14 @@
 
 Every `import` counts, wherever it is written: at the top, inside a function (lazy imports for
 start-up time still make one module depend on another) and under `if TYPE_CHECKING:`. The rules:
-- the core (mino_server.core) knows no front end: it imports nothing from mino_server.server,
-  mino_server.cli, mino_server.evals, mino_server.acp or mino_server.stdio;
+- every module belongs to one layer: the core, a front end, what the protocol front ends share,
+  the entry point, the scripted model (a new top-level module fails until it is given one);
+- the core (mino_server.core) knows no front end: it imports nothing from the front ends
+  (mino_server.cli, mino_server.oneshot, mino_server.server, mino_server.acp, mino_server.evals),
+  from what they share (mino_server.stdio, mino_server.jsonrpc) or from the entry point;
+- front ends stay apart: none imports another; what two need lives in the core or in a shared
+  module, and the shared modules import no front end. Only the entry point (mino_server.main,
+  which picks one by its arguments) imports them;
 - mino_server.testing (the scripted model) is for tests, benchmarks and evals only: inside
   mino_server only the eval runner imports it;
 - pygls and lsprotocol are imported by one module, mino_server.server.pygls_fence, which fences
@@ -25,15 +31,20 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "mino_server"
 
-# mino_server.stdio: what the two protocol front ends share (their stdin/stdout, stderr log, SIGTERM)
+# The front ends: the terminal (`mino`), `mino -p`, the editor server (`mino --stdio`), ACP
+# (`mino --acp`) and the eval runner (`mino eval`).
 FRONT_ENDS = (
-    "mino_server.server",
     "mino_server.cli",
-    "mino_server.evals",
+    "mino_server.oneshot",
+    "mino_server.server",
     "mino_server.acp",
-    "mino_server.stdio",
-    "mino_server.jsonrpc",
+    "mino_server.evals",
 )
+# What the two protocol front ends share: stdio.py (their stdin/stdout, stderr log, SIGTERM) and
+# jsonrpc.py (JSON-RPC 2.0 as both speak it). Not front ends; they import none.
+SHARED = ("mino_server.stdio", "mino_server.jsonrpc")
+ENTRY = ("mino_server.main", "mino_server.__main__")  # `mino`'s arguments pick a front end
+CORE = "mino_server.core"
 TESTING = "mino_server.testing"
 TESTING_USERS = ("mino_server.testing", "mino_server.evals")
 FENCE = "mino_server.server.pygls_fence"
@@ -203,16 +214,64 @@ def test_the_graph_sees_every_kind_of_import(tmp_path: Path) -> None:
     ]
 
 
+def _front_end(module: str) -> str | None:
+    return next((front for front in FRONT_ENDS if _within(module, front)), None)
+
+
+def test_every_module_has_a_layer() -> None:
+    """A new front end (or anything else at the top) is placed in a layer before it can land."""
+    layers = (CORE, TESTING, *FRONT_ENDS, *SHARED, *ENTRY)
+    unplaced = [
+        module
+        for module in sorted(build_graph().modules)
+        if module != PACKAGE and not any(_within(module, layer) for layer in layers)
+    ]
+    assert unplaced == [], "give these a layer in tests/test_import_layers.py: " + ", ".join(unplaced)
+
+
 def test_the_core_imports_no_front_end() -> None:
     graph = build_graph()
+    outside = (*FRONT_ENDS, *SHARED, *ENTRY)
     wrong = [
         f"{module} imports {target}"
         for module, targets in sorted(graph.edges.items())
-        if _within(module, "mino_server.core")
+        if _within(module, CORE)
         for target in sorted(targets)
-        if any(_within(target, front) for front in FRONT_ENDS)
+        if any(_within(target, layer) for layer in outside)
     ]
     assert wrong == [], "the core must not know its front ends:\n" + "\n".join(wrong)
+
+
+def crossings(graph: Graph) -> list[str]:
+    """Imports from one front end (or a shared module) into another front end."""
+    return [
+        f"{module} imports {target}"
+        for module, targets in sorted(graph.edges.items())
+        if _front_end(module) is not None or any(_within(module, shared) for shared in SHARED)
+        for target in sorted(targets)
+        if _front_end(target) is not None and _front_end(target) != _front_end(module)
+    ]
+
+
+def test_front_ends_stay_apart() -> None:
+    """No front end imports another, and what they share imports none: a change to one front end
+    never changes another (what both need is in the core, stdio.py or jsonrpc.py)."""
+    wrong = crossings(build_graph())
+    assert wrong == [], "front ends must not import each other:\n" + "\n".join(wrong)
+
+
+def test_the_front_end_rule_sees_a_crossing(tmp_path: Path) -> None:
+    pkg = tmp_path / PACKAGE
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "cli.py").write_text("def f():\n    from .oneshot import g\n")  # lazy: counts too
+    (pkg / "oneshot.py").write_text("from . import stdio\n")
+    (pkg / "stdio.py").write_text("from .acp import x\n")
+    (pkg / "acp.py").write_text("from . import stdio\n")
+    assert crossings(build_graph(tmp_path)) == [
+        "mino_server.cli imports mino_server.oneshot",
+        "mino_server.stdio imports mino_server.acp",
+    ]
 
 
 def test_the_scripted_model_is_for_tests_and_evals_only() -> None:

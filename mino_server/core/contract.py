@@ -10,6 +10,7 @@ Standard library only: this module is on every start-up path.
 
 from __future__ import annotations
 
+import dataclasses
 import typing
 from dataclasses import field
 from typing import Any, Literal, Union
@@ -452,3 +453,21 @@ class Startup(Mutable):
     # The session start-up picked was open elsewhere, so `session_id` is a new one (said in one line).
     open_elsewhere: OpenElsewhere | None = None
     setup: SetupProblem | None = None  # every turn would fail before a request: said at start-up
+
+
+def dump(value: Any) -> Any:
+    """A contract value (an event, a request, State ...) as JSON-ready data; `optional` fields that
+    are None are left out. The editor protocol writes its payloads with it, `mino -p` its stream-json."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(value):
+            item = getattr(value, f.name)
+            if item is None and f.metadata.get("optional"):
+                continue
+            out[f.name] = dump(item)
+        return out
+    if isinstance(value, list | tuple):
+        return [dump(v) for v in value]
+    if isinstance(value, dict):
+        return {k: dump(v) for k, v in value.items()}
+    return value

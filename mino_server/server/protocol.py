@@ -23,6 +23,8 @@ import typing
 from dataclasses import dataclass
 from typing import Any, Literal, Union
 
+from .. import PROTOCOL_VERSION  # noqa: F401  (defined beside the package version: `mino doctor` reads it)
+from ..core.contract import dump  # noqa: F401  (the core's: `mino -p`'s stream-json writes the same payloads)
 from ..jsonrpc import (  # noqa: F401  (re-exported: the protocol's names for the shared codes)
     BUSY,
     INTERNAL_ERROR,
@@ -39,7 +41,6 @@ from ..jsonrpc import (  # noqa: F401  (re-exported: the protocol's names for th
 )
 from ..jsonrpc import RpcError as ProtocolError  # noqa: F401  (the server's name for an error answer)
 
-PROTOCOL_VERSION = 4
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024  # a message body larger than this is skipped with an error
 MAX_HEADER_LINE_BYTES = 8 * 1024
 MAX_FILE_RESULTS = 50  # mino/files answers at most this many paths (core/workspace_files.py)
@@ -735,20 +736,3 @@ def _object(cls: Any, value: Any, where: str, strict: bool) -> Any:
         if extra:
             raise ValidationError(f"{where} has fields the protocol does not define: {', '.join(extra)}")
     return cls(**kwargs)
-
-
-def dump(value: Any) -> Any:
-    """A protocol object as JSON-ready data; optional fields that are None are left out."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        out: dict[str, Any] = {}
-        for f in dataclasses.fields(value):
-            item = getattr(value, f.name)
-            if item is None and f.metadata.get("optional"):
-                continue
-            out[f.name] = dump(item)
-        return out
-    if isinstance(value, list | tuple):
-        return [dump(v) for v in value]
-    if isinstance(value, dict):
-        return {k: dump(v) for k, v in value.items()}
-    return value
