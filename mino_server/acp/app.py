@@ -45,16 +45,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import __version__
-from ..core.cancel import CancelToken
 from ..jsonrpc import (
     BUSY,
-    INTERNAL_ERROR,
     INVALID_REQUEST,
     UNAVAILABLE,
     RpcError,
 )
 from ..stdio import Terminated, claim_stdio, configure_logging, raise_on_sigterm
 from . import mapping as M
+from . import prompting
 from .peer import AcpPeer, Handlers, Reply
 from .session import AcpSession, ClientFiles, SessionUI
 from .transport import Writer
@@ -69,7 +68,7 @@ log = logging.getLogger("mino.acp")
 # The JSON-RPC layer's codes (mino_server/jsonrpc.py) keep the meaning they have in docs/PROTOCOL.md;
 # -32002 is ACP's own.
 NOT_FOUND = M.NOT_FOUND
-AUTH_REQUIRED = -32000  # ACP's "authentication required": the client offers the authMethods
+AUTH_REQUIRED = M.AUTH_REQUIRED
 
 STOP_WAIT_S = 5.0  # how long an exit waits for interrupted turns to write their end
 SESSION_CHANGING = "This session is being loaded; wait for session/load to answer."
@@ -109,7 +108,7 @@ class AcpAgent(AcpPeer):
             "session/load": self.load_session,
             "session/resume": self.resume_session,
             "session/close": self.close_session,
-            "session/prompt": self.prompt,
+            "session/prompt": lambda params: prompting.prompt(self, params),
         }
         return inline, threaded
 
@@ -281,7 +280,7 @@ class AcpAgent(AcpPeer):
     def _introduce(self, session: AcpSession, warnings: list[str], title: str | None = None) -> None:
         session.ui.update(M.available_commands_update())
         if title:
-            session.ui.update(M.session_info_update(title, _utc(time.time())))
+            session.ui.update(M.session_info_update(title, M.utc(time.time())))
         if warnings:
             session.ui.update(M.text_chunk("\n".join(warnings) + "\n\n"))
 
@@ -382,7 +381,7 @@ class AcpAgent(AcpPeer):
             item: dict[str, Any] = {
                 "sessionId": info.id,
                 "cwd": place.cwd if place is not None else fallback,
-                "updatedAt": _utc(info.mtime),
+                "updatedAt": M.utc(info.mtime),
             }
             if place is not None and place.title:
                 item["title"] = place.title
@@ -473,81 +472,6 @@ class AcpAgent(AcpPeer):
                 self._changing.discard(sid)
         return {}
 
-    def prompt(self, params: dict[str, Any]) -> dict[str, Any]:
-        session = self._session(params)
-        text, requests, images = M.parse_prompt(params.get("prompt"))
-        is_command = text.lstrip().startswith("/")
-        if is_command and (requests or images):
-            raise M.ParamsError(
-                "Invalid params: a slash command takes no image, resource or resource_link blocks."
-            )
-        if not text.strip() and not requests and not images:
-            raise M.ParamsError("Invalid params: the prompt has no text and no context.")
-        cancel = session.begin()
-        try:
-            if is_command:
-                self._command(session, text.strip(), cancel)
-                return {"stopReason": "cancelled" if cancel.cancelled else "end_turn"}
-            return self._turn(session, text, requests, cancel, images)
-        finally:
-            session.end()
-
-    def _turn(
-        self, session: AcpSession, text: str, requests: list[Any], cancel: CancelToken, images: list[Any]
-    ) -> dict[str, Any]:
-        from ..core.attachments import attach
-        from ..core.errors import ContextError
-        from ..core.sessions import places
-
-        conversation = session.conversation
-        try:  # checked before anything is sent or logged; a resource_link to an image file is an image
-            items, images = attach(conversation.workdir, conversation.config.home, requests, images)
-        except ContextError as exc:
-            raise M.ParamsError(f"Invalid params: {exc}") from None
-        problem = conversation.config.setup_problem()
-        if problem is not None:  # before anything is sent or logged; the client may offer authMethods
-            raise RpcError(AUTH_REQUIRED, problem.message, {"kind": "setup", "problem": problem.problem})
-        known = places.recall(conversation.config.sessions_dir, session.id)
-        if known is None or known.title is None:  # the session's first message gives its title
-            title = places.title_from(text)
-            self._remember(session.id, conversation.workdir, title or "")
-            if title:
-                session.ui.update(M.session_info_update(title, _utc(time.time())))
-        result = conversation.run_turn(text, cancel, items, images)
-        if result.status == "completed":
-            return {"stopReason": "end_turn"}
-        if result.status == "limit":
-            return {"stopReason": "max_turn_requests"}
-        if result.status == "interrupted":
-            return {"stopReason": "cancelled"}
-        raise RpcError(INTERNAL_ERROR, result.error or "The turn failed.")
-
-    def _command(self, session: AcpSession, line: str, cancel: CancelToken) -> None:
-        from ..core.commands import COMMANDS, NOT_CLEARED, THREAD_HELP, run_command
-        from ..core.words import session_line
-
-        conversation = session.conversation
-        lines: list[str] = []
-        words = line.split()
-        name, args = words[0], words[1:]
-        mode_before = conversation.mode
-        row = COMMANDS.get(name)
-        if row is not None and row.instead is not None:  # the editor's threads do it
-            lines.append(row.instead)
-        elif name == "/help":
-            lines.extend(THREAD_HELP if not args else ["/help takes no arguments."])
-        elif name == "/clear" and len(args) != 1:
-            lines += [session_line(session.id), NOT_CLEARED + f" Type /clear {session.id} to clear it."]
-        elif name == "/clear":  # the ID typed after the command is the answer to "type the complete ID"
-            run_command(conversation, "/clear", lines.append, lambda prompt: args[0], cancel)
-        else:
-            run_command(conversation, line, lines.append, lambda prompt: None, cancel)
-        text = "\n".join(lines).strip("\n")
-        if text:
-            session.ui.update(M.text_chunk(text + "\n"))
-        if conversation.mode != mode_before:
-            self._mode_changed(session)
-
     # ---- leaving ---------------------------------------------------------------------------------
     def stop(self, timeout: float = STOP_WAIT_S) -> None:
         """Interrupt every turn, wait for them (bounded) and close the sessions that ended."""
@@ -561,10 +485,6 @@ class AcpAgent(AcpPeer):
                 )
                 continue
             session.close()
-
-
-def _utc(seconds: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
 
 
 def serve(mode: str | None = None, model: str | None = None, base_url: str | None = None) -> int:

@@ -28,6 +28,7 @@ from ..core.vocab import MODE_HELP, MODE_NAMES, MODES  # noqa: F401  (vocab: no 
 # loaded (the editor waits for that answer at every start).
 PROTOCOL_VERSION = 1
 NOT_FOUND = -32002  # ACP's "resource not found": an unknown or malformed session ID
+AUTH_REQUIRED = -32000  # ACP's "authentication required": the client offers the authMethods
 AUTH_METHOD_ID = "api-key"
 
 
@@ -528,3 +529,10 @@ def replay_update(item: HistoryItem | dict[str, Any]) -> dict[str, Any]:
         "status": result_status(status),
         "content": result_content(status, text),
     }
+
+
+def utc(seconds: float) -> str:
+    """A time as ACP's timestamps write it (session/list's updatedAt, session_info_update)."""
+    import time
+
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))

@@ -5,6 +5,11 @@ one, the editor server one per connection, an ACP front end one per ACP session.
 knows nothing about terminals, JSON-RPC or ACP: it talks to its front end through a `UI` (ui.py)
 in the typed events and requests of contract.py, and returns data that front ends word
 (words.py). The turn itself runs in turn.py.
+
+Split by job, the rest lives beside it: opening.py chooses and opens the session a conversation
+holds (new, resume, clear, list); briefing.py is what the model is told each turn (SOUL, AGENTS.md,
+skills, the memory index, and their consent); attachments.py a turn's context items and images;
+rewind.py /rewind.
 """
 
 from __future__ import annotations

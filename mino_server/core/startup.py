@@ -2,7 +2,7 @@
 reported, and the working directory's warnings (docs/BEHAVIOUR.md, "Start-up selection",
 "Recovery").
 
-A Conversation calls these and keeps the result (conversation.py `open`, `resume`); they hold no
+opening.py calls these for a conversation and keeps the result (`at_startup`, `resume`); they hold no
 state of their own. What a person is asked goes through the front end's UI (`confirm`).
 """
 
