@@ -189,13 +189,13 @@ function memoryFile(name) {
     const card = frame.locator('.approval.state-pending');
     await card.waitFor({ timeout: 10000 });
     const cardText = await card.innerText();
-    for (const s of ['[Tool: memory_save]', 'Memory: "uses-pnpm"', 'Type: "project"', 'Summary: "The user installs dependencies with pnpm, never npm."', 'Save this memory for every later session?', 'Working directory:']) {
+    for (const s of ['[Tool: memory_save]', 'Memory: "uses-pnpm"', 'Type: "project"', 'Summary: "The user installs dependencies with pnpm, never npm."', 'Approve this operation?', 'Working directory:']) {
       assert(cardText.includes(s), `card shows ${s}: ${cardText}`);
     }
-    // the memory's text first, Mino's deciding lines last, the question naming tool and risk right above the buttons
+    // chapter 13's screen: Memory, Directory, Mode, Type, Summary, then the warning and the question right above the buttons
     const pos = (s) => cardText.indexOf(s);
-    assert(pos("Summary:") < pos("Memory:") && pos("Type:") < pos("Working directory:") && pos("Working directory:") < pos("Saved memories"), `card order: ${cardText}`);
-    assert(pos("Saved memories") < pos("[Tool: memory_save] Save this memory for every later session?"), `question last: ${cardText}`);
+    assert(pos("Memory:") < pos("Type:") && pos("Type:") < pos("Summary:") && pos("Summary:") < pos("Working directory:") && pos("Working directory:") < pos("Saved memories"), `card order: ${cardText}`);
+    assert(pos("Saved memories") < pos("[Tool: memory_save] Approve this operation?"), `question last: ${cardText}`);
     assert(/Saved memories are shown to the model/.test(cardText), 'card shows the warning');
     // the view badge counts the pending approval
     const badge = page.locator('.activitybar .action-item', { has: page.locator('a[aria-label^="Mino"]') }).locator('.badge-content');

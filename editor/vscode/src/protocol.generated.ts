@@ -465,8 +465,8 @@ export interface ApprovalRequest {
   warning: string | null;
   /**
    * what to answer, naming the risk: "Run OUTSIDE the sandbox?", "Run without a sandbox, with your rights?",
-   * "Save this memory for every later session?", "Write into .git/, where files run or instruct later?" (any
-   * protected folder), else "Approve this operation?"
+   * "Write into .git/, where files run or instruct later?" (any protected folder), else "Approve this
+   * operation?" (memory_save too: its screen is the one the user-memory chapter shows)
    */
   question: string;
   workdir: string;
