@@ -116,7 +116,7 @@ class ApprovalRequest(Frozen):
         'what to answer, naming the risk: "Run OUTSIDE the sandbox?", "Run without a sandbox, with '
         'your rights?", "Write into .git/, where files run or instruct later?" (any protected folder), '
         'else "Approve this operation?" (memory_save too: its screen is the one the user-memory '
-        'chapter shows)',
+        "chapter shows)",
         default=APPROVAL_QUESTION,
     )
     workdir: str
