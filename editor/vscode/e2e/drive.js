@@ -347,7 +347,8 @@ function memoryFile(name) {
     // ---------------------------------------------------------------- the server crashes: restarted with backoff
     const sessionShort = (await status.first().textContent()).match(/[0-9a-f]{8}/)[0];
     // the session's lock note names the process that has it open: the extension's server
-    const pid = Number(JSON.parse(fs.readFileSync(path.join(HOME, 'sessions', fullId + '.lock'), 'utf8')).pid);
+    // (read as Mino reads it: the first line is the note)
+    const pid = Number(JSON.parse(fs.readFileSync(path.join(HOME, 'sessions', fullId + '.lock'), 'utf8').split('\n')[0]).pid);
     assert(/--stdio/.test(fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8')), `pid ${pid} is the extension's mino --stdio`);
     t = Date.now();
     await runCommand(page, 'Clear All Notifications'); // at most 3 toasts show at once
