@@ -16,6 +16,15 @@ export const PROTOCOL_VERSION = 4;
 /** Message bodies larger than this are skipped with an error. */
 export const MAX_MESSAGE_BYTES = 16777216;
 
+/** The question of a call whose question names no risk (`ApprovalRequest.question`). */
+export const APPROVAL_QUESTION = 'Approve this operation?';
+/** Each permission mode in a few words, as `/mode` lists them. */
+export const MODE_HELP = {
+  'manual': 'asks before every command, file change and memory save',
+  'accept-edits': 'runs project file edits and sandboxed commands without asking; asks for the rest',
+  'bypass': 'runs everything without asking, showing each call',
+} as const;
+
 // ---- vocabularies: each a union type and the list of its values ---------------------------------
 
 export type Mode = 'manual' | 'accept-edits' | 'bypass';
