@@ -909,7 +909,9 @@ def _ts_words(out: _Module) -> None:
     from ..core.vocab import MODE_HELP, MODES
 
     out.add(*_jsdoc("The question of a call whose question names no risk (`ApprovalRequest.question`)."))
-    out.add(f"export const {out.export('APPROVAL_QUESTION', 'the plain question')} = {_ts_string(APPROVAL_QUESTION)};")
+    out.add(
+        f"export const {out.export('APPROVAL_QUESTION', 'the plain question')} = {_ts_string(APPROVAL_QUESTION)};"
+    )
     out.add(*_jsdoc("Each permission mode in a few words, as `/mode` lists them."))
     rows = [f"  {_ts_string(m)}: {_ts_string(MODE_HELP[m])}," for m in MODES]
     out.block(f"export const {out.export('MODE_HELP', 'the modes in words')} = {{", rows, "} as const;")
