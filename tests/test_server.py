@@ -146,11 +146,9 @@ def test_memory_save_through_mino_approve(
     assert result["status"] == "completed"
     (asked,) = [r for r in client.incoming_requests if r["method"] == "mino/approve"]
     params = asked["params"]
-    assert (
-        params["tool"] == "memory_save" and params["question"] == "Save this memory for every later session?"
-    )
-    # The core's display order: the memory's text first, the deciding fields last (issue 22, finding 5).
-    assert [f["label"] for f in params["fields"]] == ["Summary", "Memory", "Directory", "Mode", "Type"]
+    assert params["tool"] == "memory_save" and params["question"] == "Approve this operation?"
+    # Chapter 13's screen, in every front end: Memory, Directory, Mode, Type, Summary.
+    assert [f["label"] for f in params["fields"]] == ["Memory", "Directory", "Mode", "Type", "Summary"]
     assert (
         params["turnId"] == result["turnId"] and params["workdir"] == client.request("mino/state")["workdir"]
     )

@@ -218,3 +218,21 @@ def test_a_second_claim_in_one_conversation_store_is_refused_before_the_flock(
     with pytest.raises(CommandError):
         opening.resume(Conversation(store, workdir, RecordingUI()), sid)
     conv.close()
+
+
+def test_the_lock_note_is_exactly_one_line_after_a_longer_one(mino_home: Path) -> None:
+    # A shorter note written over a longer one used to keep the longer one's tail: a reader of the
+    # whole file (the editor's end-to-end test did) saw two JSON objects run together.
+    store = SessionStore(mino_home / "sessions")
+    sid = "a" * 32
+    lock = mino_home / "sessions" / f"{sid}.lock"
+    with store.exclusive():
+        long = store.claim(sid, "/" + "x" * 300)
+    long.release()
+    assert lock.read_text() == "\n"
+    with store.exclusive():
+        short = store.claim(sid, "/w")
+    try:
+        assert lock.read_text() == json.dumps({"pid": os.getpid(), "workdir": "/w"}) + "\n"
+    finally:
+        short.release()

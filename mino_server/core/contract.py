@@ -71,7 +71,6 @@ APPROVAL_QUESTION = "Approve this operation?"
 # person reads before answering; docs/BEHAVIOUR.md, "Approval display").
 OUTSIDE_SANDBOX_QUESTION = "Run OUTSIDE the sandbox?"
 NO_SANDBOX_QUESTION = "Run without a sandbox, with your rights?"
-MEMORY_QUESTION = "Save this memory for every later session?"
 
 
 def protected_question(folder: str) -> str:
@@ -116,8 +115,9 @@ class ApprovalRequest(Frozen):
     warning: str | None
     question: str = doc(
         'what to answer, naming the risk: "Run OUTSIDE the sandbox?", "Run without a sandbox, with '
-        'your rights?", "Save this memory for every later session?", "Write into .git/, where files '
-        'run or instruct later?" (any protected folder), else "Approve this operation?"',
+        'your rights?", "Write into .git/, where files run or instruct later?" (any protected folder), '
+        'else "Approve this operation?" (memory_save too: its screen is the one the user-memory '
+        "chapter shows)",
         default=APPROVAL_QUESTION,
     )
     workdir: str

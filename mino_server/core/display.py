@@ -232,15 +232,17 @@ def _fitting(units: list[str], budget: int) -> list[str]:
 
 
 def approval_fields(
-    fields: list[tuple[str, str]], warning: str | None
+    fields: list[tuple[str, str]], warning: str | None, *, as_given: bool = False
 ) -> tuple[list[tuple[str, str]], str | None]:
-    """The shown fields (field_value) in display order (deciding fields last), and the warning, with
-    a line for each field that was cut.
+    """The shown fields (field_value) in display order (deciding fields last, unless `as_given`: a
+    screen kept exactly as a chapter shows it), and the warning, with a line for each field that was
+    cut.
 
     Done once, in the core: the terminal, the editor, ACP and the eval runner show the same."""
     shown: list[tuple[str, str]] = []
     lines = [warning] if warning else []
-    for label, value in sorted(fields, key=lambda f: f[0] in DECIDING):  # stable: each part keeps its order
+    ordered = fields if as_given else sorted(fields, key=lambda f: f[0] in DECIDING)  # stable sort
+    for label, value in ordered:
         text, cut = field_value(value)
         shown.append((label, text))
         if cut:

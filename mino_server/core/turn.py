@@ -304,7 +304,9 @@ class Turn(Mutable):
         except ToolFailure as exc:
             return ToolResult(exc.status, str(exc))
         decision = decide(prepared.kind or tool.kind(ctx), self.mode())
-        shown, warning = approval_fields(prepared.fields, prepared.warning)  # shown the same everywhere
+        shown, warning = approval_fields(
+            prepared.fields, prepared.warning, as_given=prepared.as_given
+        )  # shown the same everywhere
         fields = [ApprovalField(label=label, value=value) for label, value in shown]
         self.ui.event(
             ToolCall(

@@ -903,6 +903,20 @@ def _ts_checks(out: _Module, names: Names) -> None:
     out.block(f"export const {out.export('ErrorCodes', 'the error codes')} = {{", rows, "} as const;")
 
 
+def _ts_words(out: _Module) -> None:
+    """Words the extension shows that the core defines: written once, in the core."""
+    from ..core.contract import APPROVAL_QUESTION
+    from ..core.vocab import MODE_HELP, MODES
+
+    out.add(*_jsdoc("The question of a call whose question names no risk (`ApprovalRequest.question`)."))
+    out.add(
+        f"export const {out.export('APPROVAL_QUESTION', 'the plain question')} = {_ts_string(APPROVAL_QUESTION)};"
+    )
+    out.add(*_jsdoc("Each permission mode in a few words, as `/mode` lists them."))
+    rows = [f"  {_ts_string(m)}: {_ts_string(MODE_HELP[m])}," for m in MODES]
+    out.block(f"export const {out.export('MODE_HELP', 'the modes in words')} = {{", rows, "} as const;")
+
+
 def render_ts(names: Names | None = None) -> str:
     names = names or Names.find()
     out = _Module()
@@ -911,6 +925,7 @@ def render_ts(names: Names | None = None) -> str:
     out.add(f"export const {out.export('PROTOCOL_VERSION', 'the protocol version')} = {P.PROTOCOL_VERSION};")
     out.add(*_jsdoc("Message bodies larger than this are skipped with an error."))
     out.add(f"export const {out.export('MAX_MESSAGE_BYTES', 'the size limit')} = {P.MAX_MESSAGE_BYTES};", "")
+    _ts_words(out)
     _ts_vocabularies(out, names)
     _ts_types(out, names)
     _ts_methods(out, names)

@@ -17,7 +17,6 @@ from cli_driver import piped, spawn
 
 from mino_server.core.contract import (
     APPROVAL_QUESTION,
-    MEMORY_QUESTION,
     NO_SANDBOX_QUESTION,
     OUTSIDE_SANDBOX_QUESTION,
     protected_question,
@@ -114,13 +113,15 @@ def test_every_risky_approval_names_its_risk(
     proc = piped(mino_env, workdir, "go\n", "--mode", "manual")
     out = proc.stdout
     assert f"{protected_question('.git')} [y/N] no" in out
-    assert f"{MEMORY_QUESTION} [y/N] no" in out
+    # memory_save keeps chapter 13's screen: the ordinary question, its own field order.
+    assert "[Tool: memory_save]" in out
     assert f"{APPROVAL_QUESTION} [y/N] no" in out  # an ordinary write keeps the ordinary question
     # The deciding fields are last: a write's content comes before where it lands.
     block = out[out.index("[Tool: write_file]") :]
     assert block.index('Content: "x"') < block.index('Path: ".git/hooks/pre-commit"') < block.index("Mode:")
     memory = out[out.index("[Tool: memory_save]") :]
-    assert memory.index('Summary: "likes tea"') < memory.index('Memory: "m"') < memory.index('Type: "user"')
+    assert memory.index('Memory: "m"') < memory.index('Type: "user"') < memory.index('Summary: "likes tea"')
+    assert memory.index('Summary: "likes tea"') < memory.index(f"{APPROVAL_QUESTION} [y/N] no")
 
 
 def test_without_a_sandbox_bash_asks_naming_it(

@@ -189,13 +189,13 @@ function memoryFile(name) {
     const card = frame.locator('.approval.state-pending');
     await card.waitFor({ timeout: 10000 });
     const cardText = await card.innerText();
-    for (const s of ['[Tool: memory_save]', 'Memory: "uses-pnpm"', 'Type: "project"', 'Summary: "The user installs dependencies with pnpm, never npm."', 'Save this memory for every later session?', 'Working directory:']) {
+    for (const s of ['[Tool: memory_save]', 'Memory: "uses-pnpm"', 'Type: "project"', 'Summary: "The user installs dependencies with pnpm, never npm."', 'Approve this operation?', 'Working directory:']) {
       assert(cardText.includes(s), `card shows ${s}: ${cardText}`);
     }
-    // the memory's text first, Mino's deciding lines last, the question naming tool and risk right above the buttons
+    // chapter 13's screen: Memory, Directory, Mode, Type, Summary, then the warning and the question right above the buttons
     const pos = (s) => cardText.indexOf(s);
-    assert(pos("Summary:") < pos("Memory:") && pos("Type:") < pos("Working directory:") && pos("Working directory:") < pos("Saved memories"), `card order: ${cardText}`);
-    assert(pos("Saved memories") < pos("[Tool: memory_save] Save this memory for every later session?"), `question last: ${cardText}`);
+    assert(pos("Memory:") < pos("Type:") && pos("Type:") < pos("Summary:") && pos("Summary:") < pos("Working directory:") && pos("Working directory:") < pos("Saved memories"), `card order: ${cardText}`);
+    assert(pos("Saved memories") < pos("[Tool: memory_save] Approve this operation?"), `question last: ${cardText}`);
     assert(/Saved memories are shown to the model/.test(cardText), 'card shows the warning');
     // the view badge counts the pending approval
     const badge = page.locator('.activitybar .action-item', { has: page.locator('a[aria-label^="Mino"]') }).locator('.badge-content');
@@ -347,7 +347,8 @@ function memoryFile(name) {
     // ---------------------------------------------------------------- the server crashes: restarted with backoff
     const sessionShort = (await status.first().textContent()).match(/[0-9a-f]{8}/)[0];
     // the session's lock note names the process that has it open: the extension's server
-    const pid = Number(JSON.parse(fs.readFileSync(path.join(HOME, 'sessions', fullId + '.lock'), 'utf8')).pid);
+    // (read as Mino reads it: the first line is the note)
+    const pid = Number(JSON.parse(fs.readFileSync(path.join(HOME, 'sessions', fullId + '.lock'), 'utf8').split('\n')[0]).pid);
     assert(/--stdio/.test(fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8')), `pid ${pid} is the extension's mino --stdio`);
     t = Date.now();
     await runCommand(page, 'Clear All Notifications'); // at most 3 toasts show at once

@@ -17,7 +17,7 @@ import { callDiffKey, EditorCommands } from './editorCommands';
 import { RewindCommands } from './rewindCommands';
 import { SessionCommands } from './sessionCommands';
 import { MinoServer } from './server';
-import { ErrorCodes, type ApprovalRequest, type ConfirmParams, type Event, type State, type Usage } from './protocol';
+import { APPROVAL_QUESTION, ErrorCodes, type ApprovalRequest, type ConfirmParams, type Event, type State, type Usage } from './protocol';
 import type { CancellationTokenLike , MinoClient} from './client/minoClient';
 
 /** workspaceState: the session this window shows, restored after a reload (initializationOptions.sessionId). */
@@ -25,7 +25,6 @@ const SESSION_KEY = 'mino.sessionId';
 
 /** Tool names in the notification text: plain characters only, so nothing can form a link. */
 /** The question of an ordinary approval; any other question names a risk. */
-const PLAIN_QUESTION = 'Approve this operation?';
 
 export function notificationToolName(tool: string): string {
   const t = tool.replace(/[^A-Za-z0-9_.-]/g, '');
@@ -324,7 +323,7 @@ export class Controller implements vscode.Disposable {
     const done = new Promise<void>((resolve) => this.notificationEnds.set(a.key, resolve));
     const tool = notificationToolName(a.params.tool);
     // A question that names a risk ("Run OUTSIDE the sandbox?") is said in the toast too.
-    const risk = a.params.question && a.params.question !== PLAIN_QUESTION ? `: ${a.params.question}` : '';
+    const risk = a.params.question && a.params.question !== APPROVAL_QUESTION ? `: ${a.params.question}` : '';
     const links = [
       commandLink('Approve', 'mino.answerApproval', [a.key, 'approve']),
       commandLink('Deny', 'mino.answerApproval', [a.key, 'deny']),

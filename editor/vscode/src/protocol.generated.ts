@@ -16,6 +16,15 @@ export const PROTOCOL_VERSION = 4;
 /** Message bodies larger than this are skipped with an error. */
 export const MAX_MESSAGE_BYTES = 16777216;
 
+/** The question of a call whose question names no risk (`ApprovalRequest.question`). */
+export const APPROVAL_QUESTION = 'Approve this operation?';
+/** Each permission mode in a few words, as `/mode` lists them. */
+export const MODE_HELP = {
+  'manual': 'asks before every command, file change and memory save',
+  'accept-edits': 'runs project file edits and sandboxed commands without asking; asks for the rest',
+  'bypass': 'runs everything without asking, showing each call',
+} as const;
+
 // ---- vocabularies: each a union type and the list of its values ---------------------------------
 
 export type Mode = 'manual' | 'accept-edits' | 'bypass';
@@ -465,8 +474,8 @@ export interface ApprovalRequest {
   warning: string | null;
   /**
    * what to answer, naming the risk: "Run OUTSIDE the sandbox?", "Run without a sandbox, with your rights?",
-   * "Save this memory for every later session?", "Write into .git/, where files run or instruct later?" (any
-   * protected folder), else "Approve this operation?"
+   * "Write into .git/, where files run or instruct later?" (any protected folder), else "Approve this
+   * operation?" (memory_save too: its screen is the one the user-memory chapter shows)
    */
   question: string;
   workdir: string;

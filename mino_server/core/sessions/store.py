@@ -91,6 +91,7 @@ class SessionClaim:
             return
         try:
             os.pwrite(self._fd, b"\n", 0)  # an empty first line: nobody's note (best effort)
+            os.ftruncate(self._fd, 1)
         except OSError:
             pass
         os.close(self._fd)  # closing releases the flock
@@ -180,7 +181,9 @@ class SessionStore:
             raise SessionInUse(session_id, holder) from None
         note = json.dumps({"pid": os.getpid(), "workdir": workdir}) + "\n"  # ASCII: any path survives
         try:
-            os.pwrite(fd, note.encode("ascii"), 0)
+            data = note.encode("ascii")
+            os.pwrite(fd, data, 0)
+            os.ftruncate(fd, len(data))  # exactly the note: no tail of a longer earlier one
         except OSError:
             pass  # the note only names the holder in messages; the flock is what counts
         return SessionClaim(session_id, fd, workdir)

@@ -61,6 +61,10 @@ class Prepared(Generic[S], Mutable):
     diff: FileDiff | None = None
     # The question when this call asks, naming its risk (contract.py); None: APPROVAL_QUESTION.
     question: str | None = None
+    # Shown in the order given, not with the deciding fields moved last: memory_save, whose screen
+    # (Memory, Directory, Mode, Type, Summary, Details) is reproduced exactly as the user-memory
+    # chapter shows it. Every value is still one escaped, quoted line, so none can pass for a field.
+    as_given: bool = False
 
 
 @mutable

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from .. import memory
-from ..contract import MEMORY_QUESTION, Kind, MemoryType, ToolCategory
+from ..contract import Kind, MemoryType, ToolCategory
 from ..display import preview
 from ..values import Frozen, frozen
 from .base import (
@@ -183,7 +183,7 @@ class MemorySaveTool(ToolOf[SaveArgs, str | None]):
         ]
         if args.details:
             fields.append(("Details", details_preview(args.details)))
-        return Prepared(fields=fields, warning=SAVE_WARNING, state=state, question=MEMORY_QUESTION)
+        return Prepared(fields=fields, warning=SAVE_WARNING, state=state, as_given=True)
 
     def run(self, args: SaveArgs, ctx: ToolContext, prepared: Prepared[str | None]) -> ToolResult:
         try:

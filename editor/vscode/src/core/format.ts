@@ -1,4 +1,5 @@
 /** Small pure helpers for what the palette commands and the status bar show. */
+import { MODE_HELP, MODES } from '../protocol';
 import type { ContextUsage, McpServerStatus, MemoryInfo, Mode, ProjectInstructions, SessionInfo, State } from '../protocol';
 import type { ConnectionStatus } from './messages';
 
@@ -57,20 +58,10 @@ export function sessionPickItems(sessions: SessionInfo[], currentId: string | nu
   });
 }
 
-export const MODE_INFO: Record<Mode, { label: string; detail: string }> = {
-  manual: {
-    label: 'manual',
-    detail: 'Ask before every edit, command and memory save. Reading files is never asked.',
-  },
-  'accept-edits': {
-    label: 'accept-edits',
-    detail: 'Run and show project file edits and sandboxed commands; ask for everything else.',
-  },
-  bypass: {
-    label: 'bypass',
-    detail: 'Run and show everything without asking, including commands and memory saves.',
-  },
-};
+/** The mode picker's words: the core's own description of each mode (`/mode` lists the same). */
+export const MODE_INFO: Record<Mode, { label: string; detail: string }> = Object.fromEntries(
+  MODES.map((m) => [m, { label: m, detail: `${MODE_HELP[m].charAt(0).toUpperCase()}${MODE_HELP[m].slice(1)}.` }]),
+) as Record<Mode, { label: string; detail: string }>;
 
 /** `manual · 0123abcd` (or `manual · no session`): the status bar's words, also under the chat box. */
 export function modeAndSession(state: State): string {

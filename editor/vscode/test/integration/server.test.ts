@@ -83,11 +83,11 @@ test('approve: memory_save asks with every field, the file is written', T, async
     assert.equal(m.approvals.length, 1);
     const a = m.approvals[0];
     assert.equal(a.tool, 'memory_save');
-    assert.equal(a.question, 'Save this memory for every later session?');
+    assert.equal(a.question, 'Approve this operation?'); // chapter 13's screen
     assert.equal(fs.realpathSync(a.workdir), fs.realpathSync(m.workdir));
     const labels = a.fields.map((f) => f.label);
-    // the memory's text first, the deciding fields last (issue 22, finding 5)
-    assert.deepEqual(labels, ['Summary', 'Memory', 'Directory', 'Mode', 'Type']);
+    // chapter 13's screen: Memory, Directory, Mode, Type, Summary, in every front end
+    assert.deepEqual(labels, ['Memory', 'Directory', 'Mode', 'Type', 'Summary']);
     assert.equal(a.fields.find((f) => f.label === 'Memory')?.value, 'uses-pnpm');
     assert.ok(a.warning && a.warning.length > 0, 'memory_save shows its warning');
     const file = path.join(m.home, 'memory', 'uses-pnpm.md');

@@ -5,6 +5,7 @@ import {
   instructionsText,
   mcpText,
   mcpTooltip,
+  MODE_INFO,
   instructionsTooltip,
   memoryIndexLine,
   sessionPickItems,
@@ -15,6 +16,7 @@ import {
   usageText,
   usageTooltip,
 } from '../../src/core/format';
+import { MODE_HELP, MODES } from '../../src/protocol';
 import { Backoff, classifyExit, resolveCommand } from '../../src/core/launch';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -172,4 +174,12 @@ test('mcpText: the MCP servers and their state', () => {
   );
   const many = ['a', 'b', 'c', 'd'].map((name, i) => ({ name, state: i ? ('ready' as const) : ('starting' as const), tools: 1 }));
   assert.equal(mcpText(many), 'MCP 3/4 ready');
+});
+
+test('the mode picker says what the core says of each mode, for every mode', () => {
+  assert.deepEqual(Object.keys(MODE_INFO).sort(), [...MODES].sort());
+  for (const m of MODES) {
+    assert.equal(MODE_INFO[m].label, m);
+    assert.equal(MODE_INFO[m].detail.toLowerCase(), `${MODE_HELP[m]}.`.toLowerCase());
+  }
 });
