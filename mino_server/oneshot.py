@@ -250,6 +250,7 @@ def _turn(conversation: Any, ui: PrintUI, out: Output, prompt: str, later: list[
     cancel = CancelToken()
     out.on_broken.append(cancel)
     box: dict[str, TurnResult] = {}
+    done = threading.Event()  # set by the turn's thread when it has returned: its records are written
 
     def work() -> None:
         try:
@@ -259,11 +260,23 @@ def _turn(conversation: Any, ui: PrintUI, out: Output, prompt: str, later: list[
 
             error = f"internal error ({type(exc).__name__}: {exc})"
             box["result"] = TurnResult(turnId="", status="failed", text="", error=error)
+        finally:
+            done.set()
 
-    previous = signal.signal(signal.SIGTERM, lambda *_: cancel.cancel())
+    # The handlers only raise a flag the wait below reads: no lock is taken inside a handler (a
+    # second signal landing while the first held the token's lock would deadlock), and no
+    # KeyboardInterrupt lands inside Thread.join, which on CPython can leave the thread marked
+    # finished while it still runs, so the process would leave before the turn is recorded.
+    signalled: list[bool] = []
+
+    def on_signal(*_: object) -> None:
+        signalled.append(True)
+
+    previous = signal.signal(signal.SIGTERM, on_signal)
     worker = threading.Thread(target=work, name="mino-turn", daemon=True)
     worker.start()
     deadline: float | None = None
+    previous_int: Any = None
     try:
         try:
             for text in [conversation.sandbox_verdict(), *later]:
@@ -271,10 +284,15 @@ def _turn(conversation: Any, ui: PrintUI, out: Output, prompt: str, later: list[
                     err(text)
         except KeyboardInterrupt:
             cancel.cancel()
-        while worker.is_alive():
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not when SIGINT is ignored
+            previous_int = signal.signal(signal.SIGINT, on_signal)
+        while True:
             try:
-                worker.join(0.1)
-            except KeyboardInterrupt:
+                if done.wait(0.1):
+                    break
+            except KeyboardInterrupt:  # only before the handler above was installed
+                signalled.append(True)
+            if signalled and not cancel.cancelled:
                 cancel.cancel()
             if cancel.cancelled and deadline is None:
                 deadline = time.monotonic() + CANCEL_GRACE_S
@@ -282,6 +300,8 @@ def _turn(conversation: Any, ui: PrintUI, out: Output, prompt: str, later: list[
                 break  # a turn that does not end: the status still says so, the log's recovery copes
     finally:
         signal.signal(signal.SIGTERM, previous)
+        if previous_int is not None:
+            signal.signal(signal.SIGINT, previous_int)
     if "result" not in box:
         from .core.contract import TurnResult
 

@@ -1372,3 +1372,79 @@ def test_the_readme_editor_snippets_say_what_the_editors_need() -> None:
         "auto_approve_tool_permissions = false",
     ):
         assert needed in avante.group(), needed
+
+
+# ---- cancel means stop ----------------------------------------------------------------------------
+
+
+def interrupted_then_next(requests: list[dict[str, Any]]) -> list[Any]:
+    """The messages of the request after an interrupted turn (role, content), without the front item."""
+    return [(m["role"], m["content"]) for m in requests[-1]["input"] if m.get("type", "message") == "message"]
+
+
+def test_a_cancelled_turn_is_kept_and_the_next_prompt_stands_alone(
+    spawn: Spawn, model: ScriptedModel, ws: Path, home: Path
+) -> None:
+    """Cancel after the answer streamed (the scripted reply holds back its end): the log keeps the
+    user message, the partial answer marked interrupted and an `interrupted` record; the next
+    request sends them as separate messages with the line telling the model not to carry on, and
+    session/load shows the partial answer marked."""
+    from mino_server.core.sessions.log import INTERRUPTED_NOTE
+
+    model.add({"text": "I am being very slow about this", "hold": True}, {"text": "hello"})
+    client = spawn()
+    sid = client.new_session(ws)
+    pending = client.start("session/prompt", client.prompt_params(sid, "Please be SLOW."))
+    client.wait_for(lambda: "slow about this" in client.agent_text(sid), what="the streamed answer")
+    client.notify("session/cancel", {"sessionId": sid})
+    assert pending.result() == {"stopReason": "cancelled"}
+    assert client.prompt(sid, "Please SAY hello after the cancel.") == {"stopReason": "end_turn"}
+    messages = interrupted_then_next(model.requests)
+    assert messages[-3:] == [
+        ("user", "Please be SLOW."),
+        ("assistant", f"I am being very slow about this\n\n{INTERRUPTED_NOTE}"),
+        ("user", "Please SAY hello after the cancel."),
+    ]
+    records = [json.loads(line) for line in (sessions_dir(home) / f"{sid}.jsonl").read_text().splitlines()]
+    kinds = [
+        (r["type"], r.get("text"), r.get("interrupted"), r.get("status"))
+        for r in records
+        if r["type"] != "session_skills"
+    ]
+    assert kinds[:4] == [
+        ("user_message", "Please be SLOW.", None, None),
+        ("assistant_message", "I am being very slow about this", True, None),
+        ("interrupted", None, None, None),
+        ("turn_end", None, None, "interrupted"),
+    ]
+    assert client.close() == 0
+
+    second = spawn()
+    load = second.start("session/load", {"sessionId": sid, "cwd": str(ws), "mcpServers": []})
+    load.result()
+    shown = [u["content"]["text"] for u in second.updates(sid) if u["sessionUpdate"].endswith("_chunk")]
+    assert shown[:2] == ["Please be SLOW.", "I am being very slow about this\n\n[interrupted]"]
+
+
+def test_a_turn_cancelled_before_any_answer_still_tells_the_model(
+    spawn: Spawn, model: ScriptedModel, ws: Path
+) -> None:
+    from mino_server.core.sessions.log import INTERRUPTED_NOTE
+
+    model.add({"calls": [write_call("a.txt", "a")]}, {"text": "hello"})
+    client = spawn(handlers={"session/request_permission": lambda p: NO_ANSWER})
+    sid = client.new_session(ws)
+    pending = client.start("session/prompt", client.prompt_params(sid, "write it"))
+    client.wait_incoming_request("session/request_permission")
+    client.notify("session/cancel", {"sessionId": sid})
+    assert pending.result() == {"stopReason": "cancelled"}
+    assert client.prompt(sid, "no, just say hello") == {"stopReason": "end_turn"}
+    items = model.requests[-1]["input"]
+    tail = [(i.get("type"), i.get("role"), i.get("content")) for i in items][-5:]
+    assert tail[0] == ("message", "user", "write it")
+    assert [t[0] for t in tail[1:3]] == ["function_call", "function_call_output"]
+    assert tail[3:] == [
+        ("message", "assistant", INTERRUPTED_NOTE),
+        ("message", "user", "no, just say hello"),
+    ]
+    assert not (ws / "a.txt").exists()

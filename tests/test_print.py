@@ -354,3 +354,43 @@ def test_many_runs_in_a_shell_loop_leave_the_selection_alone(model: ScriptedMode
     assert done.stdout == "summary of a.txt\nsummary of b.txt\nsummary of c.txt\n"
     assert _selection(home) is None
     assert len(list((home / "sessions").glob("*.jsonl"))) == 3
+
+
+def test_sigint_during_the_stream_records_the_interrupted_turn_before_exit(
+    model: ScriptedModel, tmp_path: Path
+) -> None:
+    """The interrupt lands while the main thread waits for the turn: the turn still ends with its
+    records (the partial answer, `interrupted`, turn_end) written by this process, not by the next
+    start's recovery, and the status is 1."""
+    env, home, work = _setup(tmp_path, model)
+    model.add({"text": "streamed before the stop", "hold": True})
+    proc = subprocess.Popen(
+        [*MINO, "-p", "hi", "--output-format", "stream-json"],
+        env=env,
+        cwd=work,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None
+    seen = ""
+    while "stop" not in seen:  # the whole text has streamed; the reply holds back its end
+        line = proc.stdout.readline()
+        assert line, proc.stderr.read() if proc.stderr else ""
+        event = json.loads(line)
+        if event.get("type") == "text_delta":
+            seen += event["text"]
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 1 and b"Traceback" not in err, err
+    result = json.loads(out.splitlines()[-1])
+    assert result["status"] == "interrupted" and result["text"] == "streamed before the stop"
+    (log,) = (home / "sessions").glob("*.jsonl")
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [(r["type"], r.get("interrupted")) for r in records if r["type"] != "session_skills"] == [
+        ("user_message", None),
+        ("assistant_message", True),
+        ("interrupted", None),
+        ("turn_end", None),
+    ]
+    assert records[-1]["status"] == "interrupted" and records[-1]["reason"] == "Interrupted."

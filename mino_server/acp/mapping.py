@@ -519,6 +519,10 @@ def replay_update(item: HistoryItem | dict[str, Any]) -> dict[str, Any]:
     if role == "user":
         return text_chunk(text, "user")
     if role == "assistant":
+        if get("interrupted"):
+            from ..core.words import INTERRUPTED_MARK
+
+            text = f"{text}\n\n{INTERRUPTED_MARK}" if text else INTERRUPTED_MARK
         return text_chunk(text)
     tool, status = get("tool") or "?", get("status") or "unknown"
     return {

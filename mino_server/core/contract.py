@@ -398,6 +398,9 @@ class HistoryItem(Mutable):
     tool: str | None = optional("role tool: the tool's name")
     status: ToolStatus | None = optional("role tool: the result status")
     rewound: bool | None = optional("true when /rewind took this turn back: later requests no longer send it")
+    interrupted: bool | None = optional(
+        "role assistant: true when the person interrupted this answer; the text is what was streamed before"
+    )
 
 
 @frozen(kw_only=True)

@@ -57,6 +57,13 @@ def history_page(
                     [text, *map(placeholder, rec["images"])] if text else map(placeholder, rec["images"])
                 )
             items.append(
-                HistoryItem(seq=rec["seq"], turnId=rec.get("turn_id"), role=role, text=text, rewound=rewound)
+                HistoryItem(
+                    seq=rec["seq"],
+                    turnId=rec.get("turn_id"),
+                    role=role,
+                    text=text,
+                    rewound=rewound,
+                    interrupted=True if t == "assistant_message" and rec.get("interrupted") else None,
+                )
             )
     return items, more

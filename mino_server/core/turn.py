@@ -101,6 +101,7 @@ class Turn(Mutable):
         the turn, so whatever it raises ends the turn like any other failure."""
         log, turn_id, cancel = self.log, self.turn_id, self.ctx.cancel
         answer: list[str] = []
+        streamed: list[str] = []  # the current request's text deltas: what the person has seen of it
         status: TurnStatus = "completed"
         error: str | None = None
         try:
@@ -130,9 +131,13 @@ class Turn(Mutable):
                     "tools": self.schemas,
                 }
                 requests += 1
-                response = self.client.stream(
-                    body, lambda delta: self.ui.event(TextDelta(turnId=turn_id, text=delta)), cancel
-                )
+
+                def shown(delta: str) -> None:
+                    streamed.append(delta)
+                    self.ui.event(TextDelta(turnId=turn_id, text=delta))
+
+                response = self.client.stream(body, shown, cancel)
+                streamed.clear()  # the whole answer is recorded below
                 self.compactor.observe_usage(response.usage)
                 counted = reported_usage(response.usage)
                 if counted is not None:
@@ -205,6 +210,14 @@ class Turn(Mutable):
         except Exception as exc:  # ModelError and anything unexpected: one line, log kept consistent
             status, error = "failed", one_line(exc)
         try:
+            if status == "interrupted":
+                # Kept as the person saw it: the text streamed before the cancel, then the marker
+                # that makes later requests tell the model the turn was stopped.
+                partial = "".join(streamed)
+                if partial:
+                    answer.append(partial)
+                    log.append("assistant_message", turn_id, text=partial, interrupted=True)
+                log.append("interrupted", turn_id)
             fields: dict[str, Any] = {"status": status}
             if error:
                 fields["reason"] = error

@@ -13,6 +13,8 @@ RESTORE_HINT = (
 )
 NO_SESSION = "No session is selected. Use /sessions, then /resume <id>, or /new."
 TURN_RUNNING = "A turn is running; wait for it to end or interrupt it first."
+# After an answer kept in history that the person interrupted (ACP replay, the terminal's /resume).
+INTERRUPTED_MARK = "[interrupted]"
 # What a request is told while an operation that must run alone runs (commands.COMMANDS, the server's routes).
 COMPACT_RUNNING = "A compaction is running; wait for it to end or cancel it first."
 SESSION_CHANGING = "A session change is in progress; wait for it to finish."

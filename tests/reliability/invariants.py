@@ -31,6 +31,7 @@ KNOWN_TYPES = {
     "recovery",
     "recovery_ack",
     "rewind",
+    "interrupted",
 }
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from mino_server.core.sessions.log import _record_problem
 
-REPLAYABLE = frozenset({"user_message", "assistant_message", "tool_call", "tool_result"})
+REPLAYABLE = frozenset({"user_message", "assistant_message", "tool_call", "tool_result", "interrupted"})
 
 
 class RefLogError(Exception):

@@ -56,15 +56,17 @@ RECORD_TYPES = frozenset(
         "recovery",
         "recovery_ack",
         "rewind",
+        "interrupted",
     }
 )
-REPLAYABLE = frozenset({"user_message", "assistant_message", "tool_call", "tool_result"})
+# `interrupted` is replayed as the line that tells the model the person stopped the turn.
+REPLAYABLE = frozenset({"user_message", "assistant_message", "tool_call", "tool_result", "interrupted"})
 SHOWN = frozenset({"user_message", "assistant_message", "tool_result"})  # what a chat panel shows
 UNKNOWN_RESULT_TEXT = "The result of this call was never recorded: the command may or may not have run."
 
 INDEX_SUFFIX = ".idx"
 INDEX_MAGIC = b"MINO-SESSION-INDEX\n"
-INDEX_VERSION = 3  # bump whenever loading checks or derives anything differently
+INDEX_VERSION = 4  # bump whenever loading checks or derives anything differently
 INDEX_MIN_BYTES = 1 << 20  # below this, parsing what the index does not cover takes < 10 ms
 CHUNK = 1 << 20
 NEAR = 64 * 1024  # records closer than this are read in one go
@@ -665,6 +667,11 @@ def replay_items(records: list[dict[str, Any]], blobs: BlobsFactory | None = Non
             if r.get("incomplete"):  # the model sees what the person saw: the text, and that it was cut
                 text = "\n\n".join(t for t in (text, cut_short_note(r.get("reason"))) if t)
             items.append(assistant_item(text))
+        elif t == "interrupted":
+            # An assistant message, so the next user message stays its own message (strict chat
+            # templates merge or refuse two of one role in a row); after a partial answer the wire
+            # joins the two into one message, the note as its last paragraph.
+            items.append(assistant_item(INTERRUPTED_NOTE))
         elif t == "tool_call":
             result = results.get(r["call_id"])
             if result is None:
@@ -714,6 +721,9 @@ def cut_short_note(reason: object) -> str:
     """What the model is told after an answer the service cut short (e.g. at max_output_tokens)."""
     why = reason if isinstance(reason, str) and reason else "incomplete"
     return f"[This answer was cut short by the model service ({why}).]"
+
+
+INTERRUPTED_NOTE = "[The person interrupted this turn here. Do not carry it on unless they ask you to.]"
 
 
 def call_item(call_id: str, name: str, arguments: str) -> dict[str, Any]:
