@@ -221,3 +221,44 @@ def test_ctrl_c_during_a_compaction_inside_a_turn(
     child.sendintr()
     interrupted_then_next_turn(child, model, next_turn=False)
     assert turn_ends(mino_env, sid) == ["completed"] * 3 + ["interrupted"]
+
+
+def test_ctrl_c_keeps_the_partial_answer_and_resume_shows_it(
+    model: ScriptedModel, mino_env: dict[str, str], workdir: Path
+) -> None:
+    """Cancel means stop: the next request carries the partial answer and the interruption line,
+    with the next message on its own; /resume in a later start shows the answer marked."""
+    from mino_server.core.sessions.log import INTERRUPTED_NOTE
+
+    model.add({"text": "half of a slow answer", "hold": True})
+    child = spawn(mino_env, workdir)
+    sid = expect_session(child)
+    child.expect_exact(PROMPT)
+    child.sendline("Please be SLOW.")
+    child.expect_exact("slow answer")
+    child.sendintr()
+    interrupted_then_next_turn(child, model)
+    sent = [(m["role"], m["content"]) for m in model.requests[-1]["input"] if m.get("type") == "message"]
+    assert sent[-3:] == [
+        ("user", "Please be SLOW."),
+        ("assistant", f"half of a slow answer\n\n{INTERRUPTED_NOTE}"),
+        ("user", "again"),
+    ]
+    # A session left at the interrupted answer: written as an interrupted turn is.
+    log = SessionLog.open(Path(mino_env["MINO_HOME"]) / "sessions" / f"{sid}.jsonl")
+    log.append("user_message", "t9", text="one more")
+    log.append("assistant_message", "t9", text="cut \x1b[31mhere", interrupted=True)
+    log.append("interrupted", "t9")
+    log.append("turn_end", "t9", status="interrupted", reason="Interrupted.")
+    log.close()
+    child = spawn(mino_env, workdir)
+    expect_session(child)
+    child.expect_exact(PROMPT)
+    child.sendline("/new")
+    child.expect_exact(PROMPT)
+    child.sendline(f"/resume {sid}")
+    child.expect_exact("Assistant> cut \\x1b[31mhere")
+    child.expect_exact("[interrupted]")
+    child.expect_exact(PROMPT)
+    child.sendeof()
+    child.expect(pexpect.EOF)

@@ -591,3 +591,32 @@ def test_nothing_but_frames_on_stdout(home: Path, ws: Path, model: ScriptedModel
 def test_protocol_docs_are_generated_from_the_classes() -> None:
     for path, text in docgen.outputs().items():
         assert path.read_text(encoding="utf-8") == text, f"{path} is out of date: run `{docgen.REGENERATE}`"
+
+
+def test_cancel_request_keeps_the_partial_answer_and_the_next_turn_stands_alone(
+    spawn: Spawn, model: ScriptedModel, home: Path
+) -> None:
+    """`$/cancelRequest` mid-stream: the next request sends the interrupted user message, the
+    partial answer and the interruption line as their own messages; mino/history marks it."""
+    from mino_server.core.sessions.log import INTERRUPTED_NOTE
+
+    model.add({"text": "half an answer", "hold": True}, {"text": "hello"})
+    client = spawn()
+    turn = client.start("mino/turn", {"text": "Please be SLOW."})
+    client.wait_for(lambda: "answer" in "".join(e["text"] for e in client.events("text_delta")))
+    client.cancel(turn)
+    assert turn.result()["status"] == "interrupted"
+    assert client.request("mino/turn", {"text": "Say hello."})["status"] == "completed"
+    sent = [(m["role"], m["content"]) for m in model.requests[-1]["input"] if m.get("type") == "message"]
+    assert sent[-3:] == [
+        ("user", "Please be SLOW."),
+        ("assistant", f"half an answer\n\n{INTERRUPTED_NOTE}"),
+        ("user", "Say hello."),
+    ]
+    items = client.request("mino/history", {})["items"]
+    assert [(i["role"], i["text"], i.get("interrupted")) for i in items] == [
+        ("user", "Please be SLOW.", None),
+        ("assistant", "half an answer", True),
+        ("user", "Say hello.", None),
+        ("assistant", "hello", None),
+    ]

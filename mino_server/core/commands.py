@@ -110,6 +110,14 @@ def cmd_resume(
         out(notice)
     out(session_line(conversation.session_id or ""))
     out(mode_line(conversation.mode))
+    # A session left at an interrupted answer shows it, so the person sees what the model will be
+    # told was stopped (the rest of the history is in the editor's panel, not the terminal).
+    items, _ = conversation.history(None, 1)
+    if items and items[-1].interrupted:
+        from .words import INTERRUPTED_MARK
+
+        out(f"Assistant> {items[-1].text}")
+        out(INTERRUPTED_MARK)
 
 
 def cmd_sessions(
