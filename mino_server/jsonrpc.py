@@ -136,13 +136,16 @@ class Outgoing:
         with self._lock:
             self._waiting.pop(msg_id, None)
 
-    def wait(self, msg_id: Any, future: Future[Any], *tokens: CancelToken | None) -> bool:
-        """Wait for the answer, or until one of `tokens` is cancelled; False (and forgotten) then."""
+    def wait(
+        self, msg_id: Any, future: Future[Any], *tokens: CancelToken | None, timeout: float | None = None
+    ) -> bool:
+        """Wait for the answer, or until one of `tokens` is cancelled or `timeout` seconds have
+        passed; False (and forgotten) then."""
         done = threading.Event()
         future.add_done_callback(lambda _f: done.set())
         undo = [token.on_cancel(done.set) for token in tokens if token is not None]
         try:
-            done.wait()
+            done.wait(timeout)
         finally:
             for unregister in undo:
                 unregister()

@@ -1448,3 +1448,61 @@ def test_a_turn_cancelled_before_any_answer_still_tells_the_model(
         ("message", "user", "no, just say hello"),
     ]
     assert not (ws / "a.txt").exists()
+
+
+# ---- editors that do not answer -------------------------------------------------------------------
+
+
+def slow_editor(home: Path) -> None:
+    (home / "config.yaml").write_text('sandbox: "off"\nclient_timeout_s: 1\n')
+
+
+def test_a_read_the_editor_never_answers_fails_the_call_and_the_turn_goes_on(
+    spawn: Spawn, model: ScriptedModel, ws: Path, home: Path
+) -> None:
+    slow_editor(home)
+    line = "The editor did not answer fs/read_text_file for notes.txt within 1 s; nothing was read."
+    model.add(
+        {"calls": [{"name": "read_file", "arguments": {"path": "notes.txt"}}]},
+        {"text": "goes on", "require": line},
+        {"text": "next"},
+    )
+    client = fs_client(spawn, {}, fs__read_text_file=lambda p: NO_ANSWER)
+    sid = client.new_session(ws)
+    assert client.prompt(sid, "read") == {"stopReason": "end_turn"}
+    assert model.errors == []
+    # The answer that comes after the time allowed is ignored; the session is not busy.
+    (request,) = [r for r in client.incoming_requests if r["method"] == "fs/read_text_file"]
+    client.answer(request, {"content": "late"})
+    assert client.prompt(sid, "again") == {"stopReason": "end_turn"}
+    assert model.errors == []
+
+
+@pytest.mark.parametrize("writes_anyway", [True, False])
+def test_a_write_the_editor_never_answers_counts_only_if_the_file_holds_it(
+    spawn: Spawn, model: ScriptedModel, ws: Path, home: Path, writes_anyway: bool
+) -> None:
+    """As avante does: the editor writes the file and never answers. The call is completed when
+    the file holds the approved content, and fails with nothing written when it does not."""
+    slow_editor(home)
+
+    def write_text(params: dict[str, Any]) -> Any:
+        if writes_anyway:
+            Path(params["path"]).write_text(params["content"])
+        return NO_ANSWER
+
+    expected = (
+        "[status: completed]\nWrote 3 bytes to new.txt (the editor wrote it without answering)"
+        if writes_anyway
+        else "The editor did not answer fs/write_text_file for new.txt within 1 s; nothing was written."
+    )
+    model.add({"calls": [write_call("new.txt", "new")]}, {"text": "goes on", "require": expected})
+    client = fs_client(spawn, {}, fs__write_text_file=write_text)
+    sid = client.new_session(ws)
+    assert client.prompt(sid, "write") == {"stopReason": "end_turn"}
+    assert model.errors == []
+    assert (ws / "new.txt").exists() is writes_anyway
+    (done,) = [
+        u for u in client.updates(sid, "tool_call_update") if u.get("status") in ("completed", "failed")
+    ]
+    assert done["status"] == ("completed" if writes_anyway else "failed")

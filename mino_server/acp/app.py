@@ -156,7 +156,8 @@ class AcpAgent(AcpPeer):
         ui = SessionUI(self, workdir)
         files = None
         if self.client_reads or self.client_writes:  # the editor's buffers: read and written through it
-            files = ClientFiles(self, ui, self.client_reads, self.client_writes)
+            timeout = self.store().config.client_timeout_s
+            files = ClientFiles(self, ui, self.client_reads, self.client_writes, timeout)
         conversation = Conversation(self.store(), workdir, ui, files=files)
         conversation.client_servers = list(mcp_servers or [])
         try:

@@ -33,7 +33,7 @@ from ..jsonrpc import (
     valid_id,
 )
 from . import mapping as M
-from .session import Unanswered
+from .session import NotAnswered, Unanswered
 from .transport import LineError, Writer, read_messages
 
 log = logging.getLogger("mino.acp")
@@ -200,16 +200,21 @@ class AcpPeer:
             log.info("%s answered with an error (a denial): %s", method, exc)
             return None
 
-    def call(self, method: str, params: dict[str, Any], cancel: CancelToken | None) -> Any:
+    def call(
+        self, method: str, params: dict[str, Any], cancel: CancelToken | None, timeout: float | None = None
+    ) -> Any:
         """Send a request and wait for its result; ClientError for an error answer, Unanswered on
-        cancel and on exit (then the request is forgotten: an answer that comes later is ignored)."""
+        cancel and on exit, NotAnswered after `timeout` seconds (then the request is forgotten: an
+        answer that comes later is ignored)."""
         if self.stopping.cancelled or (cancel is not None and cancel.cancelled):
             raise Unanswered
         msg_id = self.outgoing.new_id()
         future = self.outgoing.open(msg_id)
         self.writer.send({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
-        if not self.outgoing.wait(msg_id, future, self.stopping, cancel):
-            raise Unanswered
+        if not self.outgoing.wait(msg_id, future, self.stopping, cancel, timeout=timeout):
+            if self.stopping.cancelled or (cancel is not None and cancel.cancelled):
+                raise Unanswered
+            raise NotAnswered
         return future.result()
 
     def _answered(self, message: dict[str, Any]) -> None:

@@ -35,6 +35,10 @@ class Unanswered(Exception):
     """A request to the client was given up: the turn was cancelled, or the process is stopping."""
 
 
+class NotAnswered(Unanswered):
+    """A request to the client was given up because it was not answered in the time allowed."""
+
+
 class Agent(Protocol):
     """What a session needs of the connection (app.AcpAgent)."""
 
@@ -46,9 +50,11 @@ class Agent(Protocol):
         """A request to the client; its result, or None on an error answer, cancel or exit."""
         ...
 
-    def call(self, method: str, params: dict[str, Any], cancel: CancelToken | None) -> Any:
+    def call(
+        self, method: str, params: dict[str, Any], cancel: CancelToken | None, timeout: float | None = None
+    ) -> Any:
         """A request to the client; its result. ClientError for an error answer, Unanswered on
-        cancel or exit."""
+        cancel or exit, NotAnswered after `timeout` seconds without an answer."""
         ...
 
 
@@ -200,14 +206,17 @@ class ClientFiles:
     write reads the file again through the same way as the approval did and writes nothing unless
     its sha256 is still the approved one. Nothing is cached: every read asks again, so after a bash
     command the tools see what the editor holds then. A client that answers with an error, with
-    something other than text, or not at all (until the turn is cancelled) fails the one tool call
-    with a line saying so; the transport bounds an answer's size (32 MiB)."""
+    something other than text, or not within `timeout` seconds (config.yaml client_timeout_s) fails
+    the one tool call with a line naming the method; the turn goes on. A write not answered in time
+    counts as done when the file on disk now holds exactly the approved bytes (the editor wrote it
+    and never said so). The transport bounds an answer's size (32 MiB)."""
 
-    def __init__(self, agent: Agent, ui: SessionUI, reads: bool, writes: bool) -> None:
+    def __init__(self, agent: Agent, ui: SessionUI, reads: bool, writes: bool, timeout: float) -> None:
         self.agent = agent
         self.ui = ui
         self.reads = reads
         self.writes = writes
+        self.timeout = timeout
 
     # ---- the port --------------------------------------------------------------------------------
     def open(self, target: Target) -> BinaryIO | None:
@@ -242,17 +251,17 @@ class ClientFiles:
 
     def write(
         self, target: Target, data: bytes, expected: str | None, before_write: BeforeWrite | None = None
-    ) -> None:
+    ) -> str | None:
         from ..core.errors import ToolFailure
         from ..core.tools.project_files import CHANGED_AFTER_APPROVAL, DISK, sha256
+        from ..core.words import WROTE_WITHOUT_ANSWER, client_no_answer
 
         found = self.read(target)  # the same way the approval read it
         if (None if found is None else sha256(found.data)) != expected:
             raise ToolFailure(CHANGED_AFTER_APPROVAL)
         if not self.writes:  # approved against the editor's text, written to disk as it is now
             now = DISK.read(target)
-            DISK.write(target, data, None if now is None else sha256(now.data), before_write)
-            return
+            return DISK.write(target, data, None if now is None else sha256(now.data), before_write)
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
@@ -262,20 +271,44 @@ class ClientFiles:
             ) from None
         if before_write is not None:
             before_write(found)
-        self._ask("fs/write_text_file", target, {"content": text}, "write")
+        try:
+            self._ask("fs/write_text_file", target, {"content": text}, "write", late=True)
+        except NotAnswered:
+            try:
+                now = DISK.read(target)
+            except ToolFailure:
+                now = None
+            if now is not None and now.data == data:
+                return WROTE_WITHOUT_ANSWER
+            raise ToolFailure(
+                client_no_answer("fs/write_text_file", self.timeout, target.rel, "nothing was written")
+            ) from None
+        return None
 
     # ---- asking the client -----------------------------------------------------------------------
-    def _ask(self, method: str, target: Target, params: dict[str, Any], verb: str) -> Any:
+    def _ask(self, method: str, target: Target, params: dict[str, Any], verb: str, late: bool = False) -> Any:
+        """The client's answer; ToolFailure for anything else. `late`: NotAnswered is the caller's
+        to judge (a write the editor may have done without answering)."""
         from ..core.display import terminal_text
         from ..core.errors import ToolFailure
+        from ..core.words import client_no_answer
 
         sid = self.ui.session_id
         if sid is None:  # the tools run in a session's turn: it has an ID by then
             raise ToolFailure(f"Cannot {verb} {target.rel}: the session is not open.")
         try:
             return self.agent.call(
-                method, {"sessionId": sid, "path": str(target.path), **params}, self.agent.cancels.get(sid)
+                method,
+                {"sessionId": sid, "path": str(target.path), **params},
+                self.agent.cancels.get(sid),
+                self.timeout,
             )
+        except NotAnswered:
+            if late:
+                raise
+            raise ToolFailure(
+                client_no_answer(method, self.timeout, target.rel, "nothing was read")
+            ) from None
         except Unanswered:
             after = "; the editor may still write it" if verb == "write" else ""
             raise ToolFailure(

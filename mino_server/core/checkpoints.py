@@ -295,7 +295,7 @@ class CheckpointedFiles:
 
     def write(
         self, target: Target, data: bytes, expected: str | None, before_write: BeforeWrite | None = None
-    ) -> None:
+    ) -> str | None:
         def keep(found: FileBytes | None) -> None:
             try:
                 self.store.keep(
@@ -314,4 +314,4 @@ class CheckpointedFiles:
             if before_write is not None:
                 before_write(found)
 
-        self.inner.write(target, data, expected, keep)
+        return self.inner.write(target, data, expected, keep)

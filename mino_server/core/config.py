@@ -26,6 +26,7 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_MODEL = "gpt-5.1"
 DEFAULT_CONTEXT_WINDOW = 128_000
 DEFAULT_TIMEOUT_S = 120.0
+DEFAULT_CLIENT_TIMEOUT_S = 30.0
 
 DEFAULT_SOUL = """\
 You are Mino, a small, careful coding agent working in the user's project through tools.
@@ -74,6 +75,9 @@ class Config(Mutable):
     context_window: int = DEFAULT_CONTEXT_WINDOW
     mode: Mode = "manual"
     request_timeout_s: float = DEFAULT_TIMEOUT_S
+    # How long a request to the editor that is not a question for the person (fs/read_text_file,
+    # fs/write_text_file) is waited for: an editor that never answers must not hang the turn.
+    client_timeout_s: float = DEFAULT_CLIENT_TIMEOUT_S
     sandbox: str = "auto"
     sandbox_unix_sockets: bool = False  # true: sandboxed commands may use unix sockets (no seccomp filter)
     soul: str = DEFAULT_SOUL
@@ -170,6 +174,7 @@ KNOWN_KEYS = {
     "context_window",
     "mode",
     "request_timeout_s",
+    "client_timeout_s",
     "sandbox",
     "sandbox_unix_sockets",
     "mcp_servers",
@@ -217,13 +222,14 @@ def load_config(
             )
     if "mode" in data:
         cfg.mode = _mode(data["mode"], f"{path}: 'mode'")
-    if "request_timeout_s" in data:
-        value = data["request_timeout_s"]
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ConfigError(f"{path}: 'request_timeout_s' must be a number of seconds, got {value!r}")
-        if value <= 0:
-            raise ConfigError(f"{path}: 'request_timeout_s' must be positive, got {value}")
-        cfg.request_timeout_s = float(value)
+    for key in ("request_timeout_s", "client_timeout_s"):
+        if key in data:
+            value = data[key]
+            if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
+                raise ConfigError(f"{path}: '{key}' must be a number of seconds, got {value!r}")
+            if value <= 0:
+                raise ConfigError(f"{path}: '{key}' must be positive, got {value}")
+            setattr(cfg, key, float(value))
     if "sandbox" in data:
         # YAML 1.1 reads a bare `off` as false: that is what the user wrote, so take it as "off".
         value = "off" if data["sandbox"] is False else data["sandbox"]

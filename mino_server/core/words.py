@@ -243,3 +243,11 @@ def context_cut(path: str, kept: int, size: int) -> str:
 def image_not_sent(placeholder: str) -> str:
     """An earlier message's image whose kept bytes are gone or changed (core/images.py)."""
     return f"An image of this session could not be sent again, only its name: {placeholder}"
+
+
+# A request to the editor that was not answered in time (config.yaml client_timeout_s).
+WROTE_WITHOUT_ANSWER = "the editor wrote it without answering"
+
+
+def client_no_answer(method: str, seconds: float, rel: str, outcome: str) -> str:
+    return f"The editor did not answer {method} for {rel} within {seconds:g} s; {outcome}."

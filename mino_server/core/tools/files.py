@@ -351,8 +351,10 @@ class WriteFileTool(ToolOf[WriteArgs, FileState]):
     def run(self, args: WriteArgs, ctx: ToolContext, prepared: Prepared[FileState]) -> ToolResult:
         target = _as_approved(ctx, args.path, prepared)
         data = args.content.encode("utf-8")
-        ctx.files.write(target, data, prepared.state.sha256)
-        return ToolResult(COMPLETED, f"Wrote {len(data)} bytes to {args.path}")
+        note = ctx.files.write(target, data, prepared.state.sha256)
+        return ToolResult(
+            COMPLETED, f"Wrote {len(data)} bytes to {args.path}" + (f" ({note})" if note else "")
+        )
 
 
 # --- edit_file ---------------------------------------------------------------------------------
@@ -417,8 +419,10 @@ class EditFileTool(ToolOf[EditArgs, FileState]):
         if found is None or sha256(found.data) != prepared.state.sha256:
             raise ToolFailure(CHANGED_AFTER_APPROVAL)
         _, new = self._replace(found.data, args)
-        ctx.files.write(target, new.encode("utf-8"), prepared.state.sha256)
-        return ToolResult(COMPLETED, f"Edited {args.path}: replaced 1 occurrence")
+        note = ctx.files.write(target, new.encode("utf-8"), prepared.state.sha256)
+        return ToolResult(
+            COMPLETED, f"Edited {args.path}: replaced 1 occurrence" + (f" ({note})" if note else "")
+        )
 
     @staticmethod
     def _replace(data: bytes, args: EditArgs) -> tuple[str, str]:

@@ -65,10 +65,11 @@ class ProjectFiles(Protocol):
 
     def write(
         self, target: Target, data: bytes, expected: str | None, before_write: BeforeWrite | None = None
-    ) -> None:
+    ) -> str | None:
         """Replace the file with `data` (missing folders are made) if the sha256 of its bytes is
         still `expected` (None: it must still not exist); else ToolFailure(CHANGED_AFTER_APPROVAL)
-        and nothing is written. `before_write` gets the bytes found (the ones checked) first."""
+        and nothing is written. `before_write` gets the bytes found (the ones checked) first.
+        Returns a note for the result when the write is done but not the usual way, else None."""
         ...
 
 
@@ -85,7 +86,7 @@ class DiskFiles:
 
     def write(
         self, target: Target, data: bytes, expected: str | None, before_write: BeforeWrite | None = None
-    ) -> None:
+    ) -> str | None:
         parent = open_parent(target)
         try:
             found = None if parent is None else _read_at(parent, target)
@@ -106,6 +107,7 @@ class DiskFiles:
         finally:
             if parent is not None:
                 os.close(parent)
+        return None
 
 
 DISK = DiskFiles()
