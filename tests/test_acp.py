@@ -1506,3 +1506,48 @@ def test_a_write_the_editor_never_answers_counts_only_if_the_file_holds_it(
         u for u in client.updates(sid, "tool_call_update") if u.get("status") in ("completed", "failed")
     ]
     assert done["status"] == ("completed" if writes_anyway else "failed")
+
+
+HOLDER = """
+import sys, time
+from pathlib import Path
+from mino_server.core.sessions.store import SessionStore
+store = SessionStore(Path(sys.argv[1]))
+claim = store.claim(sys.argv[2], "/elsewhere")
+if sys.argv[3] == "exiting":
+    claim.mark_exiting()
+print("held", flush=True)
+time.sleep(float(sys.argv[4]))
+claim.release()
+"""
+
+
+@pytest.mark.parametrize("method", ["session/load", "session/resume"])
+def test_opening_a_session_whose_holder_is_exiting_waits_for_it(
+    spawn: Spawn, model: ScriptedModel, ws: Path, home: Path, method: str
+) -> None:
+    """An editor reopened at once: the old process still holds the session while it exits. The
+    load waits for it (up to 5 s) instead of answering -32006; a holder that is not exiting is
+    refused at once, as before."""
+    sid = SessionStore(sessions_dir(home)).create()
+    params = {"sessionId": sid, "cwd": str(ws), "mcpServers": []}
+    client = spawn()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(sessions_dir(home)), sid, "staying", "30"], stdout=subprocess.PIPE
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == b"held\n"
+        assert client.error(method, params).code == -32006
+    finally:
+        holder.kill()
+        holder.wait()
+    exiting = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(sessions_dir(home)), sid, "exiting", "1"], stdout=subprocess.PIPE
+    )
+    try:
+        assert exiting.stdout is not None and exiting.stdout.readline() == b"held\n"
+        assert "modes" in client.request(method, params)
+        assert exiting.wait(timeout=30) == 0  # it released the session itself: the load waited
+    finally:
+        exiting.kill()
+        exiting.wait()

@@ -476,6 +476,8 @@ class AcpAgent(AcpPeer):
     # ---- leaving ---------------------------------------------------------------------------------
     def stop(self, timeout: float = STOP_WAIT_S) -> None:
         """Interrupt every turn, wait for them (bounded) and close the sessions that ended."""
+        if self._store is not None:  # another process reopening a session waits for this one
+            self._store.mark_exiting()
         self.stopping.cancel()
         self.cancels.cancel_all()
         self.join_workers(timeout)

@@ -27,7 +27,7 @@ from .errors import (
     StoreLocked,
 )
 from .sessions.log import LogError, SessionLog
-from .sessions.store import ID_RE, SessionClaim, SessionInfo, SessionInUse, SessionStore
+from .sessions.store import EXITING_WAIT_S, ID_RE, SessionClaim, SessionInfo, SessionInUse, SessionStore
 from .store import Store
 from .ui import UI
 from .words import NO_SESSION
@@ -136,6 +136,7 @@ def resume(conv: SessionHolder, session_id: str, select: bool = True) -> list[st
             f"Not a complete session ID: {session_id!r}. Session IDs are 32 lowercase hexadecimal "
             "characters; use /sessions to list them."
         )
+    wait_for_exiting_holder(conv, session_id)
     with _command_lock(conv):
         if not conv.sessions.exists(session_id):
             check_not_elsewhere(conv, session_id)  # "in use" comes before every other refusal
@@ -199,8 +200,27 @@ def clear(conv: SessionHolder, typed_id: str | None) -> bool:
     return True
 
 
+def wait_for_exiting_holder(conv: SessionHolder, session_id: str) -> None:
+    """Wait (up to EXITING_WAIT_S) while the process holding `session_id` says it is exiting: an
+    editor reopening a session at once after closing finds the old process still on its way out.
+    A holder that is not exiting is refused at once, as before (the caller's check)."""
+    import time
+
+    deadline = time.monotonic() + EXITING_WAIT_S
+    pause = 0.01
+    while time.monotonic() < deadline:
+        with _command_lock(conv):
+            holder = conv.store.holder(session_id)
+        if holder is None or not holder.exiting or holder.claim is not None:
+            return
+        time.sleep(pause)
+        pause = min(pause * 2, 0.1)
+
+
 def open_elsewhere(conv: SessionHolder, session_id: str) -> OpenElsewhere | None:
-    """Who has `session_id` open, when it is not this conversation."""
+    """Who has `session_id` open, when it is not this conversation (after waiting for a holder
+    that is exiting)."""
+    wait_for_exiting_holder(conv, session_id)
     with _command_lock(conv):
         holder = conv.store.holder(session_id)
     if holder is None or (holder.claim is not None and holder.claim is conv._claim):

@@ -91,6 +91,13 @@ class Store:
         except Exception:  # only a signal to other windows (StoreLocked, a full disk): never fail a close
             pass
 
+    def mark_exiting(self) -> None:
+        """This process is leaving: every session it has open says so in its note."""
+        with self._guard:
+            claims = list(self._claims.values())
+        for claim in claims:
+            claim.mark_exiting()
+
     def holder(self, session_id: str) -> Holder | None:
         """Who has `session_id` open, this process included (Holder.claim set), or None."""
         with self.locked():

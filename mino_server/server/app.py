@@ -399,6 +399,8 @@ class MinoServer:
 
     def _stop_work(self, timeout: float) -> None:
         """Interrupt what runs, wait for it (bounded), close the conversation: its session is released."""
+        if self._conversation is not None:  # another process reopening the session waits for this one
+            self._conversation.store.mark_exiting()
         self.stopping.cancel()  # wakes every wait for a client answer
         self.cancels.cancel_all()
         deadline = time.monotonic() + timeout

@@ -463,6 +463,8 @@ export interface HistoryItem {
   status?: ToolStatus;
   /** true when /rewind took this turn back: later requests no longer send it */
   rewound?: boolean;
+  /** role assistant: true when the person interrupted this answer; the text is what was streamed before */
+  interrupted?: boolean;
 }
 
 /** A question for the person about one tool call; the answer is yes or no. */

@@ -47,6 +47,7 @@ CHANGES = "sessions.changes"
 STORE_LOCK_WAIT_S = (
     10.0  # the lock is held for milliseconds; only a Mino before version 2 holds it for longer
 )
+EXITING_WAIT_S = 5.0  # how long opening a session waits for a holder that said it is exiting
 NOTE_BYTES = 16 * 1024  # a note is one short line; read no more than this of a file someone else wrote
 
 
@@ -63,6 +64,7 @@ class Holder(Frozen):
     pid: int | None
     workdir: str | None
     claim: SessionClaim | None = field(default=None, compare=False)  # set when it is this process
+    exiting: bool = field(default=False, compare=False)  # its process is on its way out
 
 
 class SessionInUse(Exception):
@@ -96,6 +98,18 @@ class SessionClaim:
             pass
         os.close(self._fd)  # closing releases the flock
         self._fd = -1
+
+    def mark_exiting(self) -> None:
+        """Say in the note that this process is leaving: another process opening the session then
+        waits for the claim to go (EXITING_WAIT_S) rather than refusing at once."""
+        if self._fd < 0:
+            return
+        note = _note(self.workdir, exiting=True)
+        try:
+            os.pwrite(self._fd, note, 0)
+            os.ftruncate(self._fd, len(note))
+        except OSError:
+            pass  # best effort, as the note itself
 
 
 class SessionStore:
@@ -179,9 +193,8 @@ class SessionStore:
             holder = _read_note(fd)
             os.close(fd)
             raise SessionInUse(session_id, holder) from None
-        note = json.dumps({"pid": os.getpid(), "workdir": workdir}) + "\n"  # ASCII: any path survives
         try:
-            data = note.encode("ascii")
+            data = _note(workdir)
             os.pwrite(fd, data, 0)
             os.ftruncate(fd, len(data))  # exactly the note: no tail of a longer earlier one
         except OSError:
@@ -376,6 +389,13 @@ class SessionStore:
             ) from None
 
 
+def _note(workdir: str, exiting: bool = False) -> bytes:
+    fields: dict[str, object] = {"pid": os.getpid(), "workdir": workdir}
+    if exiting:
+        fields["exiting"] = True
+    return (json.dumps(fields) + "\n").encode("ascii")  # ASCII: any path survives
+
+
 def _read_note(fd: int) -> Holder:
     """A holder's note: the first line of its lock file, `{"pid": N, "workdir": "..."}`."""
     try:
@@ -393,6 +413,7 @@ def _read_note(fd: int) -> Holder:
     return Holder(
         pid if isinstance(pid, int) and not isinstance(pid, bool) and pid > 0 else None,
         workdir if isinstance(workdir, str) and workdir else None,
+        exiting=note.get("exiting") is True,
     )
 
 
