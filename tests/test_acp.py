@@ -106,7 +106,9 @@ def test_initialize_answers_the_capabilities(spawn: Spawn) -> None:
         "mcpCapabilities": {"http": True},
     }
     assert result["authMethods"] == []
-    assert client.error("initialize", {"protocolVersion": 1}).code == -32600  # once only
+    # A second initialize (acplint sends one) gets the same answer; the first one's capabilities stay.
+    again = {"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": True}}}
+    assert client.request("initialize", again) == result
 
 
 @pytest.mark.parametrize(
@@ -123,8 +125,11 @@ def test_a_protocol_version_written_as_a_numeric_string_is_that_number(
         assert client.request("initialize", params)["protocolVersion"] == answer  # the integer Mino speaks
 
 
-def test_no_key_for_openai_offers_an_env_var_auth_method(home: Path, ws: Path, env: dict[str, str]) -> None:
-    """First run in an ACP client: initialize lists the variable to set (schema-checked by the SDK's
+def test_no_key_for_openai_offers_an_agent_auth_method_naming_the_variable(
+    home: Path, ws: Path, env: dict[str, str]
+) -> None:
+    """First run in an ACP client: initialize lists one agent auth method (the current schema has no
+    env_var kind) whose description names the variable to set (schema-checked by the SDK's
     models), a prompt is -32000 (auth required) before anything is sent or logged."""
     bare = {k: v for k, v in env.items() if k not in ("MINO_BASE_URL", "MINO_API_KEY", "OPENAI_API_KEY")}
     client = AcpClient(bare, ws)
@@ -132,16 +137,12 @@ def test_no_key_for_openai_offers_an_env_var_auth_method(home: Path, ws: Path, e
         result = client.initialize()
         (method,) = result["authMethods"]
         assert method == {
-            "type": "env_var",
             "id": "api-key",
             "name": "API key",
             "description": (
                 "No API key: set OPENAI_API_KEY (or MINO_API_KEY) to use https://api.openai.com/v1, or set "
                 'MINO_BASE_URL to a local server\'s /v1 URL; see README.md, "First run", and run `mino doctor` to check.'
             ),
-            "vars": [
-                {"name": "OPENAI_API_KEY", "label": "API key for https://api.openai.com/v1", "secret": True}
-            ],
         }
         sid = client.new_session(ws)  # sessions, /help and /sessions work without a key
         client.wait_for(lambda: method["description"] in client.agent_text(sid))  # said in the thread at once
@@ -1551,3 +1552,22 @@ def test_opening_a_session_whose_holder_is_exiting_waits_for_it(
     finally:
         exiting.kill()
         exiting.wait()
+
+
+def test_file_tools_carry_absolute_locations_on_the_call_and_the_permission(
+    spawn: Spawn, model: ScriptedModel, ws: Path
+) -> None:
+    model.add(
+        {"calls": [edit_call("notes.txt", "line two", "LINE TWO")]},
+        {"calls": [{"name": "read_file", "arguments": {"path": "notes.txt", "start_line": 3}}]},
+        {"text": "done"},
+    )
+    client = spawn(handlers={"session/request_permission": lambda p: APPROVE})
+    sid = client.new_session(ws)
+    assert client.prompt(sid, "edit") == {"stopReason": "end_turn"}
+    where = str(ws / "notes.txt")
+    (asked,) = [r["params"] for r in client.incoming_requests if r["method"] == "session/request_permission"]
+    assert asked["toolCall"]["locations"] == [{"path": where}]
+    edit, read = client.updates(sid, "tool_call")
+    assert edit["locations"] == [{"path": where}]
+    assert read["locations"][0]["path"] == where

@@ -89,6 +89,7 @@ class AcpAgent(AcpPeer):
         self.client_writes = False
         self.sessions: dict[str, AcpSession] = {}
         self._changing: set[str] = set()  # session IDs being created or loaded
+        self._initialized_with: dict[str, Any] | None = None  # the answer to initialize, for a second one
         self._store: Store | None = None
         self._config: Config | None = None
         self._store_lock = threading.RLock()  # store() loads the config under it
@@ -194,8 +195,10 @@ class AcpAgent(AcpPeer):
 
     # ---- requests --------------------------------------------------------------------------------
     def initialize(self, params: dict[str, Any]) -> Reply:
-        if self.initialized:
-            raise RpcError(INVALID_REQUEST, "Invalid request: initialize was already received; send it once.")
+        if self._initialized_with is not None:
+            # A second initialize (acplint sends one) gets the first answer again; the capabilities
+            # the client offered the first time stay the ones the sessions use.
+            return Reply(self._initialized_with)
         M.protocol_version(params.get("protocolVersion"))  # Mino answers with the one it speaks
         capabilities = params.get("clientCapabilities")
         fs = capabilities.get("fs") if isinstance(capabilities, dict) else None
@@ -214,6 +217,7 @@ class AcpAgent(AcpPeer):
             },
             "authMethods": self._auth_methods(),
         }
+        self._initialized_with = result
         # After the answer is out: the import would compete with writing it.
         return Reply(
             result,
@@ -229,13 +233,13 @@ class AcpAgent(AcpPeer):
             return None
 
     def _auth_methods(self) -> list[dict[str, Any]]:
-        """An env_var method when a key is missing, so the client can ask for it and start Mino
-        again with it set; none otherwise (a local server, or a key already set)."""
+        """One agent method when a key is missing, naming the variable to set (the client starts
+        Mino again with it set); none otherwise (a local server, or a key already set)."""
         problem = self._setup_problem()
-        return [] if problem is None else [M.env_var_auth_method(problem)]
+        return [] if problem is None else [M.agent_auth_method(problem)]
 
     def authenticate(self, params: dict[str, Any]) -> dict[str, Any]:
-        """The env_var method's variable is read when the process starts: it succeeds when the key
+        """The auth method's variable is read when the process starts: it succeeds when the key
         is there, and says what to set when not (the client starts Mino again with it)."""
         method = params.get("methodId")
         if not isinstance(method, str):

@@ -32,16 +32,11 @@ AUTH_REQUIRED = -32000  # ACP's "authentication required": the client offers the
 AUTH_METHOD_ID = "api-key"
 
 
-def env_var_auth_method(problem: SetupProblem) -> dict[str, Any]:
-    """ACP's `env_var` auth method for a missing key: the client asks for the variable and starts
-    Mino again with it set (the process reads its environment once)."""
-    return {
-        "type": "env_var",
-        "id": AUTH_METHOD_ID,
-        "name": "API key",
-        "description": problem.message,
-        "vars": [{"name": problem.variable, "label": f"API key for {problem.baseUrl}", "secret": True}],
-    }
+def agent_auth_method(problem: SetupProblem) -> dict[str, Any]:
+    """ACP's agent auth method (the schema's default kind: no `type`; stable ACP has no `env_var`
+    kind) for a missing key. Its description is the no-key line, which names the variable to set:
+    the person sets it and the client starts Mino again (the process reads its environment once)."""
+    return {"id": AUTH_METHOD_ID, "name": "API key", "description": problem.message}
 
 
 MODE_DESCRIPTIONS = {m: text[0].upper() + text[1:] for m, text in MODE_HELP.items()}
@@ -350,6 +345,14 @@ def tool_locations(fields: list[ApprovalField], workdir: str) -> list[dict[str, 
     return [location]
 
 
+def call_locations(fields: list[ApprovalField], workdir: str, diff: FileDiff | None) -> list[dict[str, Any]]:
+    """`locations` of a tool call: the absolute path of the file a file tool works on (and its first
+    line when the call names lines); clients open it or title their diff with it."""
+    if diff is not None:
+        return [{"path": os.path.normpath(os.path.join(workdir, diff.path))}]
+    return tool_locations(fields, workdir)
+
+
 def fields_content(
     tool: str,
     fields: list[ApprovalField],
@@ -395,7 +398,7 @@ def tool_call_start(
     diff: FileDiff | None = None,
     arguments: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    locations = [{"path": diff.path}] if diff is not None else tool_locations(fields, workdir)
+    locations = call_locations(fields, workdir, diff)
     return {
         "sessionUpdate": "tool_call",
         "toolCallId": call_id,
@@ -413,6 +416,7 @@ def permission_tool_call(
     tool: str,
     fields: list[ApprovalField],
     warning: str | None,
+    workdir: str,
     diff: FileDiff | None = None,
     question: str = APPROVAL_QUESTION,
 ) -> dict[str, Any]:
@@ -421,6 +425,7 @@ def permission_tool_call(
         "title": tool_title(tool, fields, question),
         "kind": tool_kind(tool),
         "status": "pending",
+        "locations": call_locations(fields, workdir, diff),
         "content": fields_content(tool, fields, warning, diff, question),
     }
 

@@ -175,7 +175,13 @@ class SessionUI:
         params = {
             "sessionId": self.session_id,
             "toolCall": M.permission_tool_call(
-                request.callId, request.tool, request.fields, request.warning, request.diff, request.question
+                request.callId,
+                request.tool,
+                request.fields,
+                request.warning,
+                request.workdir,
+                request.diff,
+                request.question,
             ),
             "options": M.PERMISSION_OPTIONS,
         }
