@@ -47,7 +47,6 @@ from typing import TYPE_CHECKING, Any
 from .. import __version__
 from ..jsonrpc import (
     BUSY,
-    INVALID_REQUEST,
     UNAVAILABLE,
     RpcError,
 )
