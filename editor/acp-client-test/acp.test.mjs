@@ -161,7 +161,7 @@ test("initialize, a new session, a streamed answer", async () => {
   });
 });
 
-test("first run without a key: an env_var auth method, and a prompt is auth_required", async () => {
+test("first run without a key: an agent auth method naming the variable, and a prompt is auth_required", async () => {
   const { env, ws } = await setUp([]);
   const bare = { ...env };
   delete bare.MINO_BASE_URL;
@@ -173,10 +173,10 @@ test("first run without a key: an env_var auth method, and a prompt is auth_requ
     const init = await initialize(ctx);
     assert.equal(init.authMethods.length, 1);
     const [method] = init.authMethods;
-    assert.equal(method.type, "env_var");
+    assert.equal(method.type, undefined); // the agent kind: the schema's default
     assert.equal(method.id, "api-key");
-    assert.deepEqual(method.vars.map((v) => [v.name, v.secret]), [["OPENAI_API_KEY", true]]);
     assert.match(method.description, /^No API key: set OPENAI_API_KEY/);
+    assert.deepEqual(await initialize(ctx), init); // a second initialize: the same answer
     const session = await ctx.buildSession(ws).start();
     await assert.rejects(session.prompt("hello"), (e) => e.code === -32000 && /No API key/.test(e.message));
     session.dispose();
@@ -202,6 +202,7 @@ test("a tool call asks through session/request_permission and runs once approved
       ],
     );
     assert.equal(asked[0].toolCall.kind, "edit");
+    assert.deepEqual(asked[0].toolCall.locations, [{ path: path.join(ws, "out.txt") }]);
     assert.match(asked[0].toolCall.content[1].content.text, /Path: "out\.txt"/);
     // the whole file before and after, for the editor's diff view, first (some show only the first)
     assert.deepEqual(asked[0].toolCall.content[0], {
@@ -462,5 +463,42 @@ test("an image block reaches the model, and a session/load in a new process send
       prompt: [{ type: "text", text: "and now?" }],
     });
     assert.equal(result.stopReason, "end_turn");
+  });
+});
+
+test("cancel, then prompt: the partial answer is kept and the next prompt stands alone", async () => {
+  const partial = "I am being very slow about this";
+  const { agent, ws } = await setUp([
+    { text: partial, hold: true },
+    {
+      text: "hello",
+      // each its own message: the interrupted prompt, the partial answer with the line telling the
+      // model it was interrupted, and the new prompt alone
+      require: [
+        '"content": "Please be SLOW."',
+        `"content": "${partial}\\n\\n[The person interrupted this turn here. Do not carry it on unless they ask you to.]"`,
+        '"content": "Please SAY hello after the cancel."',
+      ],
+    },
+  ]);
+  const { app, updates } = clientApp();
+  await app.connectWith(agent.stream, async (ctx) => {
+    await initialize(ctx);
+    const session = await ctx.buildSession(ws).start();
+    const sid = session.sessionId;
+    const first = ctx.request(acp.AGENT_METHODS.session_prompt, {
+      sessionId: sid,
+      prompt: [{ type: "text", text: "Please be SLOW." }],
+    });
+    while (!textOf(updates, sid).includes("slow about this")) await new Promise((r) => setTimeout(r, 20));
+    await ctx.notify(acp.AGENT_METHODS.session_cancel, { sessionId: sid });
+    assert.equal((await first).stopReason, "cancelled");
+    const second = await ctx.request(acp.AGENT_METHODS.session_prompt, {
+      sessionId: sid,
+      prompt: [{ type: "text", text: "Please SAY hello after the cancel." }],
+    });
+    assert.equal(second.stopReason, "end_turn");
+    assert.equal(textOf(updates, sid), partial + "hello");
+    session.dispose();
   });
 });
