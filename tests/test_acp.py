@@ -1571,3 +1571,38 @@ def test_file_tools_carry_absolute_locations_on_the_call_and_the_permission(
     edit, read = client.updates(sid, "tool_call")
     assert edit["locations"] == [{"path": where}]
     assert read["locations"][0]["path"] == where
+
+
+@pytest.mark.parametrize("answer", ["allow_once", "reject_once"])
+def test_an_mcp_servers_elicitation_is_a_permission_request(
+    spawn: Spawn, model: ScriptedModel, ws: Path, home: Path, tmp_path: Path, answer: str
+) -> None:
+    """elicitation/create from an MCP server during its tool call: the person is asked through
+    session/request_permission with the server's message and fields escaped; yes accepts with the
+    defaults shown, no declines."""
+    import yaml
+
+    fixture = [sys.executable, "-m", "mino_server.testing.mcp_fixture"]
+    servers = {"fx": {"command": fixture, "start_timeout_s": 120}}
+    (home / "config.yaml").write_text(yaml.safe_dump({"sandbox": "off", "mcp_servers": servers}))
+    expected = (
+        "action=accept data={'proceed': True, 'note': 'none'}" if answer == "allow_once" else "action=decline"
+    )
+    model.add({"calls": [{"name": "mcp__fx__ask", "arguments": {}}]}, {"text": "ok", "require": expected})
+    outcome = {"outcome": {"outcome": "selected", "optionId": answer}}
+    client = spawn(handlers={"session/request_permission": lambda p: outcome}, args=["--mode", "bypass"])
+    sid = client.new_session(ws)
+    deadline = time.monotonic() + 120  # the fixture's start can be slow on a loaded machine
+    while "ready" not in client.agent_text(sid):
+        assert time.monotonic() < deadline, "the fixture server did not start"
+        client.prompt(sid, "/mcp")  # lists the servers and their states
+        time.sleep(0.5)
+    assert client.prompt(sid, "ask me", timeout=120) == {"stopReason": "end_turn"}
+    assert model.errors == []
+    (asked,) = [r["params"] for r in client.incoming_requests if r["method"] == "session/request_permission"]
+    call = asked["toolCall"]
+    assert call["title"] == 'MCP server "fx" asks: "Deploy to \\x1b[31mproduction\\x1b[0m?"'
+    text = call["content"][0]["content"]["text"]
+    assert '"proceed" (boolean) "go ahead \\x1b[31mnow\\x1b[0m": default "true"' in text
+    assert '"note" (string) "anything to add": default "none"' in text
+    assert "\x1b" not in json.dumps(asked, ensure_ascii=False)

@@ -171,7 +171,7 @@ def test_a_call_asks_shows_server_and_arguments_and_returns_the_text(
         assert output["type"] == "function_call_output" and "hi" in output["output"]
         assert [r["tool"] for r in read_jsonl(record)] == ["echo"]
         state = agent.state().mcp
-        assert state is not None and [(s.name, s.state, s.tools) for s in state] == [("fx", "ready", 8)]
+        assert state is not None and [(s.name, s.state, s.tools) for s in state] == [("fx", "ready", 9)]
     finally:
         agent.close()
 
@@ -468,7 +468,7 @@ def test_the_editor_server_reports_mcp_state(model: ScriptedModel, tmp_path: Pat
         pushed = [n.get("mcp") for n in client.notifications("mino/stateChanged")]
         assert servers in pushed  # each change is pushed as mino/stateChanged, not only answered
         by_name = {s["name"]: s for s in servers}
-        assert by_name["fx"]["state"] == "ready" and by_name["fx"]["tools"] == 8
+        assert by_name["fx"]["state"] == "ready" and by_name["fx"]["tools"] == 9
         assert by_name["gone"]["state"] == "failed" and "cannot start the program" in by_name["gone"]["error"]
         lines = client.request("mino/command", {"line": "/mcp"})
         assert "fx: ready" in json.dumps(lines) and "mcp__fx__echo" in json.dumps(lines)
@@ -567,3 +567,55 @@ def test_doctor_checks_the_programs_cheaply(tmp_path: Path) -> None:
         and "web: http://127.0.0.1:9/mcp (not contacted)" in check.found
     )
     assert check.fix and "mcp_servers.gone.command" in check.fix
+
+
+def test_the_terminal_asks_an_elicitation_and_print_mode_declines_it(
+    model: ScriptedModel, mino_env: dict[str, str], workdir: Path, record: Path
+) -> None:
+    """A server's elicitation/create in the terminal: its message and fields escaped, then
+    `Answer the server? [y/N]`; yes accepts with the defaults shown. `mino -p` declines it."""
+    import pexpect
+    from cli_driver import spawn
+    from test_cli import PROMPT
+
+    ask = {"calls": [{"name": "mcp__fx__ask", "arguments": {}}]}
+    model.add(ask, {"text": "asked", "require": "action=accept data={'proceed': True, 'note': 'none'}"})
+    child = spawn(mino_env, workdir, "--mode", "bypass", timeout=60)
+    raw: list[str] = []
+    child.logfile_read = type(
+        "Sink", (), {"write": lambda self, s: raw.append(s), "flush": lambda self: None}
+    )()
+    child.expect_exact(PROMPT)
+    deadline = time.monotonic() + SLOW_START
+    while time.monotonic() < deadline:  # the tools are offered once the server is ready
+        child.sendline("/mcp")
+        index = child.expect(["fx: ready", "fx: starting"])
+        child.expect_exact(PROMPT)
+        if index == 0:
+            break
+        time.sleep(0.5)
+    child.sendline("ask me")
+    child.expect_exact('MCP server "fx" asks: "Deploy to \\x1b[31mproduction\\x1b[0m?"')
+    child.expect_exact('"proceed" (boolean) "go ahead \\x1b[31mnow\\x1b[0m": default "true"')
+    child.expect_exact("Answer the server? [y/N] ")
+    child.sendline("y")
+    child.expect_exact("Assistant> asked")
+    child.expect_exact(PROMPT)
+    child.sendeof()
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0 and model.errors == []
+    assert "\x1b[31m" not in "".join(raw)
+
+    model.add(ask, {"text": "declined", "require": "action=decline"})
+    done = subprocess.run(
+        [*MINO, "-p", "ask me", "--mode", "bypass"],
+        env=mino_env,
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        timeout=SLOW_START + 60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Answer the server?" in done.stderr and "cannot ask" in done.stderr
+    assert done.stdout == "declined\n" and model.errors == []

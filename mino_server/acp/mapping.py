@@ -9,6 +9,7 @@ arguments as the model sent them (data for the client, never shown as the call's
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 from pathlib import Path
@@ -471,6 +472,9 @@ def in_progress(call_id: str) -> dict[str, Any]:
     return {"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": "in_progress"}
 
 
+_ELICITATIONS = itertools.count(1)  # each question its own tool call ID
+
+
 def confirm_tool_call(question: Confirmation) -> dict[str, Any]:
     """A mino confirmation (core/ui.py confirm) as the tool call of a session/request_permission."""
     kind, session_id, message, diffs = question.kind, question.session_id, question.message, question.diffs
@@ -487,6 +491,15 @@ def confirm_tool_call(question: Confirmation) -> dict[str, Any]:
             "toolCallId": f"instructions-{session_id}",
             "title": "Project instructions",
             "kind": "read",
+            "status": "pending",
+            "content": [text_content(fence(message))],
+        }
+    if kind == "elicitation":  # an MCP server's question: its first line names the server
+        first = message.split("\n", 1)[0]
+        return {
+            "toolCallId": f"elicitation-{session_id}-{next(_ELICITATIONS)}",
+            "title": first if len(first) <= TITLE_MAX else first[: TITLE_MAX - 1] + "…",
+            "kind": "other",
             "status": "pending",
             "content": [text_content(fence(message))],
         }

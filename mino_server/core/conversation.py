@@ -18,7 +18,7 @@ import re
 import secrets
 import typing
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from . import attachments, opening, startup
 from .briefing import Briefing
@@ -27,6 +27,7 @@ from .compaction import Compactor, TokenBudget
 from .config import Config
 from .contract import (
     MODES,
+    Confirmation,
     ContextItem,
     ContextUsage,
     HistoryItem,
@@ -81,6 +82,7 @@ class Conversation:
         self._claim: SessionClaim | None = None  # this conversation has `log`'s session open
         self.restore_problem: str | None = None
         self.busy = False
+        self._turn_cancel: CancelToken | None = None  # the running turn's
         self.stopped: str | None = None  # set when storage failed: the chat stops
         self._opened = False
         self._tools: dict[str, Tool] | None = None
@@ -219,7 +221,21 @@ class Conversation:
 
         specs = with_client_servers(self.config.mcp_servers, self.client_servers)
         self.mcp = McpHub(specs, self.workdir, self._hidden_env(), connect, on_change=self._mcp_changed)
+        self.mcp.elicit = self._elicit
         self.mcp.start()
+
+    def _elicit(self, server: str, message: str, schema: dict[str, Any]) -> dict[str, Any] | None:
+        """A server's elicitation/create as a question for the person (front ends that cannot ask,
+        piped input and `mino -p`, say no): the content to accept with, or None to decline."""
+        from .mcp import ELICITATION_KIND, elicitation_question
+
+        text, content = elicitation_question(server, message, schema)
+        cancel = self._turn_cancel or CancelToken()
+        question = Confirmation(
+            kind=ELICITATION_KIND, session_id=self.session_id or "", message=text, asks_last=True
+        )
+        yes = self.ui.confirm(question, cancel) and not cancel.cancelled
+        return content if yes else None
 
     def _mcp_changed(self) -> None:
         if self.on_mcp_change is not None:
@@ -317,6 +333,7 @@ class Conversation:
         if setup is not None:  # no request would get an answer: nothing is sent or logged
             return TurnResult(turnId="", status="failed", text="", error=setup.message)
         self.busy = True
+        self._turn_cancel = cancel  # a question an MCP server asks during the turn ends with it
         try:
             items, pictures = (
                 attachments.attach(self.workdir, self.config.home, context, images)
@@ -327,6 +344,7 @@ class Conversation:
             # editor can send half an emoji: neither can be saved as UTF-8, so each becomes U+FFFD.
             return self._turn(self.log, _SURROGATE.sub("\ufffd", text), cancel, items, pictures)
         finally:
+            self._turn_cancel = None
             self.busy = False
 
     def _turn(

@@ -9,6 +9,7 @@ official Python SDK); a server, its descriptions, schemas and results are outsid
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import re
@@ -255,6 +256,51 @@ class Connection(Protocol):
     def close(self) -> None: ...
 
 
+# An elicitation/create from a server, as the person is asked it: (server name, message, requested
+# schema) -> the content to accept with, or None to decline. The conversation provides it.
+Elicit = Callable[[str, str, dict[str, Any]], "dict[str, Any] | None"]
+
+ELICIT_MAX_FIELDS = 20
+ELICIT_MAX_CHARS = 2000
+ELICITATION_KIND = "elicitation"  # the Confirmation kind (core/contract.py)
+
+
+def elicitation_question(server: str, message: str, schema: object) -> tuple[str, dict[str, Any]]:
+    """The question a server's elicitation/create becomes (every value from the server escaped, as
+    approval fields are) and the content a yes sends: each requested field's default, which the
+    question shows. A field without a default is left out (Mino asks yes or no, not for values)."""
+    from .display import escape_value
+
+    def shown(value: object) -> str:
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        if len(text) > ELICIT_MAX_CHARS:
+            text = text[:ELICIT_MAX_CHARS] + "…"
+        return f'"{escape_value(text)}"'
+
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    fields = properties if isinstance(properties, dict) else {}
+    content: dict[str, Any] = {}
+    lines = [f"MCP server {shown(server)} asks: {shown(message)}"]
+    if fields:
+        lines.append("It asks for:")
+    for i, (name, spec) in enumerate(fields.items()):
+        if i == ELICIT_MAX_FIELDS:
+            lines.append(f"  … and {len(fields) - i} more fields, left out")
+            break
+        spec = spec if isinstance(spec, dict) else {}
+        kind = spec["type"] if isinstance(spec.get("type"), str) else "value"
+        about = f" {shown(spec['description'])}" if isinstance(spec.get("description"), str) else ""
+        if "default" in spec:
+            content[str(name)] = spec["default"]
+            value = f"default {shown(spec['default'])}"
+        else:
+            value = "no default: left out"
+        lines.append(f"  {shown(name)} ({escape_value(kind)}){about}: {value}")
+    lines.append("Yes sends the defaults shown; no declines.")
+    lines.append("Answer the server?")
+    return "\n".join(lines), content
+
+
 # connect(spec, env, cwd, timeout_s, on_exit) -> Connection; raises anything with a one-line message.
 # `on_exit(why)` is called (any thread) when a ready server stops.
 Connector = Callable[[ServerSpec, dict[str, str], str, float, Callable[[str], None]], Connection]
@@ -296,6 +342,18 @@ class McpHub:
         self._closed = False
         self._threads: list[threading.Thread] = []
         self.on_change = on_change
+        self.elicit: Elicit | None = None  # set by the conversation: a server's question to the person
+
+    def _elicited(self, server: str, message: str, schema: dict[str, Any]) -> dict[str, Any] | None:
+        """A server's elicitation/create (on a thread of the MCP loop's executor): declined unless
+        the person says yes; a front end that fails to ask has not said yes."""
+        ask = self.elicit
+        if ask is None:
+            return None
+        try:
+            return ask(server, message, schema)
+        except Exception:
+            return None
 
     def start(self) -> None:
         if not self.servers:
@@ -319,6 +377,8 @@ class McpHub:
         except Exception as exc:
             self._failed(server, _one_line(exc))
             return
+        if hasattr(connection, "elicit"):  # the SDK's connection; a server's questions reach the person
+            connection.elicit = functools.partial(self._elicited, spec.name)
         with self._lock:
             if self._closed or server.state == "failed":
                 closing: Connection | None = connection

@@ -62,6 +62,22 @@ class SdkConnection:
         self._stop: asyncio.Event | None = None
         self._task: asyncio.Future[None] | None = None
         self._closing = False
+        # The server's elicitation/create, asked of the person (core/mcp.py, McpHub); None: declined.
+        self.elicit: Callable[[str, dict[str, Any]], dict[str, Any] | None] | None = None
+
+    async def _on_elicit(self, context: Any, params: Any) -> Any:
+        from mcp.types import ElicitResult
+
+        ask = self.elicit
+        # Form requests only: a URL request would have Mino open a page the server names.
+        if ask is None or getattr(params, "mode", "form") != "form":
+            return ElicitResult(action="decline")
+        schema = params.requested_schema if isinstance(params.requested_schema, dict) else {}
+        # Asked on an executor thread: the loop keeps serving every server meanwhile.
+        content = await asyncio.get_running_loop().run_in_executor(None, ask, str(params.message), schema)
+        if content is None:
+            return ElicitResult(action="decline")
+        return ElicitResult(action="accept", content=content)
 
     async def _serve(self, ready: asyncio.Future[None]) -> None:
         import anyio
@@ -78,7 +94,12 @@ class SdkConnection:
                 ended = asyncio.ensure_future(_relay(read, relay))
                 stack.callback(ended.cancel)
                 session = await stack.enter_async_context(
-                    ClientSession(relayed, write, client_info=Implementation(name="mino", version=_version()))
+                    ClientSession(
+                        relayed,
+                        write,
+                        client_info=Implementation(name="mino", version=_version()),
+                        elicitation_callback=self._on_elicit,
+                    )
                 )
                 await session.initialize()
                 self.tools = await _list_tools(session)

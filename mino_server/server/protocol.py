@@ -381,7 +381,7 @@ class ApproveResult:
     approved: bool
 
 
-ConfirmKind = Literal["recovery", "skills", "rewind", "instructions"]
+ConfirmKind = Literal["recovery", "skills", "rewind", "instructions", "elicitation"]
 CONFIRM_KINDS: tuple[ConfirmKind, ...] = typing.get_args(ConfirmKind)
 
 

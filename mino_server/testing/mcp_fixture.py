@@ -7,7 +7,8 @@ how often a call arrived and whether `notifications/cancelled` did.
 
 Tools: echo, fail (isError), slow (sleeps until cancelled or done), die (exits mid-call), env (which
 API key variables it can see), hostile (escape sequences in its description and result), picture
-(an image content block).
+(an image content block), ask (an elicitation/create with two fields that have defaults, and a
+message with escape sequences).
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ import sys
 from typing import Any
 
 import anyio
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, ImageContent, TextContent
+from pydantic import BaseModel, Field
 
 ESC_DESCRIPTION = "Says hello.\x1b]0;pwned-title\x07\x1b[31m red \x1b[0m"
 ESC_RESULT = "hello \x1b]0;pwned-title\x07\x1b[2J cleared? \x1b[31mred\x1b[0m"
@@ -106,6 +108,19 @@ def picture() -> list[TextContent | ImageContent]:
         TextContent(type="text", text="a picture:"),
         ImageContent(type="image", data=png, mime_type="image/png"),
     ]
+
+
+class Choice(BaseModel):
+    proceed: bool = Field(default=True, description="go ahead \x1b[31mnow\x1b[0m")
+    note: str = Field(default="none", description="anything to add")
+
+
+@server.tool(description="Asks the person (elicitation/create) and returns what came back.")
+async def ask(ctx: Context) -> str:
+    record({"tool": "ask", "args": {}})
+    result = await ctx.elicit("Deploy to \x1b[31mproduction\x1b[0m?", Choice)
+    data = getattr(result, "data", None)
+    return f"action={result.action} data={data.model_dump() if data is not None else None}"
 
 
 def main(argv: list[str]) -> None:

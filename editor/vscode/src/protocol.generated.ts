@@ -57,8 +57,14 @@ export const TOOL_STATUSES: readonly ToolStatus[] = [
   'unknown',
 ];
 
-export type ConfirmKind = 'recovery' | 'skills' | 'rewind' | 'instructions';
-export const CONFIRM_KINDS: readonly ConfirmKind[] = ['recovery', 'skills', 'rewind', 'instructions'];
+export type ConfirmKind = 'recovery' | 'skills' | 'rewind' | 'instructions' | 'elicitation';
+export const CONFIRM_KINDS: readonly ConfirmKind[] = [
+  'recovery',
+  'skills',
+  'rewind',
+  'instructions',
+  'elicitation',
+];
 
 export type Decision = 'run' | 'ask' | 'show';
 export const DECISIONS: readonly Decision[] = ['run', 'ask', 'show'];
