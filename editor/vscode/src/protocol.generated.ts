@@ -524,7 +524,9 @@ export interface ConfirmParams {
    * recovery: a session's calls whose result was never recorded; skills: project skills not accepted before
    * (new or changed), asked at a session's first turn (a no loads none); rewind: /rewind N or mino/rewind,
    * with the files' diffs; instructions: AGENTS.md content not accepted before (new or changed), asked at a
-   * turn before it is sent (a no sends none for the rest of the session)
+   * turn before it is sent (a no sends none for the rest of the session); elicitation: an MCP server's
+   * elicitation/create during its tool call, with its message and requested fields (a yes sends the defaults
+   * shown, a no declines)
    */
   kind: ConfirmKind;
   sessionId: string;
