@@ -306,7 +306,9 @@ export class Controller implements vscode.Disposable {
           ? "Mino: load this project's skills?"
           : p.kind === 'instructions'
             ? "Mino: send this project's AGENTS.md instructions to the model?"
-            : 'Mino: confirm',
+            : p.kind === 'elicitation'
+              ? 'Mino: an MCP server asks'
+              : 'Mino: confirm',
       { modal: true, detail: p.message },
       'Yes',
       'No',

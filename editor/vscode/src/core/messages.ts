@@ -29,7 +29,15 @@ export type ChatItem =
       /** /rewind took its turn back: later requests no longer send it */
       rewound?: boolean;
     }
-  | { kind: 'assistant'; id: string; turnId: string; text: string; streaming: boolean }
+  | {
+      kind: 'assistant';
+      id: string;
+      turnId: string;
+      text: string;
+      streaming: boolean;
+      /** the person interrupted this answer: the text is what had streamed (history) */
+      interrupted?: boolean;
+    }
   | {
       kind: 'tool';
       id: string;

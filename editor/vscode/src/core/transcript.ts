@@ -151,7 +151,17 @@ export class Transcript {
           seq,
         ]);
       else if (h.role === 'assistant')
-        out.push([{ kind: 'assistant', id: this.nextId('h'), turnId: h.turnId ?? '', text, streaming: false }, seq]);
+        out.push([
+          {
+            kind: 'assistant',
+            id: this.nextId('h'),
+            turnId: h.turnId ?? '',
+            text,
+            streaming: false,
+            ...(h.interrupted === true ? { interrupted: true } : {}),
+          },
+          seq,
+        ]);
       else if (h.role === 'tool')
         out.push([
           {

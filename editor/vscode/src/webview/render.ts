@@ -174,7 +174,9 @@ export function renderItem(item: ChatItem): string {
     case 'assistant':
       return (
         `<div class="msg assistant${item.streaming ? ' streaming' : ''}" data-id="${escapeHtml(item.id)}">` +
-        `<div class="markdown">${renderMarkdown(item.text)}</div></div>`
+        `<div class="markdown">${renderMarkdown(item.text)}</div>` +
+        (item.interrupted ? '<div class="rewound-note">Interrupted: the model was told not to carry this on</div>' : '') +
+        `</div>`
       );
     case 'tool':
       return renderTool(item);

@@ -138,3 +138,10 @@ test('a user message whose turn can be rewound has "Rewind to here"; a rewound o
   assert.doesNotMatch(gone, /Rewind to here/);
   assert.doesNotMatch(renderItem({ kind: 'user', id: 'u-3', text: 'x' }), /Rewind to here/);
 });
+
+test('an interrupted answer from the history is marked', () => {
+  const cut = renderItem({ kind: 'assistant', id: 'a-1', turnId: 't', text: 'half', streaming: false, interrupted: true });
+  assert.match(cut, /Interrupted: the model was told not to carry this on/);
+  const whole = renderItem({ kind: 'assistant', id: 'a-2', turnId: 't', text: 'all', streaming: false });
+  assert.doesNotMatch(whole, /Interrupted/);
+});
