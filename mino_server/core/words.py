@@ -138,6 +138,11 @@ def skills_consent_not_saved(reason: str) -> str:
 NOTHING_TO_REWIND = "Nothing to rewind."
 BASH_NOT_UNDONE = "(bash commands are not undone)"
 CHANGED_SINCE_MINO = "changed since Mino wrote it"
+# A rewind writes only the path it recorded: a folder on it (or the file) that is now a link, or a
+# file that is now a folder (or a device, …), is never written through.
+PATH_CHANGED = (
+    "its path changed since the checkpoint (a link or another kind of file is there now); not written through"
+)
 NOT_REWOUND = "Nothing was rewound."
 
 
