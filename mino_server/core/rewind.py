@@ -29,7 +29,7 @@ from .checkpoints import CheckpointStore, same
 from .contract import CheckpointFile, CheckpointTurn, Confirmation, FileDiff, KeptFile, RewindAction
 from .display import escape_value
 from .errors import CommandError, ToolFailure
-from .tools.paths import Target, final_name, locate, open_parent
+from .tools.paths import PROTECTED_NAMES, Target, final_name, locate, open_parent
 from .tools.project_files import sha256
 from .values import Mutable, mutable
 from .words import CHANGED_SINCE_MINO, PATH_CHANGED
@@ -87,6 +87,13 @@ def _recorded(conv: Conversation, rel: str) -> Target:
     if not stat.S_ISREG(st.st_mode):
         raise ToolFailure(PATH_CHANGED)
     return target
+
+
+def _protected(rel: str) -> str | None:
+    """The protected folder (.git, .mino, .vscode) a recorded path lies in, named up to it."""
+    parts = rel.split("/")
+    at = next((i for i, p in enumerate(parts) if p.casefold() in PROTECTED_NAMES), None)
+    return None if at is None else "/".join(parts[: at + 1])
 
 
 def _read(conv: Conversation, rel: str) -> bytes | None:
@@ -296,7 +303,7 @@ def run_with_question(
     from .words import BASH_NOT_UNDONE, NOT_REWOUND, rewind_file_line, rewind_question, rewound_line
 
     p = plan(conv, n)
-    lines = [rewind_file_line(f.action, f.path, f.reason) for f in p.files]
+    lines = [rewind_file_line(f.action, f.path, f.reason, _protected(f.path)) for f in p.files]
     if p.bash:
         lines.append(BASH_NOT_UNDONE)
     question = rewind_question(len(p.changing), n)

@@ -156,8 +156,13 @@ def rewind_turn_line(n: int, at: str, files: int, text: str, bash: bool) -> str:
     return f"{n}. {when} {files} file(s): {text}" + (f" {BASH_NOT_UNDONE}" if bash else "")
 
 
-def rewind_file_line(action: str, path: str, reason: str | None) -> str:
-    return f"{action} {path}" + (f": {reason}" if action == "keep" and reason else "")
+def rewind_file_line(action: str, path: str, reason: str | None, protected: str | None = None) -> str:
+    """`restore PATH`, `delete PATH`, `keep PATH: why`; a file in a protected folder (.git, .mino,
+    .vscode) says so, as a write there asks in every mode."""
+    line = f"{action} {path}" + (f": {reason}" if action == "keep" and reason else "")
+    if protected and action != "keep":
+        line += f" (in {protected}: files here can run commands or instruct Mino later)"
+    return line
 
 
 def rewind_question(files: int, n: int) -> str:

@@ -100,3 +100,42 @@ def test_stores_under_home_do_not_follow_links(
     (elsewhere / "skills").mkdir()
     (elsewhere / "skills" / sha).write_text("{}")
     assert not consent.accepted(mino_home, "skills", sha)
+
+
+def test_a_rewind_names_the_protected_folder_it_writes_in(
+    model: ScriptedModel, agent_factory, workdir: Path
+) -> None:
+    """A file Mino wrote in .vscode (asked then) is restored only after a question that says so."""
+    (workdir / ".vscode").mkdir()
+    (workdir / ".vscode" / "tasks.json").write_text("{}\n")
+    ui = RecordingUI(approvals=[True], confirms=[True])
+    agent = agent_factory(ui, mode="accept-edits")
+    model.add(
+        call("write_file", path=".vscode/tasks.json", content='{"x": 1}\n', mode="overwrite"), {"text": "ok"}
+    )
+    turn(agent, "edit the tasks")
+    assert len(ui.asked) == 1  # the write asked, in accept-edits
+    command(agent, "/rewind 1")
+    assert "restore .vscode/tasks.json (in .vscode: files here can run commands" in ui.confirm_messages[-1]
+    assert (workdir / ".vscode" / "tasks.json").read_text() == "{}\n"
+
+
+def test_memory_and_image_stores_do_not_follow_links(mino_home: Path, tmp_path: Path) -> None:
+    from image_files import png
+
+    from mino_server.core import images, memory
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    mino_home.mkdir(parents=True, exist_ok=True)
+    for name in ("memory", "images"):
+        (mino_home / name).symlink_to(elsewhere)
+    try:
+        memory.save_memory(mino_home / "memory", "note", "user", "a note", None, None)
+    except OSError:
+        pass
+    try:
+        images.save(mino_home, "s1", [images.check(png(seed=3), None, "shot.png", "w")])
+    except OSError:
+        pass
+    assert list(elsewhere.iterdir()) == []
