@@ -139,3 +139,32 @@ def test_memory_and_image_stores_do_not_follow_links(mino_home: Path, tmp_path: 
     except OSError:
         pass
     assert list(elsewhere.iterdir()) == []
+
+
+def test_the_editor_servers_rewind_keeps_a_file_behind_a_link(model: ScriptedModel, tmp_path: Path) -> None:
+    """mino/checkpoints and mino/rewind go through the same rewind: the file is kept and named."""
+    from helpers import quiet_home
+    from server_client import servers
+
+    home = quiet_home(tmp_path)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    subprocess.run(["git", "init", "-q", str(ws)], check=True)
+    real = (ws / ".git" / "config").read_text()
+    model.add(
+        call("write_file", path="g/config", content=PAYLOAD, mode="create"),
+        {"text": "made"},
+        call("write_file", path="g/config", content=real, mode="overwrite"),
+        {"text": "again"},
+    )
+    with servers(home, model.base_url, ws) as spawn:
+        client = spawn(handlers={"mino/confirm": lambda params: {"confirmed": True}}, mode="bypass")
+        client.request("mino/turn", {"text": "make"})
+        second = client.request("mino/turn", {"text": "again"})
+        os.rename(ws / "g", ws / "g-moved")
+        os.symlink(".git", ws / "g")
+        turns = client.request("mino/checkpoints")["turns"]
+        assert turns[0]["files"][0]["action"] == "keep" and "path changed" in turns[0]["files"][0]["reason"]
+        done = client.request("mino/rewind", {"turnId": second["turnId"]})
+        assert done["rewound"] == [] and [k["path"] for k in done["kept"]] == ["g/config"]
+    assert (ws / ".git" / "config").read_text() == real
