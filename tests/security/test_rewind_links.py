@@ -168,3 +168,34 @@ def test_the_editor_servers_rewind_keeps_a_file_behind_a_link(model: ScriptedMod
         done = client.request("mino/rewind", {"turnId": second["turnId"]})
         assert done["rewound"] == [] and [k["path"] for k in done["kept"]] == ["g/config"]
     assert (ws / ".git" / "config").read_text() == real
+
+
+def test_a_link_swapped_in_while_the_question_waits_is_not_written_through(
+    model: ScriptedModel, agent_factory, workdir: Path
+) -> None:
+    """The question showed `restore g/config` (g was a folder then); g becomes a link to .git before
+    the yes: the path is judged again before the write, and the file is kept and named."""
+    subprocess.run(["git", "init", "-q", str(workdir)], check=True)
+    real = (workdir / ".git" / "config").read_text()
+
+    class SwapWhileAsking(RecordingUI):
+        def confirm(self, question: Any, cancel: Any = None) -> bool:
+            os.rename(workdir / "g", workdir / "g-moved")
+            os.symlink(".git", workdir / "g")
+            return super().confirm(question, cancel)
+
+    ui = SwapWhileAsking(confirms=[True])
+    agent = agent_factory(ui, mode="bypass")
+    model.add(
+        call("write_file", path="g/config", content=PAYLOAD, mode="create"),
+        {"text": "made"},
+        call("write_file", path="g/config", content=real, mode="overwrite"),
+        {"text": "again"},
+    )
+    turn(agent, "make")
+    turn(agent, "again")
+    out = command(agent, "/rewind 2")
+    assert "restore g/config" in ui.confirm_messages[-1]  # true when asked
+    assert (workdir / ".git" / "config").read_text() == real
+    assert out[0].startswith("Rewound 0 file(s)")
+    assert any(line.startswith("keep g/config: its path changed") for line in out[1:])
