@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from helpers import RecordingUI, command, turn
+from tool_helpers import needs_bwrap
 
 from mino_server.testing.scripted_model import ScriptedModel
 
@@ -19,6 +20,7 @@ def call(tool: str, /, **arguments: Any) -> dict:
     return {"calls": [{"name": tool, "arguments": arguments}]}
 
 
+@needs_bwrap
 def test_rewind_does_not_write_into_git_through_a_link(
     model: ScriptedModel, agent_factory, workdir: Path
 ) -> None:
@@ -37,6 +39,7 @@ def test_rewind_does_not_write_into_git_through_a_link(
     assert turn(agent, "make g/config").status == "completed"
     assert turn(agent, "tidy").status == "completed"
     assert os.path.islink(workdir / "g"), "the command did not run"
+    assert ui.asked == []  # nothing asked: two project writes and one sandboxed command
     out = command(agent, "/rewind 2")
     question = ui.confirm_messages[-1]
     assert "restore g/config" not in question
