@@ -456,3 +456,52 @@ def test_unknown_result_refused_on_resume_keeps_selection(
     assert any(r["type"] == "recovery" for r in log.read_records())
     assert not any(r["type"] == "recovery_ack" for r in log.read_records())
     log.close()
+
+
+def test_a_crash_after_an_interrupted_turn_still_loads_and_replays_it(
+    model: ScriptedModel, workdir: Path, mino_home: Path
+) -> None:
+    """An interrupted turn (partial answer, `interrupted`), then a turn torn by a crash: the load
+    cuts the torn tail, recovery ends the open turn, and the next request still carries the
+    interrupted turn as separate messages with the interruption line."""
+    from mino_server.core.sessions.log import INTERRUPTED_NOTE
+
+    at = "2026-10-21T10:00:00.000Z"
+    records = [
+        {"seq": 1, "type": "user_message", "turn_id": "t1", "at": at, "text": "Please be SLOW."},
+        {
+            "seq": 2,
+            "type": "assistant_message",
+            "turn_id": "t1",
+            "at": at,
+            "text": "slow",
+            "interrupted": True,
+        },
+        {"seq": 3, "type": "interrupted", "turn_id": "t1", "at": at},
+        {
+            "seq": 4,
+            "type": "turn_end",
+            "turn_id": "t1",
+            "at": at,
+            "status": "interrupted",
+            "reason": "Interrupted.",
+        },
+        {"seq": 5, "type": "user_message", "turn_id": "t2", "at": at, "text": "then this"},
+    ]
+    path = write_log(mino_home, A, records)
+    with path.open("ab") as f:
+        f.write(b'{"seq": 6, "type": "assistant_mess')
+    (sessions_dir(mino_home) / "active-session.json").write_text(json.dumps({"session_id": A}))
+    agent = make_agent(model.base_url, workdir)
+    agent.open()
+    model.add({"text": "hello"})
+    assert turn(agent, "Say hello.").status == "completed"
+    agent.close()
+    sent = [(m["role"], m["content"]) for m in model.requests[-1]["input"] if m.get("type") == "message"]
+    assert sent[-3:] == [
+        ("user", "Please be SLOW."),
+        ("assistant", f"slow\n\n{INTERRUPTED_NOTE}"),
+        ("user", "then this\n\nSay hello."),  # the crashed turn failed before any answer: merged
+    ]
+    ends = [r for r in (json.loads(x) for x in path.read_text().splitlines()) if r["type"] == "turn_end"]
+    assert [e["status"] for e in ends] == ["interrupted", "interrupted", "completed"]
