@@ -406,6 +406,9 @@ directory, mode and turn; turns of different connections run at the same time (d
 `$/cancelRequest` on a `mino/turn` interrupts that turn: a pending `mino/approve` is answered as
 denied (the event `approval_resolved` says `"cancelled"`, and the server sends `$/cancelRequest` for
 its own `mino/approve` request), and the turn's result is `status: "interrupted"` (not an error).
+The interrupted turn keeps the answer text streamed before the cancel (`mino/history` marks it
+`interrupted: true`), and later requests tell the model the person stopped it; the next `mino/turn`
+is its own message (docs/BEHAVIOUR.md, "Interrupted turns").
 `$/cancelRequest` on `mino/compact` stops the summary request ("Compaction interrupted; history is
 unchanged."). Other requests are quick and ignore it.
 

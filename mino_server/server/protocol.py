@@ -577,8 +577,9 @@ SERVER_MESSAGES: list[Method] = [
         "resume); skills question at a session's first turn, before project skills not accepted "
         "before are loaded; rewind question (/rewind N, mino/rewind); instructions question at a turn, "
         "before AGENTS.md content not accepted before is sent (`files` carries each file's whole text); "
-        "the skills and instructions questions are sent with `$/cancelRequest` when the turn is "
-        "interrupted. Only `{confirmed: true}` is a yes.",
+        "elicitation question when an MCP server asks the person during its tool call; "
+        "the skills, instructions and elicitation questions are sent with `$/cancelRequest` when the "
+        "turn is interrupted. Only `{confirmed: true}` is a yes.",
     ),
     Method("mino/event", "server", Event, NOTIFICATION, "A turn event; `type` says which."),
     Method(

@@ -749,8 +749,9 @@ export const Methods = {
    * Server request. Recovery question before a session with an unrecorded result becomes active (start-up,
    * resume); skills question at a session's first turn, before project skills not accepted before are loaded;
    * rewind question (/rewind N, mino/rewind); instructions question at a turn, before AGENTS.md content not
-   * accepted before is sent (`files` carries each file's whole text); the skills and instructions questions
-   * are sent with `$/cancelRequest` when the turn is interrupted. Only `{confirmed: true}` is a yes.
+   * accepted before is sent (`files` carries each file's whole text); elicitation question when an MCP server
+   * asks the person during its tool call; the skills, instructions and elicitation questions are sent with
+   * `$/cancelRequest` when the turn is interrupted. Only `{confirmed: true}` is a yes.
    */
   confirm: 'mino/confirm',
   /** Server notification. A turn event; `type` says which. */
