@@ -1601,8 +1601,10 @@ def test_an_mcp_servers_elicitation_is_a_permission_request(
     assert model.errors == []
     (asked,) = [r["params"] for r in client.incoming_requests if r["method"] == "session/request_permission"]
     call = asked["toolCall"]
-    assert call["title"] == 'MCP server "fx" asks: "Deploy to \\x1b[31mproduction\\x1b[0m?"'
+    assert call["title"] == "MCP server question" and call["kind"] == "other"
     text = call["content"][0]["content"]["text"]
-    assert '"proceed" (boolean) "go ahead \\x1b[31mnow\\x1b[0m": default "true"' in text
-    assert '"note" (string) "anything to add": default "none"' in text
+    assert 'Message: "Deploy to \\x1b[31mproduction\\x1b[0m?"' in text
+    assert 'field proceed: "true (boolean; go ahead \\x1b[31mnow\\x1b[0m)"' in text
+    assert 'field note: "none (string; anything to add)"' in text
+    assert 'Server: "fx"\nYes sends the defaults shown; no declines.\nAnswer the server?' in text
     assert "\x1b" not in json.dumps(asked, ensure_ascii=False)

@@ -595,8 +595,10 @@ def test_the_terminal_asks_an_elicitation_and_print_mode_declines_it(
             break
         time.sleep(0.5)
     child.sendline("ask me")
-    child.expect_exact('MCP server "fx" asks: "Deploy to \\x1b[31mproduction\\x1b[0m?"')
-    child.expect_exact('"proceed" (boolean) "go ahead \\x1b[31mnow\\x1b[0m": default "true"')
+    child.expect_exact("[MCP server question]")
+    child.expect_exact('Message: "Deploy to \\x1b[31mproduction\\x1b[0m?"')
+    child.expect_exact('field proceed: "true (boolean; go ahead \\x1b[31mnow\\x1b[0m)"')
+    child.expect_exact('Server: "fx"')
     child.expect_exact("Answer the server? [y/N] ")
     child.sendline("y")
     child.expect_exact("Assistant> asked")

@@ -494,11 +494,10 @@ def confirm_tool_call(question: Confirmation) -> dict[str, Any]:
             "status": "pending",
             "content": [text_content(fence(message))],
         }
-    if kind == "elicitation":  # an MCP server's question: its first line names the server
-        first = message.split("\n", 1)[0]
+    if kind == "elicitation":  # an MCP server's question (core/mcp.py, elicitation_question)
         return {
             "toolCallId": f"elicitation-{session_id}-{next(_ELICITATIONS)}",
-            "title": first if len(first) <= TITLE_MAX else first[: TITLE_MAX - 1] + "…",
+            "title": "MCP server question",
             "kind": "other",
             "status": "pending",
             "content": [text_content(fence(message))],

@@ -266,41 +266,45 @@ class Connection(Protocol):
 Elicit = Callable[[str, str, dict[str, Any]], "dict[str, Any] | None"]
 
 ELICIT_MAX_FIELDS = 20
-ELICIT_MAX_CHARS = 2000
 ELICITATION_KIND = "elicitation"  # the Confirmation kind (core/contract.py)
 
 
 def elicitation_question(server: str, message: str, schema: object) -> tuple[str, dict[str, Any]]:
-    """The question a server's elicitation/create becomes (every value from the server escaped, as
-    approval fields are) and the content a yes sends: each requested field's default, which the
-    question shows. A field without a default is left out (Mino asks yes or no, not for values)."""
-    from .display import escape_value
+    """The question a server's elicitation/create becomes and the content a yes sends.
 
-    def shown(value: object) -> str:
-        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-        if len(text) > ELICIT_MAX_CHARS:
-            text = text[:ELICIT_MAX_CHARS] + "…"
-        return f'"{escape_value(text)}"'
+    Shown as an approval is: a header, then `Label: "value"` lines escaped and cut as every field
+    (display.approval_fields): `Message`, one `field NAME` line per requested field (its default,
+    its type and description; labels named by the server are prefixed, as MCP arguments are), and
+    `Server` last. A yes sends each field's default; a field without one is left out (Mino asks yes
+    or no, not for values)."""
+    from .display import approval_fields
+
+    def text(value: object) -> str:
+        return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
     properties = schema.get("properties") if isinstance(schema, dict) else None
-    fields = properties if isinstance(properties, dict) else {}
+    requested = properties if isinstance(properties, dict) else {}
     content: dict[str, Any] = {}
-    lines = [f"MCP server {shown(server)} asks: {shown(message)}"]
-    if fields:
-        lines.append("It asks for:")
-    for i, (name, spec) in enumerate(fields.items()):
+    fields = [("Message", message)]
+    for i, (name, spec) in enumerate(requested.items()):
         if i == ELICIT_MAX_FIELDS:
-            lines.append(f"  … and {len(fields) - i} more fields, left out")
+            fields.append(("More fields", f"{len(requested) - i} more, left out"))
             break
         spec = spec if isinstance(spec, dict) else {}
-        kind = spec["type"] if isinstance(spec.get("type"), str) else "value"
-        about = f" {shown(spec['description'])}" if isinstance(spec.get("description"), str) else ""
+        about = [text(spec["type"]) if "type" in spec else "value"]
+        if isinstance(spec.get("description"), str):
+            about.append(spec["description"])
         if "default" in spec:
             content[str(name)] = spec["default"]
-            value = f"default {shown(spec['default'])}"
+            value = f"{text(spec['default'])} ({'; '.join(about)})"
         else:
-            value = "no default: left out"
-        lines.append(f"  {shown(name)} ({escape_value(kind)}){about}: {value}")
+            value = f"no default: left out ({'; '.join(about)})"
+        fields.append(("field " + (_UNSAFE.sub("_", str(name))[:64] or "_"), value))
+    fields.append(("Server", server))
+    shown, warning = approval_fields(fields, None, as_given=True)
+    lines = ["[MCP server question]", *(f'{label}: "{value}"' for label, value in shown)]
+    if warning:
+        lines.append(warning)
     lines.append("Yes sends the defaults shown; no declines.")
     lines.append("Answer the server?")
     return "\n".join(lines), content
