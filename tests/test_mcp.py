@@ -621,3 +621,34 @@ def test_the_terminal_asks_an_elicitation_and_print_mode_declines_it(
     assert done.returncode == 0, done.stderr
     assert "Answer the server?" in done.stderr and "cannot ask" in done.stderr
     assert done.stdout == "declined\n" and model.errors == []
+
+
+def test_the_editor_server_asks_an_elicitation_through_mino_confirm(
+    model: ScriptedModel, tmp_path: Path
+) -> None:
+    home = quiet_home(tmp_path)
+    record = tmp_path / "calls.jsonl"
+    write_config(home, {"fx": fixture_server(record)})
+    work = tmp_path / "work"
+    work.mkdir()
+    client = Client(
+        mino_env(home, model.base_url), work, handlers={"mino/confirm": lambda p: {"confirmed": True}}
+    )
+    try:
+        client.initialize(work, mode="bypass")
+
+        def ready() -> bool:
+            servers = client.request("mino/state").get("mcp") or []
+            return any(s["name"] == "fx" and s["state"] == "ready" for s in servers)
+
+        wait_until(ready, "the fixture server", SLOW_START + HANG_S)
+        expected = "action=accept data={'proceed': True, 'note': 'none'}"
+        model.add({"calls": [{"name": "mcp__fx__ask", "arguments": {}}]}, {"text": "ok", "require": expected})
+        assert client.request("mino/turn", {"text": "ask me"})["status"] == "completed"
+        assert model.errors == []
+        (asked,) = [r["params"] for r in client.incoming_requests if r["method"] == "mino/confirm"]
+        assert asked["kind"] == "elicitation"
+        assert 'Message: "Deploy to \\x1b[31mproduction\\x1b[0m?"' in asked["message"]
+        assert "\x1b" not in asked["message"]
+    finally:
+        assert client.stop() == 0
