@@ -16,6 +16,7 @@ start-up time still make one module depend on another) and under `if TYPE_CHECKI
   the pygls internals Mino relies on (tests/test_pygls_fence.py checks them);
 - no import cycles. Outside the core none at all; in the core only the cycles listed in
   KNOWN_CORE_CYCLES, each of which must still exist (a fixed one is taken off the list).
+- no module uses another module's private names (`_name`): what another module needs is public.
 
 Run as a script to print the graph: `python tests/test_import_layers.py`.
 """
