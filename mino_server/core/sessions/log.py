@@ -66,7 +66,7 @@ UNKNOWN_RESULT_TEXT = "The result of this call was never recorded: the command m
 
 INDEX_SUFFIX = ".idx"
 INDEX_MAGIC = b"MINO-SESSION-INDEX\n"
-INDEX_VERSION = 4  # bump whenever loading checks or derives anything differently
+INDEX_VERSION = 5  # bump whenever loading checks or derives anything differently
 INDEX_MIN_BYTES = 1 << 20  # below this, parsing what the index does not cover takes < 10 ms
 CHUNK = 1 << 20
 NEAR = 64 * 1024  # records closer than this are read in one go
