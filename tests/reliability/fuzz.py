@@ -181,6 +181,8 @@ def a_record(draw: st.DrawFn, noisy: bool = True) -> dict[str, Any]:
         rec["turn_id"] = field(st.sampled_from(["t1", "t2", "t3"]))
     if t in ("user_message", "assistant_message"):
         rec["text"] = field(st.text(max_size=30))
+    if t == "assistant_message" and draw(st.integers(0, 3)) == 0:
+        rec["interrupted"] = True  # the text streamed before the person interrupted the turn
     elif t == "tool_call":
         rec.update(call_id=field(CALL_IDS), name=field(st.sampled_from(["bash", "read_file", "nope"])))
         rec["arguments"] = field(st.sampled_from(['{"command": "echo hi"}', "{bad", "[]", "{}"]))

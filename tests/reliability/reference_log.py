@@ -142,6 +142,8 @@ def history(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             items.append(
                 {"seq": r["seq"], "turnId": r.get("turn_id"), "role": "assistant", "text": r["text"]}
             )
+            if r.get("interrupted"):  # the text streamed before the person interrupted the turn
+                items[-1]["interrupted"] = True
         elif t == "tool_call":
             calls[r["call_id"]] = r["name"]
         elif t == "tool_result":

@@ -41,7 +41,9 @@ def encode(records: list[dict[str, Any]], ascii_: bool) -> bytes:
 
 def shown(item: Any) -> dict[str, Any]:
     d = dataclasses.asdict(item)
-    return {k: v for k, v in d.items() if not (k in ("tool", "status", "rewound") and v is None)}
+    return {
+        k: v for k, v in d.items() if not (k in ("tool", "status", "rewound", "interrupted") and v is None)
+    }
 
 
 def same_answers(log: SessionLog, records: list[dict[str, Any]], draw: st.DrawFn) -> None:
