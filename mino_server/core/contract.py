@@ -36,6 +36,7 @@ from .vocab import TURN_STATUSES as TURN_STATUSES
 from .vocab import UNKNOWN as UNKNOWN
 from .vocab import Always as Always
 from .vocab import Decision as Decision
+from .vocab import Effect as Effect
 from .vocab import Kind as Kind
 from .vocab import McpState as McpState
 from .vocab import MemoryType as MemoryType
@@ -43,6 +44,7 @@ from .vocab import Mode as Mode
 from .vocab import Outcome as Outcome
 from .vocab import RewindAction as RewindAction
 from .vocab import Role as Role
+from .vocab import RuleKind as RuleKind
 from .vocab import SetupKind as SetupKind
 from .vocab import ToolCategory as ToolCategory
 from .vocab import ToolStatus as ToolStatus

@@ -21,14 +21,11 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from .values import Frozen, frozen
+from .vocab import EFFECTS, RULE_KINDS, Effect, RuleKind
 
-Effect = Literal["allow", "deny"]
-RuleKind = Literal["bash", "mcp", "write"]
-EFFECTS: tuple[Effect, ...] = ("allow", "deny")
-RULE_KINDS: tuple[RuleKind, ...] = ("bash", "mcp", "write")
 MAX_RULE_FILE_BYTES = 256 * 1024
 HEADER = (
     '# Mino\'s remembered decisions for one project (docs/BEHAVIOUR.md, "Rules"). Edit freely:\n'

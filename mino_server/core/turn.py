@@ -59,7 +59,8 @@ from .values import Mutable, mutable
 from .words import rule_kept, rule_refused
 
 if TYPE_CHECKING:
-    from .rules import Effect, RuleStore, Subject, Verdict
+    from .rules import RuleStore, Subject, Verdict
+    from .vocab import Effect
 
 MAX_REQUESTS = 8
 MAX_TOOL_CALLS = 16

@@ -30,6 +30,11 @@ Decision = Literal["run", "ask", "show", "refuse"]  # refuse: a deny rule refuse
 Always = Literal["allow_always", "reject_always"]
 ALLOW_ALWAYS: Always = "allow_always"
 REJECT_ALWAYS: Always = "reject_always"
+# A remembered decision (core/rules.py): what it covers and what it decides.
+RuleKind = Literal["bash", "mcp", "write"]
+RULE_KINDS: tuple[RuleKind, ...] = typing.get_args(RuleKind)
+Effect = Literal["allow", "deny"]
+EFFECTS: tuple[Effect, ...] = typing.get_args(Effect)
 
 # What a tool does, as a client groups tool calls (an icon, a title): each tool names its own
 # (`category` on its class). The values are the Agent Client Protocol's tool kinds.
