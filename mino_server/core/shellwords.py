@@ -124,6 +124,10 @@ def analyse(command: str, workdir: Path) -> Analysis:
         return Analysis(reason="too long to judge")
     if not all(visible(ch) for ch in command):
         return Analysis(reason="it has control or invisible characters")
+    if "\\\n" in command:
+        # A line continuation joins the words around it in bash ("git\\<newline>status" is one
+        # word) where the parser sees two: never covered.
+        return Analysis(reason="it has a line continuation")
     tree = _parse(command.encode("utf-8", "surrogateescape"))
     root = tree.root_node
     if root.has_error:
@@ -147,6 +151,8 @@ def _walk(node: Any, workdir: Path, found: list[Simple], quoted: bool) -> str | 
             return why
     if kind == "word" and not quoted and not _text(node).isascii():
         return "a word outside quotes has non-ASCII characters"
+    if kind == "heredoc_redirect" and _expanding_heredoc(node):
+        return "its here-document may expand"  # expansions the parser may not show as nodes
     if kind == "command":
         simple = _simple(node)
         if isinstance(simple, str):
@@ -158,6 +164,14 @@ def _walk(node: Any, workdir: Path, found: list[Simple], quoted: bool) -> str | 
         if why:
             return why
     return None
+
+
+def _expanding_heredoc(node: Any) -> bool:
+    """An unquoted here-document delimiter lets bash expand `$` and backquotes in the body."""
+    start = next((c for c in node.children if c.type == "heredoc_start"), None)
+    if start is not None and _text(start)[:1] in ("'", '"', "\\"):
+        return False
+    return any(any(ch in _text(c) for ch in "$`\\") for c in node.children if c.type == "heredoc_body")
 
 
 def _simple(node: Any) -> Simple | str:
@@ -213,8 +227,9 @@ def wrapper(words: tuple[str, ...]) -> bool:
     program = words[0].rsplit("/", 1)[-1]
     if program in WRAPPERS:
         return True
-    if program in FIND:
-        return any(action in word for word in words[1:] for action in FIND_ACTIONS)
+    if program in FIND:  # its actions, however quoted or escaped
+        plain = [w.replace("\\", "").replace("'", "").replace('"', "") for w in words[1:]]
+        return any(action in word for word in plain for action in FIND_ACTIONS)
     return False
 
 
