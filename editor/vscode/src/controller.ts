@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import * as vscode from 'vscode';
 import { errorMessage, isRpcError } from './client/minoClient';
-import { ApprovalBroker, type ApprovalChange, type PendingApproval } from './core/approvals';
+import { ApprovalBroker, type ApprovalAnswer, type ApprovalChange, type PendingApproval } from './core/approvals';
 import { statusText, statusTooltip } from './core/format';
 import { classifyInput, type WebviewToHost } from './core/messages';
 import { PAGE_SIZE, Transcript } from './core/transcript';
@@ -288,7 +288,7 @@ export class Controller implements vscode.Disposable {
   // ---------------------------------------------------------------------------------------------
   // approvals and confirmations
 
-  private onApprove(p: ApprovalRequest, token: CancellationTokenLike): Promise<boolean> {
+  private onApprove(p: ApprovalRequest, token: CancellationTokenLike): Promise<ApprovalAnswer> {
     this.channel.info(`approval requested: ${p.tool} (call ${p.callId})`);
     return this.broker.request(p, token);
   }
@@ -326,6 +326,7 @@ export class Controller implements vscode.Disposable {
     const risk = a.params.question && a.params.question !== APPROVAL_QUESTION ? `: ${a.params.question}` : '';
     const links = [
       commandLink('Approve', 'mino.answerApproval', [a.key, 'approve']),
+      ...(a.params.always ? [commandLink('Always in this project', 'mino.answerApproval', [a.key, 'always'])] : []),
       commandLink('Deny', 'mino.answerApproval', [a.key, 'deny']),
       commandLink('Show details', 'mino.showApproval', [a.key]),
     ].join('\u2002'); // an en space: does not collapse, keeps the toast on one line
@@ -395,7 +396,7 @@ export class Controller implements vscode.Disposable {
         await this.loadEarlier();
         return;
       case 'approval': {
-        const ok = this.broker.answer(m.key, m.approved, 'panel');
+        const ok = this.broker.answer(m.key, m.approved && m.always ? 'always' : m.approved, 'panel');
         if (!ok) this.channel.info('approval answer from the panel ignored: no longer pending');
         return;
       }
@@ -546,14 +547,15 @@ export class Controller implements vscode.Disposable {
     this.registerCommand('mino.setMode', () => this.sessions.setMode());
     this.registerCommand('mino.compact', () => this.sessions.compact());
     this.registerCommand('mino.showMemories', () => this.sessions.showMemories());
+    this.registerCommand('mino.showRules', () => this.sessions.showRules());
     this.registerCommand('mino.openMemoryFolder', () => this.sessions.openMemoryFolder());
     this.registerCommand('mino.showLog', () => this.channel.show());
     this.registerCommand('mino.restartServer', () => this.server.restart());
     this.registerCommand('mino.openSettings', () => vscode.commands.executeCommand('workbench.action.openSettings', 'mino.env'));
     this.registerCommand('mino.openFirstRun', () => this.openFirstRun());
     this.registerCommand('mino.answerApproval', (key, answer) => {
-      if (typeof key !== 'string' || (answer !== 'approve' && answer !== 'deny')) return;
-      if (!this.broker.answer(key, answer === 'approve', 'notification')) {
+      if (typeof key !== 'string' || (answer !== 'approve' && answer !== 'deny' && answer !== 'always')) return;
+      if (!this.broker.answer(key, answer === 'always' ? 'always' : answer === 'approve', 'notification')) {
         void vscode.window.showInformationMessage('Mino: this approval was already answered.');
       }
     });
