@@ -367,8 +367,8 @@ COMMAND_TABLE: tuple[Command, ...] = (
     ),
     Command(
         "/rules",
-        "/rules [delete N]",
-        "list the remembered decisions (always answers), or delete rule N",
+        "/rules",
+        "list the remembered decisions (always answers); /rules delete N removes one",
         cmd_rules,
         threads=InThreads(
             "/rules [delete N]",
