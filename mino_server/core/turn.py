@@ -342,7 +342,8 @@ class Turn(Mutable):
         if verdict is not None and verdict.effect == "deny":
             return ToolResult(DENIED, rule_refused(", ".join(verdict.rules)))
         if decision == "ask":
-            offer = self._offer(prepared.subject, mode)
+            kept = self._proposal(prepared.subject, mode)  # what an always answer keeps: what is shown
+            offer = self._shown_offer(kept)
             request = ApprovalRequest(
                 turnId=self.turn_id,
                 callId=call.call_id,
@@ -360,8 +361,8 @@ class Turn(Mutable):
                 answer = False  # a front end that fails to ask has not approved
             # Only an explicit yes approves (a front end's stray truthy value does not).
             approved = answer is True or answer == ALLOW_ALWAYS
-            if offer is not None and answer in (ALLOW_ALWAYS, REJECT_ALWAYS) and not cancel.cancelled:
-                self._keep_rules(prepared.subject, "allow" if approved else "deny")
+            if kept and answer in (ALLOW_ALWAYS, REJECT_ALWAYS) and not cancel.cancelled:
+                self._keep_rules(kept, "allow" if approved else "deny")
             outcome: Outcome = "cancelled" if cancel.cancelled else ("approved" if approved else "denied")
             self.ui.event(ApprovalResolved(turnId=self.turn_id, callId=call.call_id, outcome=outcome))
             if cancel.cancelled:
@@ -393,31 +394,36 @@ class Turn(Mutable):
             return None  # it runs unasked anyway; shown as it always was
         return verdict
 
-    def _offer(self, subject: Subject | None, mode: Mode) -> AlwaysOffer | None:
+    def _proposal(self, subject: Subject | None, mode: Mode) -> list[str]:
+        """The rules an always answer would keep for this call; empty where none may."""
         if subject is None or self.rules is None or mode not in ALLOW_RULE_MODES:
-            return None
-        from .display import field_value
-        from .rules import project_key, propose
+            return []
+        from .rules import propose
 
-        texts = propose(subject, self.workdir)
+        try:
+            return list(propose(subject, self.workdir) or ())
+        except Exception:  # the parser failing to load: no offer, the question stays yes or no
+            return []
+
+    def _shown_offer(self, texts: list[str]) -> AlwaysOffer | None:
         if not texts:
             return None
+        from .display import field_value
+        from .rules import project_key
+
         return AlwaysOffer(
             rules=[field_value(t)[0] for t in texts], project=field_value(project_key(self.workdir))[0]
         )
 
-    def _keep_rules(self, subject: Subject | None, effect: Effect) -> None:
-        from .rules import propose
+    def _keep_rules(self, texts: list[str], effect: Effect) -> None:
+        from .rules import project_key
 
-        assert subject is not None and self.rules is not None
-        texts = list(propose(subject, self.workdir) or ())
+        assert self.rules is not None
         try:
             self.rules.add(texts, effect, self.workdir)
         except (OSError, ValueError) as exc:
             self.ui.event(Notice(turnId=self.turn_id, text=f"The rule was not kept: {one_line(exc)}"))
             return
-        from .rules import project_key
-
         self.ui.event(Notice(turnId=self.turn_id, text=rule_kept(effect, texts, project_key(self.workdir))))
 
     def _tell(self, problems: list[str]) -> None:
