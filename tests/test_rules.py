@@ -234,3 +234,20 @@ def test_acp_always_options_keep_rules(model: ScriptedModel, workdir: Path, tmp_
     assert (workdir / "src" / "b.py").exists() and not (workdir / "notes.md").exists()
     rules, _ = RuleStore(home).load()
     assert [(r.effect, r.text) for r in rules] == [("allow", "write src/**"), ("deny", "write notes.md")]
+
+
+def test_bypasses_ask_in_the_terminal_while_the_plain_command_runs(
+    model: ScriptedModel, mino_env: dict[str, str], workdir: Path, mino_home: Path
+) -> None:
+    """A few of the corpus (tests/security/test_rules_bypass.py) end to end: under `bash ls` they
+    ask (piped input: denied), and nothing they carry runs; the plain command runs by the rule."""
+    RuleStore(mino_home).add(["bash ls"], "allow", workdir)
+    bypasses = ["ls $(touch pwned1)", "ls; touch pwned2", "X=1 ls && touch pwned3", "ls > ../pwned4"]
+    for command in bypasses:
+        model.add(bash_call(command))
+    model.add(bash_call("ls"), {"text": "Done."})
+    proc = piped(mino_env, workdir, "go\n", "--mode", "manual")
+    assert proc.stdout.count("nobody can approve; denied.") == len(bypasses), proc.stdout
+    assert proc.stdout.count('Rule: "bash ls"') == 1
+    assert proc.stdout.count("[Tool result: completed]") == 1
+    assert not list(workdir.glob("pwned*")) and not list(workdir.parent.glob("pwned*"))
