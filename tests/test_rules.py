@@ -251,3 +251,20 @@ def test_bypasses_ask_in_the_terminal_while_the_plain_command_runs(
     assert proc.stdout.count('Rule: "bash ls"') == 1
     assert proc.stdout.count("[Tool result: completed]") == 1
     assert not list(workdir.glob("pwned*")) and not list(workdir.parent.glob("pwned*"))
+
+
+def test_write_globs() -> None:
+    from mino_server.core.rules import glob_regex
+
+    cases = {
+        "src/**": (["src/a.py", "src/x/y/z.py"], ["src", "lib/src/a.py", "srcx/a.py"]),
+        "**": (["a", "a/b/c"], []),
+        "**/test_*.py": (["test_a.py", "t/test_b.py", "a/b/test_c.py"], ["a/test_c.txt", "a/xtest_c.py"]),
+        "docs/*.md": (["docs/a.md"], ["docs/a/b.md", "docs/a.txt"]),
+        "a/**/b.py": (["a/b.py", "a/x/y/b.py"], ["b.py", "a/x/c.py"]),
+        "f?.py": (["f1.py"], ["f12.py", "f/.py"]),
+    }
+    for glob, (yes, no) in cases.items():
+        pattern = glob_regex(glob)
+        assert all(pattern.fullmatch(p) for p in yes), (glob, yes)
+        assert not any(pattern.fullmatch(p) for p in no), (glob, no)

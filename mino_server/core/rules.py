@@ -100,16 +100,18 @@ def parse_rule(text: str) -> tuple[RuleKind, str]:
 
 
 def glob_regex(glob: str) -> re.Pattern[str]:
-    """`*` and `?` within one path segment, `**` across any number of them."""
+    """`*` and `?` within one path segment, `**` across any number of them (a last `**`: anything
+    below; elsewhere: zero or more folders)."""
+    parts = glob.split("/")
     out = []
-    for i, part in enumerate(glob.split("/")):
-        sep = "/" if i else ""
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
         if part == "**":
-            out.append(f"(?:{sep}[^/]+)*" if i else "(?:[^/]+(?:/|$))*")
+            out.append(".*" if last else "(?:[^/]+/)*")
             continue
         piece = "".join("[^/]*" if c == "*" else "[^/]" if c == "?" else re.escape(c) for c in part)
-        out.append(sep + piece)
-    return re.compile("".join(out))
+        out.append(piece if last else piece + "/")
+    return re.compile("".join(out), re.S)
 
 
 def project_key(workdir: Path) -> str:
