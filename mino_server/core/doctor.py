@@ -178,7 +178,7 @@ def check_sandbox(config: Config) -> Check:
     """The start-up probe's verdict and its reason (tools/sandbox.py detect)."""
     from .tools import sandbox
 
-    box, line = sandbox.detect(config.sandbox, config.sandbox_unix_sockets)
+    box, line = sandbox.detect(config.sandbox, config.sandbox_unix_sockets, config.sandbox_network)
     found = line.removeprefix("Sandbox: ")
     if box is not None:
         return Check("sandbox", True, False, f"{found}: the probe ran a test command in it and trusts it")

@@ -24,7 +24,7 @@ CAPABILITIES = ("sandbox",)
 ITEM_TYPES = ("message", "function_call", "function_call_output")
 MAX_MEMORIES = 32
 # base_url and api_key_env are the runner's: a case always talks to the scripted (or --live) model.
-CONFIG_KEYS = ("model", "context_window", "request_timeout_s", "sandbox")
+CONFIG_KEYS = ("model", "context_window", "request_timeout_s", "sandbox", "sandbox_network")
 
 CASE_KEYS = (
     "name",
