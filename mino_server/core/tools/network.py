@@ -326,10 +326,15 @@ class Proxy:
         upstream.sendall(("\r\n".join(out) + "\r\n\r\n").encode("latin-1"))
         back = threading.Thread(target=_copy, args=(upstream, client), daemon=True, name="mino-proxy-back")
         back.start()  # at once: a client may wait for `100 Continue` before its body
-        if chunked:
-            _copy_chunked(reader, upstream)
-        elif length:
-            _copy_exact(reader, upstream, length)
+        try:
+            if chunked:
+                _copy_chunked(reader, upstream)
+            elif length:
+                _copy_exact(reader, upstream, length)
+        except _Refused:  # a malformed chunk: the request ends here, answer and all
+            upstream.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass  # the server closed first (it may have answered without reading the body)
         back.join()
         return upstream
 
@@ -440,6 +445,8 @@ def _authority(text: str, default_port: int | None) -> tuple[tuple[str, bool], i
             host, rest = text, ""
         else:
             rest = ":" + port_text
+        if ":" in host:  # IPv6 only in brackets: `::1:8080` could be read with or without a port
+            raise bad
     if rest:
         if not rest.startswith(":") or not rest[1:].isdigit() or not 0 < int(rest[1:]) < 65536:
             raise bad
