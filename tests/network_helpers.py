@@ -37,6 +37,9 @@ def http_server(files: dict[str, bytes] | None = None) -> Iterator[Server]:
                 self.rfile.read(length)
             body = record.files.get(self.path.split("?")[0], f"hello {self.path}\n".encode())
             self.send_response(200)
+            self.send_header(
+                "Content-Type", "text/html" if self.path.endswith("/") else "application/octet-stream"
+            )
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)

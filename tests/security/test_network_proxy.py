@@ -15,7 +15,14 @@ from collections.abc import Iterator
 import pytest
 from network_helpers import Server, exchange, http_server, status
 
-from mino_server.core.tools.network import EntryError, Listener, Proxy, normalise_host, parse_entry, parse_list
+from mino_server.core.tools.network import (
+    EntryError,
+    Listener,
+    Proxy,
+    normalise_host,
+    parse_entry,
+    parse_list,
+)
 
 
 @pytest.fixture
@@ -124,8 +131,7 @@ def test_ambiguous_framing_is_refused(
 def test_chunked_body_ends_the_request(listed: Server, other: Server, open_listeners: list[Listener]) -> None:
     sock, _ = proxy([f"127.0.0.1:{listed.port}"], open_listeners)
     head = (
-        f"POST http://127.0.0.1:{listed.port}/c HTTP/1.1\r\nHost: x\r\n"
-        "Transfer-Encoding: chunked\r\n\r\n"
+        f"POST http://127.0.0.1:{listed.port}/c HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
     ).encode()
     tail = get(f"http://127.0.0.1:{other.port}/after", "x") + get("/again", "x")
     answer = exchange(sock, head + b"5\r\nhello\r\n0\r\n\r\n" + tail)
@@ -163,7 +169,9 @@ def test_connect_to_the_proxy_itself_unless_listed(open_listeners: list[Listener
     assert status(exchange(sock, f"CONNECT {path}:443 HTTP/1.1\r\n\r\n".encode())) == 400
 
 
-def test_connect_tunnels_to_listed_name_judged_by_name(listed: Server, open_listeners: list[Listener]) -> None:
+def test_connect_tunnels_to_listed_name_judged_by_name(
+    listed: Server, open_listeners: list[Listener]
+) -> None:
     # The name resolves to 127.0.0.1, which is not listed: the name decides.
     resolved: list[str] = []
 

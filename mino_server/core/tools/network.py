@@ -116,6 +116,8 @@ def parse_entry(text: object) -> Entry:
     if not isinstance(text, str) or not text.strip():
         raise EntryError(f"entries must be host names, got {text!r}")
     raw = text.strip()
+    if "/" in raw:
+        raise EntryError(f"{text!r} is not a host name, *.domain or IP address (with an optional :PORT)")
     host, port = raw, None
     if raw.startswith("["):  # [IPv6] or [IPv6]:PORT
         end = raw.find("]")
@@ -134,9 +136,7 @@ def parse_entry(text: object) -> Entry:
         host = host[2:]
     found = normalise_host(host)
     if found is None or (wildcard and found[1]):
-        raise EntryError(
-            f"{text!r} is not a host name, *.domain or IP address (with an optional :PORT)"
-        )
+        raise EntryError(f"{text!r} is not a host name, *.domain or IP address (with an optional :PORT)")
     return Entry(found[0], port, wildcard, found[1])
 
 
@@ -305,7 +305,8 @@ class Proxy:
             body = (refusal.text + "\n").encode("utf-8", "replace")
             client.sendall(
                 f"HTTP/1.1 {refusal.status}\r\nContent-Type: text/plain\r\nContent-Length: {len(body)}"
-                f"\r\nConnection: close\r\n\r\n".encode() + body
+                f"\r\nConnection: close\r\n\r\n".encode()
+                + body
             )
             return None
         if not listener.track(upstream):
@@ -318,7 +319,7 @@ class Proxy:
                 upstream.sendall(early)
             _splice(client, upstream)
             return upstream
-        out = [f"{method} {path} HTTP/1.1", f"Host: {target[7:7 + cut]}"]
+        out = [f"{method} {path} HTTP/1.1", f"Host: {target[7 : 7 + cut]}"]
         for name, value in headers:
             if name.lower() not in _HOP_BY_HOP:
                 out.append(f"{name}: {value}")
@@ -340,9 +341,10 @@ class Proxy:
 
     def _connect(self, host: tuple[str, bool], port: int) -> socket.socket:
         name, ip = host
+        addresses: list[tuple[int, str]]
         try:
             if ip:
-                addresses = [(socket.AF_INET6 if ":" in name else socket.AF_INET, name)]
+                addresses = [(int(socket.AF_INET6 if ":" in name else socket.AF_INET), name)]
             else:
                 addresses = self.resolver(name, port)
         except OSError as e:
@@ -417,7 +419,12 @@ def _read_head(reader: _Reader) -> tuple[str, str, list[tuple[str, str]]]:
     if any("\r" in line or "\n" in line or "\0" in line for line in lines):
         raise _Refused("400 Bad Request", "bare CR or LF in the request head")
     parts = lines[0].split(" ")
-    if len(parts) != 3 or parts[2] not in ("HTTP/1.1", "HTTP/1.0") or not parts[0] or not set(parts[0]) <= _TOKEN:
+    if (
+        len(parts) != 3
+        or parts[2] not in ("HTTP/1.1", "HTTP/1.0")
+        or not parts[0]
+        or not set(parts[0]) <= _TOKEN
+    ):
         raise _Refused("400 Bad Request", "malformed request line")
     headers = []
     for line in lines[1:]:
