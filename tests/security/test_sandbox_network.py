@@ -13,6 +13,8 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import io
+import json
+import os
 import shutil
 import socket
 import sys
@@ -22,6 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cli_driver import piped
 from network_helpers import Server, http_server
 from tool_helpers import SANDBOX, needs_bwrap, project_ctx, run_bash
 
@@ -253,3 +256,31 @@ def test_config_key(mino_home: Path) -> None:
 
 def test_curl_is_installed() -> None:
     assert shutil.which("curl"), "the network tests need curl (apt-get install curl)"
+
+
+def test_doctor_says_a_listed_name_is_reached_and_nothing_else(
+    tmp_path: Path, mino_home: Path, server: Server
+) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("MINO_API_KEY", "OPENAI_API_KEY")}
+    env["MINO_HOME"] = str(mino_home)
+    mino_home.mkdir(mode=0o700, exist_ok=True)
+    (mino_home / "config.yaml").write_text(f"sandbox_network: ['127.0.0.1:{server.port}', '*.example.com']\n")
+    done = piped(env, tmp_path, "", "doctor", "--json")
+    checks = {c["name"]: c for c in json.loads(done.stdout)["checks"]}
+    assert checks["network"] == {
+        "name": "network",
+        "ok": True,
+        "needed": False,
+        "found": f"a sandboxed command reaches 127.0.0.1:{server.port} through Mino's proxy; "
+        "an unlisted name, a direct connection and DNS refused",
+        "fix": None,
+    }
+    assert server.seen == []  # CONNECT opened a tunnel; nothing was sent through it
+    # A listed name nothing answers on: said, with the fix.
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    (mino_home / "config.yaml").write_text(f"sandbox_network: ['127.0.0.1:{port}']\n")
+    done = piped(env, tmp_path, "", "doctor")
+    assert f"could not reach 127.0.0.1:{port} through Mino's proxy (answer: 502)" in done.stdout, done.stdout
+    assert f"check 127.0.0.1:{port} in sandbox_network and that this machine reaches it" in done.stdout
