@@ -138,7 +138,7 @@ def test_request_and_file_expectations_name_expected_and_got(
         (
             "turns: [hi]\nconfig: {colour: red}\n",
             "FAIL bad.yaml: config.colour: unknown field (known: model, context_window, request_timeout_s, "
-            "sandbox, sandbox_unix_sockets)",
+            "sandbox, sandbox_unix_sockets, sandbox_network)",
         ),
         (
             "turns: [hi]\nexpect: {answer_contains: {3: x}}\n",
