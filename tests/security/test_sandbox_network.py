@@ -231,7 +231,10 @@ def test_empty_list_is_no_network_as_before(tmp_path: Path, server: Server) -> N
 def test_approval_shows_the_list(tmp_path: Path) -> None:
     ctx = ctx_with(tmp_path, ["pypi.org", "*.pythonhosted.org:443"])
     prepared = BashTool().prepare(BashTool().validate({"command": "pip download x"}), ctx)
-    assert ("Network", '"pypi.org, *.pythonhosted.org:443"') in prepared.fields
+    assert prepared.fields[-2:] == [("Sandbox", "bwrap"), ("Network", "pypi.org, *.pythonhosted.org:443")]
+    from mino_server.core.display import approval_lines
+
+    assert approval_lines("bash", prepared.fields, None)[-1] == 'Network: "pypi.org, *.pythonhosted.org:443"'
 
 
 def test_config_key(mino_home: Path) -> None:

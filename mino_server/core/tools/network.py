@@ -161,8 +161,8 @@ def parse_list(value: object) -> tuple[str, ...]:
 
 
 def shown_list(entries: Iterable[str]) -> str:
-    """The approval's `Network:` value."""
-    return '"' + ", ".join(entries) + '"'
+    """The approval's `Network:` value (the display quotes it: `Network: "a.com, b.com"`)."""
+    return ", ".join(entries)
 
 
 def allowed(entries: Iterable[Entry], host: str, ip: bool, port: int) -> bool:
