@@ -556,20 +556,20 @@ def proxy_for(entries: tuple[str, ...]) -> Proxy:
 # filter). -I: no PYTHON* variables, no working directory on sys.path (the command could plant a
 # module there for a later import), -S: no site. Errors before the exec end it with 126.
 RELAY_SOURCE = r"""
-import ctypes, os, socket, sys, threading
+import _socket, _thread, ctypes, os, sys
 def fail(why):
-    sys.stderr.write("mino: network relay: %s\n" % why); sys.stderr.flush(); os._exit(126)
+    os.write(2, ("mino: network relay: %s\n" % why).encode()); os._exit(126)
 path, fd, argv = sys.argv[1], sys.argv[2], sys.argv[4:]
 libc = ctypes.CDLL(None, use_errno=True)
 libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
 program = b""
 if fd != "-":
-    with os.fdopen(int(fd), "rb") as f:
+    with open(int(fd), "rb") as f:
         program = f.read()
     if not program or len(program) % 8:
         fail("empty seccomp filter")
 try:
-    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    server = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
     server.bind(("127.0.0.1", 0))
     server.listen(128)
 except OSError as e:
@@ -578,41 +578,45 @@ port = server.getsockname()[1]
 # Not dumpable before the fork, so the relay is never ptrace-able (exec makes the command dumpable).
 if libc.prctl(4, 0, 0, 0, 0) != 0:
     fail("cannot make the relay non-dumpable")
-def pump(a, b):
+def pump(a, b, done=None):
     try:
         while True:
             data = a.recv(65536)
-            if not data: break
+            if not data:
+                break
             b.sendall(data)
     except OSError:
         pass
-    for s in (b,):
-        try: s.shutdown(socket.SHUT_WR)
-        except OSError: pass
-def serve(client):
     try:
-        up = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        b.shutdown(_socket.SHUT_WR)
+    except OSError:
+        pass
+    if done is not None:
+        done.release()
+def serve(client):
+    up = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
         up.connect(path)
     except OSError:
-        client.close(); return
-    t = threading.Thread(target=pump, args=(up, client), daemon=True); t.start()
-    pump(client, up); t.join(); client.close(); up.close()
-pid = os.fork()
-if pid == 0:
+        client.close(); up.close(); return
+    done = _thread.allocate_lock(); done.acquire()
+    _thread.start_new_thread(pump, (up, client, done))
+    pump(client, up); done.acquire(); client.close(); up.close()
+if os.fork() == 0:
     try:
         null = os.open("/dev/null", os.O_RDWR)
-        for n in (0, 1, 2): os.dup2(null, n)
+        for n in (0, 1, 2):
+            os.dup2(null, n)
         while True:
-            c, _ = server.accept()
-            threading.Thread(target=serve, args=(c,), daemon=True).start()
+            conn, _ = server._accept()
+            _thread.start_new_thread(serve, (_socket.socket(fileno=conn),))
     finally:
         os._exit(0)
 server.close()
 url = "http://127.0.0.1:%d" % port
 for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"):
     os.environ[name] = url
-for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy"):
-    os.environ.pop(name, None)
+os.environ.pop("ALL_PROXY", None); os.environ.pop("all_proxy", None)
 os.environ["NO_PROXY"] = os.environ["no_proxy"] = ""
 if program:
     class Prog(ctypes.Structure):
