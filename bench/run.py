@@ -827,8 +827,8 @@ def bench_sandbox(ctx: Context, model_cls: type) -> None:
 
 
 def _network_calls(ctx: Context, box: Any, tool_ctx: Any) -> None:
-    """config.yaml's sandbox_network: the proxy's start (a fresh process that has the bash tool
-    loaded imports tools/network.py and opens the first command's listener: what the first such
+    """config.yaml's sandbox_network: the proxy's start (a fresh process that has the bash tool,
+    socket and threading loaded, as Mino has by its first command, imports tools/network.py and opens the first command's listener: what the first such
     command pays once), and a whole
     `echo hi` call with a list against one without, alternating in this process, round by round
     (the relay's Python start inside bwrap is what a listed call adds)."""
@@ -848,7 +848,9 @@ def _network_calls(ctx: Context, box: Any, tool_ctx: Any) -> None:
     )
     over = ctx.row("network_call_over", "… minus the same call with no list, round by round", "ms", "—")
     code = (
-        "import time, mino_server.core.tools.bash; t = time.perf_counter(); from mino_server.core.tools import network; "
+        "import time, socket, threading, mino_server.core.tools.bash, mino_server.core.tools.sandbox; "
+        "t = time.perf_counter(); "
+        "from mino_server.core.tools import network; "
         "l = network.proxy_for(('pypi.org',)).listen(); print((time.perf_counter() - t) * 1000); l.close()"
     )
     for i in range(ctx.runs + 1):

@@ -23,7 +23,6 @@ destination once: `Network: blocked HOST:PORT (not in sandbox_network)`.
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import shutil
 import socket
@@ -84,6 +83,8 @@ def normalise_host(raw: str) -> tuple[str, bool] | None:
 def _ipv6(text: str) -> tuple[str, bool] | None:
     if "%" in text:  # a zone: a link-local interface of this machine, never listed by name
         return None
+    import ipaddress  # only for IPv6 literals
+
     try:
         address = ipaddress.IPv6Address(text)
     except ValueError:
