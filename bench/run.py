@@ -846,7 +846,7 @@ def _network_calls(ctx: Context, box: Any, tool_ctx: Any) -> None:
     listed = ctx.row(
         "network_call", "bash in bwrap with a sandbox_network list, whole call in-process", "ms", "—"
     )
-    over = ctx.row("network_call_over", "… minus the same call with no list, round by round", "ms", "—")
+    over = ctx.row("network_call_over", "… minus the same call with no list, pair by pair", "ms", "—")
     code = (
         "import time, socket, threading, mino_server.core.tools.bash, mino_server.core.tools.sandbox; "
         "t = time.perf_counter(); "
