@@ -191,32 +191,52 @@ print(open("/proc/self/status").read().count("Seccomp:\\t2"))
 
 
 def test_relay_cannot_be_taken_over(tmp_path: Path, server: Server) -> None:
-    # The relay has no seccomp filter, so the command must not be able to make it do anything:
-    # not dumpable (no ptrace, no /proc/PID/mem), and all it forwards to is the proxy.
+    # The relay has no seccomp filter, so the command must not be able to make it do anything: it is
+    # the one process in the sandbox without the filter (no bwrap init runs there unfiltered), it is
+    # not dumpable (no ptrace, no /proc/PID/mem or environ), and all it forwards to is the proxy.
     script = """
-import os
-for pid in os.listdir("/proc"):
-    if not pid.isdigit() or int(pid) == os.getpid():
-        continue
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+for pid in sorted(int(p) for p in os.listdir("/proc") if p.isdigit()):
     try:
-        cmd = open(f"/proc/{pid}/cmdline", "rb").read()
+        status = open(f"/proc/{pid}/status").read()
     except OSError:
         continue
-    if b"network relay" not in cmd or cmd.startswith(b"bwrap"):
+    seccomp = status.split("Seccomp:")[1].split()[0]
+    print("pid", pid, "seccomp", seccomp, "relay" if pid != os.getpid() and seccomp == "0" else "")
+    if seccomp != "0":
         continue
-    print("relay", pid, open(f"/proc/{pid}/status").read().count("Seccomp:\\t0"))
     for what in ("mem", "environ"):
         try:
             open(f"/proc/{pid}/{what}", "rb").read(1); print(what, "READ")
         except OSError as e:
             print(what, "refused", type(e).__name__)
+    print("ptrace", "ATTACHED" if libc.ptrace(0x4206, pid, None, None) == 0 else "refused")
 """
     (tmp_path / "proj").mkdir(exist_ok=True)
     (tmp_path / "proj" / "probe.py").write_text(script)
     ctx = ctx_with(tmp_path, [f"127.0.0.1:{server.port}"])
     result = bash(ctx, f"{PY} probe.py")
-    assert "relay " in result.output and "READ" not in result.output, result.output
-    assert "mem refused" in result.output and "environ refused" in result.output
+    unfiltered = [line for line in result.output.splitlines() if " seccomp 0" in line]
+    assert len(unfiltered) == 1 and unfiltered[0].endswith(" relay"), result.output
+    assert "READ" not in result.output and "ATTACHED" not in result.output, result.output
+    assert (
+        "mem refused" in result.output
+        and "environ refused" in result.output
+        and "ptrace refused" in result.output
+    )
+
+
+def test_nothing_outlives_a_listed_command(tmp_path: Path, server: Server) -> None:
+    ctx = ctx_with(tmp_path, [f"127.0.0.1:{server.port}"])
+    marker = f"mino-net-left-{tmp_path.name}"
+    result = bash(ctx, f"(exec -a {marker} sleep 300) & echo started")
+    assert "started" in result.output
+    import subprocess
+
+    left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout
+    assert left == "", left
 
 
 def test_empty_list_is_no_network_as_before(tmp_path: Path, server: Server) -> None:

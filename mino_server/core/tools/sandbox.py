@@ -172,6 +172,11 @@ def bwrap_argv(
     ]  # fmt: skip
     if seccomp_fd is not None:
         out += ["--seccomp", str(seccomp_fd)]
+    if network is not None:
+        # No bwrap init in the namespace: without --seccomp it would run unfiltered and dumpable,
+        # so a command could ptrace it into opening unix sockets. The relay's launcher is pid 1
+        # and becomes the command; when it ends, the kernel ends every process left in the namespace.
+        out.append("--as-pid-1")
     return [*out, "--chdir", wd, "--", *argv]
 
 
