@@ -24,9 +24,7 @@ destination once: `Network: blocked HOST:PORT (not in sandbox_network)`.
 from __future__ import annotations
 
 import os
-import shutil
 import socket
-import tempfile
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -253,6 +251,8 @@ class Listener:
                 s.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
+        import shutil
+
         shutil.rmtree(self.folder, ignore_errors=True)
         return [BLOCKED_LINE.format(where) for where in self.blocked]
 
@@ -265,6 +265,10 @@ class Proxy:
         self.resolver = resolver or system_resolver
 
     def listen(self) -> Listener:
+        # Here, not at import: config.yaml's check imports this module on the way to start-up.
+        import shutil
+        import tempfile
+
         folder = tempfile.mkdtemp(prefix="mino-net-")  # 0700: only this user reaches the socket
         server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
