@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 from cli_driver import piped
+from helpers import RecordingUI, make_agent, texts, turn
 from network_helpers import Server, http_server
 from tool_helpers import SANDBOX, needs_bwrap, project_ctx, run_bash
 
@@ -32,6 +33,7 @@ from mino_server.core.config import load_config
 from mino_server.core.errors import ConfigError
 from mino_server.core.tools.base import ToolContext, ToolResult
 from mino_server.core.tools.bash import BashTool
+from mino_server.testing.scripted_model import ScriptedModel
 
 pytestmark = needs_bwrap
 PY = sys.executable
@@ -307,3 +309,27 @@ def test_doctor_says_a_listed_name_is_reached_and_nothing_else(
     done = piped(env, tmp_path, "", "doctor")
     assert f"could not reach 127.0.0.1:{port} through Mino's proxy (answer: 502)" in done.stdout, done.stdout
     assert f"check 127.0.0.1:{port} in sandbox_network and that this machine reaches it" in done.stdout
+
+
+def test_a_turn_shows_the_list_and_tells_both_sides_what_was_blocked(
+    model: ScriptedModel, workdir: Path, mino_home: Path, server: Server, other: Server
+) -> None:
+    mino_home.mkdir(parents=True, exist_ok=True)
+    (mino_home / "config.yaml").write_text(f"sandbox_network: ['127.0.0.1:{server.port}']\n")
+    command = (
+        f"curl -sS http://127.0.0.1:{server.port}/in; curl -sS -o /dev/null http://127.0.0.1:{other.port}/out"
+    )
+    model.add({"calls": [{"name": "bash", "arguments": {"command": command}}]}, {"text": "done"})
+    ui = RecordingUI(approvals=[True])
+    agent = make_agent(model.base_url, workdir, ui)
+    try:
+        agent.open()
+        assert turn(agent, "fetch").status == "completed"
+    finally:
+        agent.close()
+    line = blocked(f"127.0.0.1:{other.port}")
+    assert ("Network", f"127.0.0.1:{server.port}") in ui.asked[0].fields
+    assert line in [n["text"] for n in ui.of_type("notice")]
+    output = texts(model.requests[1])[-1]
+    assert "hello /in" in output and output.endswith(f"[exit code: 0]\n{line}")
+    assert server.paths == ["/in"] and other.seen == []
