@@ -10,6 +10,7 @@ bytes to a per-command socket, with local servers on 127.0.0.1 recording what re
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -249,3 +250,34 @@ def test_entries_are_checked() -> None:
             parse_entry(bad)
     with pytest.raises(EntryError):
         parse_list("a.com")
+
+
+def test_connections_per_command_are_bounded(
+    open_listeners: list[Listener], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each open connection holds a thread in Mino: a command cannot open them without end.
+    import socket
+
+    from mino_server.core.tools import network
+
+    monkeypatch.setattr(network, "MAX_CONNECTIONS", 3)
+    sock, _ = proxy(["example.com"], open_listeners)
+    held = []
+    try:
+        for _ in range(3):
+            s = socket.socket(socket.AF_UNIX)
+            s.connect(sock)
+            s.sendall(b"GET")  # an unfinished head: the proxy keeps waiting for the rest
+            held.append(s)
+        answer = exchange(sock, b"CONNECT 127.0.0.1:1 HTTP/1.1\r\n\r\n", timeout=10)
+        assert answer == b""  # closed unanswered
+    finally:
+        for s in held:
+            s.close()
+    # Room again once the proxy has seen them close (its threads may take a moment on a busy machine).
+    for _ in range(100):
+        if status(exchange(sock, b"CONNECT 127.0.0.1:1 HTTP/1.1\r\n\r\n")) == 403:
+            break
+        time.sleep(0.1)
+    else:
+        raise AssertionError("the proxy did not take connections again")

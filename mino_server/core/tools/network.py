@@ -35,6 +35,9 @@ MAX_HEADER_LINES = 100
 MAX_CHUNK_LINE = 1024
 HEAD_TIMEOUT_S = 30.0  # a client that sends no complete head in this long is dropped
 CONNECT_TIMEOUT_S = 10.0
+# Connections one command may hold open at once (each costs a thread or two in Mino); more are
+# closed at once.
+MAX_CONNECTIONS = 256
 # Inside the sandbox: where the proxy's per-command folder is mounted (the private /tmp).
 SOCKET_DIR = "/tmp/.mino-network"
 SOCKET_NAME = "proxy.sock"
@@ -206,6 +209,9 @@ class Listener:
                 if self._closed:
                     client.close()
                     return
+                if len(self._open) >= MAX_CONNECTIONS:
+                    client.close()
+                    continue
                 self._open.add(client)
             threading.Thread(target=self._serve, args=(client,), daemon=True, name="mino-proxy").start()
 
@@ -218,6 +224,8 @@ class Listener:
         finally:
             with self._lock:
                 self._open.discard(client)
+                if upstream is not None:
+                    self._open.discard(upstream)
             for s in (client, upstream):
                 if s is not None:
                     s.close()
