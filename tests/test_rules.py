@@ -268,3 +268,42 @@ def test_write_globs() -> None:
         pattern = glob_regex(glob)
         assert all(pattern.fullmatch(p) for p in yes), (glob, yes)
         assert not any(pattern.fullmatch(p) for p in no), (glob, no)
+
+
+def test_mcp_rules_name_one_server_tool(tmp_path: Path, workdir: Path) -> None:
+    from mino_server.core.rules import propose
+
+    store = RuleStore(tmp_path / "h")
+    assert propose(Subject("mcp", "fx/echo"), workdir) == ("mcp fx/echo",)
+    store.add(["mcp fx/echo"], "allow", workdir)
+    store.add(["mcp fx/drop"], "deny", workdir)
+    allowed, _ = store.judge(Subject("mcp", "fx/echo"), workdir)
+    denied, _ = store.judge(Subject("mcp", "fx/drop"), workdir)
+    other, _ = store.judge(Subject("mcp", "fx-2/echo"), workdir)
+    assert allowed is not None and allowed.effect == "allow"
+    assert denied is not None and denied.effect == "deny"
+    assert other is None
+    # Another project's rules never count here.
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    assert store.judge(Subject("mcp", "fx/echo"), elsewhere)[0] is None
+
+
+def test_a_hand_edit_counts_at_the_next_check_and_an_always_never_overwrites_a_broken_file(
+    tmp_path: Path, workdir: Path
+) -> None:
+    import pytest
+
+    store = RuleStore(tmp_path / "h")
+    store.add(["bash ls"], "allow", workdir)
+    (path,) = store.files()
+    path.write_text(path.read_text().replace("- bash ls", "- bash ls\n- bash cat"))
+    verdict, _ = store.judge(Subject("bash", "cat a | ls"), workdir)
+    assert verdict is not None and verdict.rules == ("bash cat", "bash ls")
+    path.write_text(path.read_text() + "deny: [bash $(x)]\n")
+    verdict, problems = store.judge(Subject("bash", "ls"), workdir)
+    assert verdict is None and len(problems) == 1 and str(path) in problems[0]
+    before = path.read_text()
+    with pytest.raises(ValueError, match="does not parse"):
+        store.add(["bash git status"], "allow", workdir)
+    assert path.read_text() == before
