@@ -288,3 +288,29 @@ WROTE_WITHOUT_ANSWER = "the editor wrote it without answering"
 
 def client_no_answer(method: str, seconds: float, rel: str, outcome: str) -> str:
     return f"The editor did not answer {method} for {rel} within {seconds:g} s; {outcome}."
+
+
+# ---- remembered decisions (core/rules.py) ---------------------------------------------------------
+def always_line(rules: list[str], project: str) -> str:
+    """Above a question a rule can cover (the values arrive escaped)."""
+    return f"a = always: {', '.join(rules)} in {project}"
+
+
+def rule_refused(rules: str) -> str:
+    return f'Refused by the rule "{rules}" (deny); nothing was done. /rules lists the rules.'
+
+
+def rule_kept(effect: str, rules: list[str], project: str) -> str:
+    from .display import field_value
+
+    shown = ", ".join(field_value(r)[0] for r in rules)
+    return f"Rule kept: {effect} {shown} in {field_value(project)[0]} (/rules lists and deletes rules)."
+
+
+def rule_line(n: int, effect: str, text: str, project: str) -> str:
+    from .display import field_value
+
+    return f"{n}. {effect} {field_value(text)[0]} in {field_value(project)[0]}"
+
+
+NO_RULES = "No rules. Answer `a` (always) to a question to keep one for this project."
