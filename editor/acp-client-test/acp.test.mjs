@@ -199,6 +199,9 @@ test("a tool call asks through session/request_permission and runs once approved
       [
         ["allow_once", "allow_once"],
         ["reject_once", "reject_once"],
+        // a write inside the working directory can be covered by a rule (`write GLOB`)
+        ["allow_always", "allow_always"],
+        ["reject_always", "reject_always"],
       ],
     );
     assert.equal(asked[0].toolCall.kind, "edit");
