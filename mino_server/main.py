@@ -20,7 +20,7 @@ usage: mino [--model MODEL] [--base-url URL] [--mode MODE]   chat in the termina
        mino doctor [--json] [--model MODEL] [--base-url URL] check what a turn needs, with fixes
        mino --version | --help
 
-Modes: manual (default), accept-edits, bypass. Home: $MINO_HOME (default ~/.mino).
+Modes: manual (default), accept-edits, bypass, plan. Home: $MINO_HOME (default ~/.mino).
 Environment: MINO_MODEL, MINO_BASE_URL, MINO_API_KEY (or the variable named by api_key_env,
 default OPENAI_API_KEY).
 """

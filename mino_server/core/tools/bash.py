@@ -138,6 +138,8 @@ class BashTool(ToolOf[BashArgs, protected.Found]):
             )
         if ctx.sandbox is None:
             return Prepared([*fields, ("Sandbox", "none")], state=found, question=NO_SANDBOX_QUESTION)
+        if ctx.plan:  # the whole file system read-only: the protected folders need no walk to stay so
+            return Prepared([*fields, ("Sandbox", f"{ctx.sandbox.name}, read-only (plan mode)")], state=found)
         fields.append(("Sandbox", ctx.sandbox.name))
         if not found.complete:
             # Folders the walk missed cannot be kept read-only: not a sandbox to trust, so it asks.
@@ -156,7 +158,11 @@ class BashTool(ToolOf[BashArgs, protected.Found]):
         if sandbox is not None:
             try:
                 argv, fds = sandbox.wrap(
-                    argv, ctx.workdir, ctx.home, protected.mount_sources(ctx.workdir, prepared.state)
+                    argv,
+                    ctx.workdir,
+                    ctx.home,
+                    protected.mount_sources(ctx.workdir, prepared.state),
+                    read_only=ctx.plan,
                 )
             except OSError as e:
                 raise ToolFailure(

@@ -80,23 +80,29 @@ class Sandbox(Frozen):
         home: Path | None = None,
         protected: list[str] | None = None,
         masked: bool = True,
+        read_only: bool = False,
     ) -> tuple[list[str], list[int]]:
         """`argv` as run inside the sandbox, with `workdir` writable and current, and MINO_HOME
         (`home`) out of reach; plus the descriptors to pass to it (pass_fds), which the caller
         closes once the process is started. `protected`: the paths to keep read-only in the working
         directory (protected.mount_sources, at any depth); None: the top-level ones. `masked`:
-        False for the start-up probe only (see proc_protections)."""
+        False for the start-up probe only (see proc_protections). `read_only`: plan mode, the
+        working directory read-only too (bwrap keeps its private, empty /tmp writable: it is
+        discarded with the command and holds none of the person's files)."""
         if self.name == "bwrap":
             fds = [_filter_fd(self.seccomp)] if self.seccomp is not None else []
             try:
                 seccomp_fd = fds[0] if fds else None
-                return bwrap_argv(argv, workdir, home, seccomp_fd, protected, masked, self.bind_covered), fds
+                return bwrap_argv(
+                    argv, workdir, home, seccomp_fd, protected, masked, self.bind_covered, read_only
+                ), fds
             except BaseException:
                 for fd in fds:
                     os.close(fd)
                 raise
         if self.name == "sandbox-exec":
-            return ["sandbox-exec", "-p", macos_profile(workdir, home=home, protected=protected), *argv], []
+            profile = macos_profile(workdir, home=home, protected=protected, read_only=read_only)
+            return ["sandbox-exec", "-p", profile, *argv], []
         raise ValueError(f"unknown sandbox {self.name!r}")
 
 
@@ -108,6 +114,7 @@ def bwrap_argv(
     protected: list[str] | None = None,
     masked: bool = True,
     bind_covered: bool = False,
+    read_only: bool = False,
 ) -> list[str]:
     wd = str(workdir)
     out = [
@@ -118,10 +125,11 @@ def bwrap_argv(
         *proc_protections(bind_covered),
         *(proc_masks() if masked else ()),
         "--tmpfs", "/tmp",
-        "--bind", wd, wd,  # after the /tmp tmpfs, so a working directory under /tmp stays visible
+        # After the /tmp tmpfs, so a working directory under /tmp stays visible; read-only in plan mode.
+        "--ro-bind" if read_only else "--bind", wd, wd,
     ]  # fmt: skip
-    # After the workdir bind: read-only over the writable.
-    for source in protected_paths(workdir) if protected is None else protected:
+    # After the workdir bind: read-only over the writable (nothing to cover when it is read-only).
+    for source in () if read_only else protected_paths(workdir) if protected is None else protected:
         out += ["--ro-bind", source, source]
     hide = _home_to_hide(workdir, home)
     if hide is not None:  # empty and read-only: a write fails instead of vanishing
@@ -227,16 +235,21 @@ def macos_profile(
     temp_dirs: list[Path] | None = None,
     home: Path | None = None,
     protected: list[str] | None = None,
+    read_only: bool = False,
 ) -> str:
     """A Seatbelt (SBPL) profile: everything allowed but network (unix sockets included) and writes
-    outside the workdir and temp, or into MINO_HOME and the workdir's `.git`, `.mino`, `.vscode`."""
-    if temp_dirs is None:
+    outside the workdir and temp, or into MINO_HOME and the workdir's `.git`, `.mino`, `.vscode`.
+    `read_only` (plan mode): no writes at all but to the device files below (macOS has no private
+    temp folder to give a command, so temp is read-only too)."""
+    if read_only:
+        temp_dirs = []
+    elif temp_dirs is None:
         temp_dirs = [
             Path("/private/tmp"),
             Path("/private/var/folders"),
             Path(tempfile.gettempdir()).resolve(),
         ]
-    writable = [workdir, *temp_dirs]
+    writable = [] if read_only else [workdir, *temp_dirs]
     subpaths = "\n".join(f"  (subpath {_sbpl_string(str(p))})" for p in dict.fromkeys(writable))
     denied = list(protected_paths(workdir) if protected is None else protected)
     if home is not None:
@@ -252,9 +265,7 @@ def macos_profile(
         "(allow default)\n"
         "(deny network*)\n"
         "(deny file-write*)\n"
-        "(allow file-write*\n"
-        f"{subpaths}\n"
-        '  (literal "/dev/null")\n'
+        "(allow file-write*\n" + (f"{subpaths}\n" if subpaths else "") + '  (literal "/dev/null")\n'
         '  (literal "/dev/zero")\n'
         '  (literal "/dev/tty")\n'
         '  (regex #"^/dev/fd/[0-9]+$"))\n'
