@@ -142,7 +142,8 @@ export function renderTool(item: Extract<ChatItem, { kind: 'tool' }>): string {
   if (item.approval) {
     return renderApproval(item.tool, item.approval, item.id, renderResult(item.status, item.result, false), diffButton);
   }
-  const shown = item.decision === 'show' || item.decision === 'ask';
+  // A refused call (plan mode) is shown in full too: the person sees what was not done.
+  const shown = item.decision === 'show' || item.decision === 'ask' || item.decision === 'refuse';
   const fields =
     renderFields(item.fields) + (item.warning ? `<div class="warning" role="note">${escapeHtml(item.warning)}</div>` : '');
   const body = shown ? fields : fields ? `<details class="call-fields"><summary>Details</summary>${fields}</details>` : '';
@@ -150,6 +151,7 @@ export function renderTool(item: Extract<ChatItem, { kind: 'tool' }>): string {
     `<div class="card tool decision-${escapeHtml(item.decision ?? 'history')}" data-id="${escapeHtml(item.id)}">` +
     `<div class="card-head"><span class="card-icon" aria-hidden="true">⚙</span><span class="card-title">[Tool: ${escapeHtml(item.tool)}]</span>` +
     (item.decision === 'show' ? '<span class="pill pill-show">Ran without asking</span>' : '') +
+    (item.decision === 'refuse' ? '<span class="pill pill-denied">Refused in plan mode</span>' : '') +
     `</div>${body}${diffButton ? `<div class="actions">${diffButton}</div>` : ''}${renderResult(item.status, item.result, false)}</div>`
   );
 }
