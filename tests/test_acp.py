@@ -1039,7 +1039,7 @@ def test_config_options_pick_the_mode_and_the_model_per_session(
         "currentValue": "manual",
         "options": mode["options"],
     }
-    assert [o["value"] for o in mode["options"]] == ["manual", "accept-edits", "bypass"]
+    assert [o["value"] for o in mode["options"]] == ["manual", "accept-edits", "bypass", "plan"]
     assert model_option == {
         "id": "model",
         "name": "Model",
