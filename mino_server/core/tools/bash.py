@@ -138,6 +138,12 @@ class BashTool(ToolOf[BashArgs, protected.Found]):
             )
         if ctx.sandbox is None:
             return Prepared([*fields, ("Sandbox", "none")], state=found, question=NO_SANDBOX_QUESTION)
+        if ctx.sandbox.unready:
+            # Never a reason to run unsandboxed: the sandbox exists, the machine lacked resources.
+            raise ToolFailure(
+                f"The sandbox could not start ({ctx.sandbox.unready}); nothing was run. "
+                "The next turn tries to start it again."
+            )
         if ctx.plan:  # the whole file system read-only: the protected folders need no walk to stay so
             return Prepared([*fields, ("Sandbox", f"{ctx.sandbox.name}, read-only (plan mode)")], state=found)
         fields.append(("Sandbox", ctx.sandbox.name))
