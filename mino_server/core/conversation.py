@@ -265,10 +265,15 @@ class Conversation:
             raise CommandError(f"Unknown permission mode {mode!r}. Modes: {', '.join(MODES)}.")
         if mode == "plan" and self.mode != "plan":
             self.before_plan = self.mode
+        elif mode != "plan":
+            self.before_plan = None  # the person left plan mode themselves
         self.mode = mode  # one of MODES: a Mode
 
     def _leave_plan(self, turn_id: str) -> Mode:
-        """The person approved a plan (exit_plan_mode): back to the mode before plan mode."""
+        """The person approved a plan (exit_plan_mode): back to the mode before plan mode. A mode the
+        person chose while the question was open stands (never widened to the one before plan)."""
+        if self.mode != "plan":
+            return self.mode
         self.mode = self.before_plan or MODE_AFTER_PLAN
         self.before_plan = None
         self.ui.event(ModeChanged(turnId=turn_id, mode=self.mode))

@@ -386,3 +386,43 @@ def test_plan_mode_requests_say_so_and_other_modes_do_not(model: ScriptedModel, 
     assert "exit_plan_mode" in [t["name"] for t in planning["tools"]]
     assert "Plan mode" not in normal["instructions"]
     assert "exit_plan_mode" not in [t["name"] for t in normal["tools"]]
+
+
+def test_a_mode_the_person_chose_while_the_plan_was_asked_stands(model: ScriptedModel, workdir: Path) -> None:
+    """Plan mode entered from bypass; while `Carry out this plan?` is open the person picks manual
+    (the editor's picker can), then approves: the session stays manual, not back to bypass."""
+    model.add(
+        {"calls": [{"name": "exit_plan_mode", "arguments": {"plan": "1. Edit"}, "call_id": "p"}]},
+        {
+            "calls": [
+                {
+                    "name": "write_file",
+                    "arguments": {"path": "x.txt", "content": "x", "mode": "create"},
+                    "call_id": "w",
+                }
+            ]
+        },
+        {"text": "ok"},
+    )
+
+    class PicksManualThenApproves(RecordingUI):
+        def approve(self, request: Any, cancel: Any) -> bool:
+            self.asked.append(request.tool)  # type: ignore[arg-type]
+            if request.tool == "exit_plan_mode":
+                agent.set_mode("manual")
+                return True
+            return False  # the write asks (manual) and is denied
+
+    ui = PicksManualThenApproves()
+    agent = make_agent(model.base_url, workdir, ui, mode="bypass")
+    agent.open()
+    try:
+        agent.set_mode("plan")
+        turn(agent, "go")
+        assert agent.mode == "manual"
+    finally:
+        agent.close()
+    assert ui.asked == ["exit_plan_mode", "write_file"]  # type: ignore[comparison-overlap]
+    assert "the permission mode is now manual" in outputs(model.requests[1])["p"]
+    assert not (workdir / "x.txt").exists()
+    assert not [e for e in ui.events if e["type"] == "mode_changed"]
