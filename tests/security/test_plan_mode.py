@@ -426,3 +426,32 @@ def test_a_mode_the_person_chose_while_the_plan_was_asked_stands(model: Scripted
     assert "the permission mode is now manual" in outputs(model.requests[1])["p"]
     assert not (workdir / "x.txt").exists()
     assert not [e for e in ui.events if e["type"] == "mode_changed"]
+
+
+@needs_bwrap
+def test_plan_mode_refuses_unix_sockets_even_when_config_allows_them(tmp_path: Path) -> None:
+    """A unix socket reaches a service (Docker, D-Bus) that can change what the read-only mounts
+    protect: plan mode keeps the seccomp filter even under `sandbox_unix_sockets: true`."""
+    from tool_helpers import project_ctx, run_bash
+
+    from mino_server.core.tools.sandbox import detect
+
+    allowed, line = detect(unix_sockets=True)
+    assert allowed is not None and allowed.seccomp is None, line
+    folder = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="mino-plan-sock-"))
+    path = folder / "service.sock"
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(path))
+    path.chmod(0o777)
+    server.listen()
+    try:
+        code = f"import socket; s = socket.socket(socket.AF_UNIX); s.connect({str(path)!r}); print('reached')"
+        command = {"command": f'python3 -c "{code}"'}
+        ctx = project_ctx(tmp_path, allowed)
+        assert "reached" in run_bash(command, ctx).output  # allowed outside plan mode: the test can tell
+        ctx.plan = True
+        result = run_bash(command, ctx)
+        assert "reached" not in result.output and "Operation not permitted" in result.output
+    finally:
+        server.close()
+        shutil.rmtree(folder, ignore_errors=True)

@@ -107,9 +107,17 @@ class Sandbox(Frozen):
         directory (protected.mount_sources, at any depth); None: the top-level ones. `masked`:
         False for the start-up probe only (see proc_protections). `read_only`: plan mode, the
         working directory read-only too (bwrap keeps its private, empty /tmp writable: it is
-        discarded with the command and holds none of the person's files)."""
+        discarded with the command and holds none of the person's files), and unix sockets refused
+        even when config.yaml allows them: through one, a service (Docker, D-Bus) changes what the
+        mounts keep read-only. Raises OSError when that filter cannot be built."""
         if self.name == "bwrap":
-            fds = [_filter_fd(self.seccomp)] if self.seccomp is not None else []
+            program = self.seccomp
+            if program is None and read_only:
+                try:
+                    program = seccomp_filter()
+                except SandboxError as exc:
+                    raise OSError(f"cannot refuse unix sockets in plan mode: {exc}") from None
+            fds = [_filter_fd(program)] if program is not None else []
             try:
                 seccomp_fd = fds[0] if fds else None
                 return bwrap_argv(
