@@ -455,3 +455,26 @@ def test_plan_mode_refuses_unix_sockets_even_when_config_allows_them(tmp_path: P
     finally:
         server.close()
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@needs_bwrap
+@pytest.mark.skipif(shutil.which("ipcmk") is None, reason="no ipcmk (util-linux) here")
+def test_plan_mode_cannot_touch_the_hosts_system_v_ipc(tmp_path: Path) -> None:
+    """A message queue of the person's (any System V object) is state outside the file system: a
+    plan-mode command has its own IPC namespace and cannot remove or write to it."""
+    import re
+    import subprocess
+
+    from tool_helpers import SANDBOX, project_ctx, run_bash
+
+    made = subprocess.run(["ipcmk", "-Q"], capture_output=True, text=True, check=True).stdout
+    queue = re.search(r"(\d+)\s*$", made).group(1)  # type: ignore[union-attr]
+    try:
+        ctx = project_ctx(tmp_path, SANDBOX)
+        ctx.plan = True
+        result = run_bash({"command": f"ipcrm -q {queue}; echo rc=$?"}, ctx)
+        assert "rc=0" not in result.output, result.output
+        listed = subprocess.run(["ipcs", "-q", "-i", queue], capture_output=True, text=True)
+        assert listed.returncode == 0, "the host's queue is gone"
+    finally:
+        subprocess.run(["ipcrm", "-q", queue], capture_output=True)

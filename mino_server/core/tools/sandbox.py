@@ -107,7 +107,8 @@ class Sandbox(Frozen):
         directory (protected.mount_sources, at any depth); None: the top-level ones. `masked`:
         False for the start-up probe only (see proc_protections). `read_only`: plan mode, the
         working directory read-only too (bwrap keeps its private, empty /tmp writable: it is
-        discarded with the command and holds none of the person's files), and unix sockets refused
+        discarded with the command and holds none of the person's files), System V IPC of its own,
+        and unix sockets refused
         even when config.yaml allows them: through one, a service (Docker, D-Bus) changes what the
         mounts keep read-only. Raises OSError when that filter cannot be built."""
         if self.name == "bwrap":
@@ -163,6 +164,9 @@ def bwrap_argv(
         out += ["--tmpfs", hide, "--remount-ro", hide]
     out += [
         "--unshare-net",
+        # Plan mode: System V IPC too (message queues, shared memory and semaphores of the person's
+        # other processes are state a command could change).
+        *(("--unshare-ipc",) if read_only else ()),
         "--unshare-pid",  # when the shell ends, the namespace's init ends every process left in it
         "--die-with-parent",  # Mino (or our kill of bwrap) ending takes the sandbox with it
         "--new-session",  # no TIOCSTI into a terminal; the outer bwrap stays in our process group
