@@ -478,3 +478,24 @@ def test_plan_mode_cannot_touch_the_hosts_system_v_ipc(tmp_path: Path) -> None:
         assert listed.returncode == 0, "the host's queue is gone"
     finally:
         subprocess.run(["ipcrm", "-q", queue], capture_output=True)
+
+
+@needs_bwrap
+def test_every_mount_a_plan_mode_command_sees_is_read_only_but_its_own(tmp_path: Path) -> None:
+    """The mount table from inside: whatever the host mounts (a home, a data disk, /var/tmp), a
+    plan-mode command sees it read-only; only the sandbox's own /dev (device nodes, /dev/shm,
+    /dev/pts), its /tmp tmpfs and the /proc of its own pid namespace (whose kernel settings are
+    bound read-only over it: test_sandbox_kernel_state.py) are writable."""
+    from tool_helpers import SANDBOX, project_ctx, run_bash
+
+    ctx = project_ctx(tmp_path, SANDBOX)
+    ctx.plan = True
+    table = run_bash({"command": "cat /proc/self/mountinfo"}, ctx).output
+    writable = []
+    for line in table.splitlines():
+        fields = line.split()
+        if len(fields) > 5 and "rw" in fields[5].split(","):
+            writable.append(fields[4])
+    assert writable, table  # the parse found the mount table
+    for point in writable:
+        assert point in ("/tmp", "/dev", "/proc") or point.startswith("/dev/"), (point, table)
