@@ -231,6 +231,9 @@ def test_mcp_tools_are_refused_without_asking_even_when_allowed(
     ui = RecordingUI(approvals=[True, True])
     agent = agent_with_servers(model.base_url, workdir, ui, mode="plan")
     try:
+        assert agent.mcp is not None
+        status = agent.mcp.status()
+        assert [s.state for s in status] == ["ready"], status  # its tools are offered: the test can fail
         turn(agent, "go")
     finally:
         agent.close()
