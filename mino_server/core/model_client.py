@@ -132,7 +132,7 @@ def _body_message(raw: bytes) -> str | None:
     return _one_line(text, 200)
 
 
-def _service_message(response: httpx.Response) -> str:
+def service_message(response: httpx.Response) -> str:
     """The service's own error message, else the status's reason phrase."""
     found = _body_message(response.content)
     if found:
@@ -232,7 +232,7 @@ def _retry_after(response: httpx.Response) -> float | None:
     return None
 
 
-def _is_loopback(base_url: str) -> bool:
+def is_loopback(base_url: str) -> bool:
     host = urlsplit(base_url).hostname or ""
     return host in ("localhost", "::1") or host.startswith("127.")
 
@@ -365,7 +365,7 @@ class ModelClient:
     def _new_client(self) -> httpx.Client:
         import httpx
 
-        loopback = _is_loopback(self.base_url)
+        loopback = is_loopback(self.base_url)
         return httpx.Client(
             timeout=httpx.Timeout(self.timeout_s),
             # A proxy from the environment must not capture a local model server.
@@ -489,7 +489,7 @@ class ModelClient:
                 response.read()
             except httpx.HTTPError as exc:
                 raise _Retryable(self._describe(exc), status) from None
-            message = f"Model request failed: HTTP {status}: {_service_message(response)}"
+            message = f"Model request failed: HTTP {status}: {service_message(response)}"
             if status in (404, 405):  # no /responses there: most often a base URL without its /v1
                 hint = "" if self.base_url.endswith("/v1") else ": does it need /v1?"
                 message += f" (POST {self.base_url}/responses; {self.origin or 'the base URL'}{hint})"
