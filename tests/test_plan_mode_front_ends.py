@@ -133,7 +133,7 @@ def test_started_in_plan_mode_an_approved_plan_goes_on_in_manual(
     child.sendline("yes")
     child.expect_exact("Permission mode: manual. Use /mode to change it.")
     child.expect_exact("[Tool: edit_file]")
-    child.expect_exact("Approve this operation? [y/N] ")  # manual asks for the edit
+    child.expect_exact("Approve this operation? [y/N/a] ")  # manual asks for the edit
     child.sendline("y")
     child.expect_exact("Assistant> Done as planned.")
     child.expect_exact(PROMPT)

@@ -24,7 +24,7 @@ from ..jsonrpc import BUSY, Cancels, ClientError, RpcError, one_line
 from . import mapping as M
 
 if TYPE_CHECKING:
-    from ..core.contract import ApprovalRequest, Confirmation, Event
+    from ..core.contract import Always, ApprovalRequest, Confirmation, Event
     from ..core.conversation import Conversation
     from ..core.tools.paths import Target
     from ..core.tools.project_files import BeforeWrite, FileBytes
@@ -151,7 +151,7 @@ class SessionUI:
                     event.arguments,
                 )
             )
-            if event.decision not in ("ask", "refuse"):  # refused: its failed result follows at once
+            if event.decision in ("run", "show"):  # asked: after the yes; refused: its result follows
                 self.update(M.in_progress(event.callId))
         elif isinstance(event, ApprovalResolved):
             if event.outcome == "approved":
@@ -172,17 +172,24 @@ class SessionUI:
                 self.update(M.config_option_update(self.config_options()))
         # AssistantMessage repeats the deltas already sent.
 
-    def approve(self, request: ApprovalRequest, cancel: CancelToken) -> bool:
+    def approve(self, request: ApprovalRequest, cancel: CancelToken) -> bool | Always:
         if self.session_id is None:
             return False
+        always = request.always is not None
         params = {
             "sessionId": self.session_id,
             "toolCall": M.permission_tool_call(
-                request.callId, request.tool, request.fields, request.warning, request.diff, request.question
+                request.callId,
+                request.tool,
+                request.fields,
+                request.warning,
+                request.diff,
+                request.question,
+                request.always,
             ),
-            "options": M.PERMISSION_OPTIONS,
+            "options": M.PERMISSION_OPTIONS + (M.ALWAYS_OPTIONS if always else []),
         }
-        return M.granted(self.agent.ask("session/request_permission", params, cancel))
+        return M.answer(self.agent.ask("session/request_permission", params, cancel), always)
 
     def confirm(self, question: Confirmation, cancel: CancelToken | None = None) -> bool:
         params = {

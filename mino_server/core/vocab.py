@@ -36,8 +36,17 @@ Kind = Literal["read_only", "project_write", "sandboxed", "other", "allowed", "p
 KINDS: tuple[Kind, ...] = typing.get_args(Kind)
 
 # run: quietly; ask: the person answers first; show: runs without asking, shown; refuse: not run and
-# not asked (plan mode), the model is told why.
+# not asked (plan mode, or a deny rule), the model is told why.
 Decision = Literal["run", "ask", "show", "refuse"]
+# The answers to an approval besides yes and no: keep a rule (core/rules.py) and answer with it.
+Always = Literal["allow_always", "reject_always"]
+ALLOW_ALWAYS: Always = "allow_always"
+REJECT_ALWAYS: Always = "reject_always"
+# A remembered decision (core/rules.py): what it covers and what it decides.
+RuleKind = Literal["bash", "mcp", "write"]
+RULE_KINDS: tuple[RuleKind, ...] = typing.get_args(RuleKind)
+Effect = Literal["allow", "deny"]
+EFFECTS: tuple[Effect, ...] = typing.get_args(Effect)
 
 # What a tool does, as a client groups tool calls (an icon, a title): each tool names its own
 # (`category` on its class). The values are the Agent Client Protocol's tool kinds.

@@ -91,6 +91,9 @@ class Sandbox(Frozen):
     # Why the probe could not run yet (SandboxBusy): no command runs in it, or around it, until a
     # later probe succeeds. None: the probe passed.
     unready: str | None = None
+    # bwrap: config.yaml's sandbox_network; with entries, commands reach them through network.py's
+    # proxy (and nothing else).
+    network: tuple[str, ...] = ()
 
     def wrap(
         self,
@@ -100,6 +103,7 @@ class Sandbox(Frozen):
         protected: list[str] | None = None,
         masked: bool = True,
         read_only: bool = False,
+        network: str | None = None,
     ) -> tuple[list[str], list[int]]:
         """`argv` as run inside the sandbox, with `workdir` writable and current, and MINO_HOME
         (`home`) out of reach; plus the descriptors to pass to it (pass_fds), which the caller
@@ -108,9 +112,11 @@ class Sandbox(Frozen):
         False for the start-up probe only (see proc_protections). `read_only`: plan mode, the
         working directory read-only too (bwrap keeps its private, empty /tmp writable: it is
         discarded with the command and holds none of the person's files), System V IPC of its own,
-        and unix sockets refused
-        even when config.yaml allows them: through one, a service (Docker, D-Bus) changes what the
-        mounts keep read-only. Raises OSError when that filter cannot be built."""
+        and unix sockets refused even when config.yaml allows them: through one, a service (Docker,
+        D-Bus) changes what the mounts keep read-only. Raises OSError when that filter cannot be
+        built. `network`: the proxy's folder for this command (network.py's Listener): the command
+        then starts behind network.py's relay, which installs the seccomp filter itself once the
+        relay runs (bwrap would filter both); never with `read_only` (plan mode has no network)."""
         if self.name == "bwrap":
             program = self.seccomp
             if program is None and read_only:
@@ -121,6 +127,13 @@ class Sandbox(Frozen):
             fds = [_filter_fd(program)] if program is not None else []
             try:
                 seccomp_fd = fds[0] if fds else None
+                if network is not None and not read_only:
+                    from . import network as net
+
+                    argv = net.relay_argv(sys.executable, seccomp_fd, argv)
+                    return bwrap_argv(
+                        argv, workdir, home, None, protected, masked, self.bind_covered, False, network
+                    ), fds
                 return bwrap_argv(
                     argv, workdir, home, seccomp_fd, protected, masked, self.bind_covered, read_only
                 ), fds
@@ -143,6 +156,7 @@ def bwrap_argv(
     masked: bool = True,
     bind_covered: bool = False,
     read_only: bool = False,
+    network: str | None = None,
 ) -> list[str]:
     wd = str(workdir)
     out = [
@@ -162,6 +176,10 @@ def bwrap_argv(
     hide = _home_to_hide(workdir, home)
     if hide is not None:  # empty and read-only: a write fails instead of vanishing
         out += ["--tmpfs", hide, "--remount-ro", hide]
+    if network is not None:  # the proxy's socket, read-only (connect() needs no write access)
+        from .network import SOCKET_DIR
+
+        out += ["--ro-bind", network, SOCKET_DIR]
     out += [
         "--unshare-net",
         # Plan mode: System V IPC too (message queues, shared memory and semaphores of the person's
@@ -174,6 +192,11 @@ def bwrap_argv(
     ]  # fmt: skip
     if seccomp_fd is not None:
         out += ["--seccomp", str(seccomp_fd)]
+    if network is not None:
+        # No bwrap init in the namespace: without --seccomp it would run unfiltered and dumpable,
+        # so a command could ptrace it into opening unix sockets. The relay's launcher is pid 1
+        # and becomes the command; when it ends, the kernel ends every process left in the namespace.
+        out.append("--as-pid-1")
     return [*out, "--chdir", wd, "--", *argv]
 
 
@@ -495,9 +518,12 @@ def _filter_fd(program: bytes) -> int:
 # --- detection -------------------------------------------------------------------------------------
 
 
-def detect(setting: str = "auto", unix_sockets: bool = False) -> tuple[Sandbox | None, str]:
+def detect(
+    setting: str = "auto", unix_sockets: bool = False, network: tuple[str, ...] = ()
+) -> tuple[Sandbox | None, str]:
     """The sandbox to use and the start-up line that says so (`unix_sockets`: config.yaml's
-    sandbox_unix_sockets, which lets sandboxed commands use unix sockets: no seccomp filter then)."""
+    sandbox_unix_sockets, which lets sandboxed commands use unix sockets: no seccomp filter then;
+    `network`: its sandbox_network, which bwrap commands reach through network.py's proxy)."""
     if setting == "off":
         return None, "Sandbox: unavailable (sandbox: off in config)"
     if setting != "auto":
@@ -528,6 +554,10 @@ def detect(setting: str = "auto", unix_sockets: bool = False) -> tuple[Sandbox |
         return unready, f"Sandbox: {sandbox.name}, not started yet ({e}); commands wait for it"
     if problem:
         return None, f"Sandbox: unavailable ({problem})"
+    if network and sandbox.name == "bwrap":
+        sandbox = Sandbox("bwrap", sandbox.seccomp, sandbox.bind_covered, network=network)
+    elif network:
+        return sandbox, f"Sandbox: {sandbox.name} (sandbox_network is not supported here: no network)"
     if sandbox.name == "bwrap" and unix_sockets:
         return sandbox, "Sandbox: bwrap (unix sockets allowed by config.yaml)"
     return sandbox, f"Sandbox: {sandbox.name}"
