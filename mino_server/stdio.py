@@ -103,6 +103,13 @@ def _exit_now() -> None:
             os.write(2, f"still running {TERMINATE_WITHIN_S:.0f} s after SIGTERM: exiting now\n".encode())
     except OSError:
         pass
+    # os._exit skips atexit: what Mino started is ended here (loaded if Mino ever started a process).
+    orphans = sys.modules.get("mino_server.core.tools.orphans")
+    if orphans is not None:
+        try:
+            orphans.end_all()
+        except Exception:  # noqa: BLE001 - the exit must happen whatever
+            pass
     os._exit(1)
 
 

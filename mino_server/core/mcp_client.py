@@ -51,8 +51,13 @@ class SdkConnection:
     def __init__(
         self, spec: ServerSpec, env: dict[str, str], cwd: str, on_exit: Callable[[str], None]
     ) -> None:
+        from .tools import orphans
+
         self.spec = spec
-        self.env = env
+        # A marker of its own in its environment: what the server starts (a `setsid` child too)
+        # is ended with it (orphans.end_service), never taken for a command's leftover.
+        self.marker = orphans.service(orphans.new_marker()) if spec.url is None else None
+        self.env = env if self.marker is None else {**env, orphans.MARKER: self.marker}
         self.cwd = cwd
         self.on_exit = on_exit
         self.tools: list[ToolInfo] = []
@@ -137,7 +142,14 @@ class SdkConnection:
         try:
             _submit(begin()).result()
         except BaseException as exc:
+            self._end_leftovers()
             raise RuntimeError(self._failure(exc)) from None
+
+    def _end_leftovers(self) -> None:
+        if self.marker is not None:
+            from .tools import orphans
+
+            orphans.end_service(self.marker)
 
     def _failure(self, exc: BaseException) -> str:
         why = _describe(exc)
@@ -216,6 +228,7 @@ class SdkConnection:
 
         with contextlib.suppress(BaseException):
             _submit(stop()).result(STOP_TIMEOUT_S + 1)
+        self._end_leftovers()  # the SDK ends the server's process group; a `setsid` child left it
         with contextlib.suppress(OSError):
             self.errlog.close()
 
