@@ -20,20 +20,6 @@ from typing import Any, BinaryIO
 log = logging.getLogger("mino.stdio")
 
 
-# Objects and arrays one message may hold (counted as `{` and `[` bytes, strings included, so an
-# over-count): Mino's largest messages (a prompt with 256 KiB of context) hold a few thousand, while
-# 16 MiB of `[{},{},…]` would become 5 million dicts, about 400 MB, before any check could run.
-MAX_CONTAINERS = 200_000
-
-
-def too_many_containers(body: bytes) -> str | None:
-    """Why a message body is refused unparsed (too many objects or arrays), or None."""
-    count = body.count(b"{") + body.count(b"[")
-    if count <= MAX_CONTAINERS:
-        return None
-    return f"the message holds {count} JSON objects or arrays; the limit is {MAX_CONTAINERS}"
-
-
 class Terminated(BaseException):
     """SIGTERM arrived: the read loop leaves as on the end of its input.
 

@@ -1,0 +1,197 @@
+"""Bytes from outside are bounded while they are read, not after they are parsed.
+
+A 200 MiB MCP result took 238 s and 1.3 GiB before it was cut; one 29 MiB ACP line of numbers took
+the process from 28 to 825 MiB. Each channel now has its limit (docs/SECURITY.md, "Bounded
+inputs"), and each test feeds the worst input to a real `mino` process and reads its peak memory
+(VmHWM in /proc/PID/status, or the rusage of the exited process), with a timeout that makes an
+unbounded run fail rather than hang.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import IO
+
+import pytest
+import yaml
+from helpers import mino_env
+
+from mino_server.core.inbound import MAX_JSON_VALUES
+from mino_server.core.mcp_client import MAX_MESSAGE_BYTES as MCP_MAX_MESSAGE_BYTES
+from mino_server.testing.scripted_model import ScriptedModel
+
+MINO = [sys.executable, "-m", "mino_server.main"]
+MiB = 1024 * 1024
+ANSWER_WITHIN_S = 60  # a hang guard: a bounded read answers in about a second
+
+
+def _vm_hwm_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmHWM")
+
+
+def _numbers(size: int) -> bytes:
+    """`size` bytes (about) of a JSON array of floats: each value 4 bytes of input, ~32 parsed."""
+    return b"[" + b"1.5," * (size // 4) + b"1.5]"
+
+
+def _first_line_within(stream: IO[bytes], timeout: float) -> bytes:
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(stream.readline()), daemon=True)
+    reader.start()
+    reader.join(timeout)
+    assert got, f"no answer within {timeout} s"
+    return got[0]
+
+
+def _spawn(mino_home: Path, workdir: Path, *args: str) -> subprocess.Popen[bytes]:
+    mino_home.mkdir(parents=True, exist_ok=True)
+    (mino_home / "config.yaml").write_text('sandbox: "off"\n')
+    return subprocess.Popen(
+        [*MINO, *args],
+        env=mino_env(mino_home, "http://127.0.0.1:9/v1"),
+        cwd=workdir,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def test_an_acp_line_of_numbers_is_refused_before_it_is_parsed(mino_home: Path, workdir: Path) -> None:
+    proc = _spawn(mino_home, workdir, "--acp")
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        params = b'{"protocolVersion":1,"x":' + _numbers(29 * MiB) + b"}"
+        line = b'{"jsonrpc":"2.0","id":7,"method":"initialize","params":' + params + b"}\n"
+        started = time.monotonic()
+        proc.stdin.write(line)
+        proc.stdin.flush()
+        answer = json.loads(_first_line_within(proc.stdout, ANSWER_WITHIN_S))
+        took = time.monotonic() - started
+        peak = _vm_hwm_mib(proc.pid)
+        # 29 MiB read whole (the line cap is 32 MiB) and counted, but never parsed: on the old code
+        # the same line made about 7.6 million floats.
+        assert peak < 160, f"peak {peak:.0f} MiB for a 29 MiB line (answered in {took:.1f} s)"
+        assert answer.get("error", {}).get("code") == -32600, answer
+        assert f"the limit is {MAX_JSON_VALUES}" in answer["error"]["message"]
+        # Still serving.
+        proc.stdin.write(b'{"jsonrpc":"2.0","id":8,"method":"initialize","params":{"protocolVersion":1}}\n')
+        proc.stdin.flush()
+        assert json.loads(_first_line_within(proc.stdout, ANSWER_WITHIN_S))["id"] == 8
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_an_editor_message_of_numbers_is_refused_before_it_is_parsed(mino_home: Path, workdir: Path) -> None:
+    proc = _spawn(mino_home, workdir, "--stdio")
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        params = b'{"processId":null,"capabilities":{},"x":' + _numbers(15 * MiB) + b"}"
+        body = b'{"jsonrpc":"2.0","id":7,"method":"initialize","params":' + params + b"}"
+        assert len(body) < 16 * MiB  # under the Content-Length cap: only the value count refuses it
+        proc.stdin.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+        proc.stdin.flush()
+        header = _first_line_within(proc.stdout, ANSWER_WITHIN_S)
+        assert header.startswith(b"Content-Length: ")
+        proc.stdout.readline()
+        answer = json.loads(proc.stdout.read(int(header.split()[1])))
+        peak = _vm_hwm_mib(proc.pid)
+        assert peak < 120, f"peak {peak:.0f} MiB for a 15 MiB message"
+        assert answer.get("error", {}).get("code") == -32600, answer
+        assert f"the limit is {MAX_JSON_VALUES}" in answer["error"]["message"]
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+# A stdio MCP server (standard library only) whose one tool answers with a 200 MiB text result,
+# written in 1 MiB pieces (the server itself stays small), on one line as MCP frames it.
+FLOOD = r"""
+import json, sys
+for line in sys.stdin:
+    msg = json.loads(line)
+    if "id" not in msg:
+        continue
+    method = msg.get("method")
+    if method == "tools/call":
+        sys.stdout.write('{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"' % json.dumps(msg["id"]))
+        piece = "A" * (1 << 20)
+        try:
+            for _ in range(200):
+                sys.stdout.write(piece)
+            sys.stdout.write('"}]}}\n')
+            sys.stdout.flush()
+        except BrokenPipeError:
+            sys.exit(0)
+        continue
+    if method == "initialize":
+        result = {"protocolVersion": msg["params"]["protocolVersion"], "capabilities": {"tools": {}},
+                  "serverInfo": {"name": "flood", "version": "1"}}
+    elif method == "tools/list":
+        result = {"tools": [{"name": "big", "description": "A big answer.", "inputSchema": {"type": "object"}}]}
+    else:
+        result = {}
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}) + "\n")
+    sys.stdout.flush()
+"""
+
+
+@pytest.mark.timeout(200)
+def test_a_200_mib_mcp_result_is_cut_off_while_it_is_read(
+    model: ScriptedModel, mino_home: Path, workdir: Path, tmp_path: Path
+) -> None:
+    script = tmp_path / "flood.py"
+    script.write_text(FLOOD)
+    mino_home.mkdir(parents=True, exist_ok=True)
+    (mino_home / "config.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "sandbox": "off",
+                "mcp_servers": {
+                    "flood": {
+                        "command": [sys.executable, str(script)],
+                        "allow": ["big"],
+                        "start_timeout_s": 120,
+                    }
+                },
+            }
+        )
+    )
+    model.add(
+        {"calls": [{"name": "mcp__flood__big", "arguments": {}, "call_id": "c1"}]},
+        {"text": "done"},
+    )
+    proc = subprocess.Popen(
+        [*MINO, "-p", "Call big.", "--mode", "bypass"],
+        env=mino_env(mino_home, model.base_url),
+        cwd=workdir,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 120  # the old code took about 240 s here
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            break
+        if time.monotonic() > deadline:
+            proc.kill()
+            proc.wait()
+            pytest.fail("mino -p was still reading the MCP result after 120 s")
+        time.sleep(0.05)
+    peak = usage.ru_maxrss / 1024
+    assert proc.returncode == 0
+    assert len(model.requests) == 2, "the call's result never reached the model"
+    output = [i for i in model.requests[1]["input"] if i.get("type") == "function_call_output"][-1]["output"]
+    assert f"longer than {MCP_MAX_MESSAGE_BYTES // MiB} MiB" in output, output[:300]
+    assert peak < 150, f"peak {peak:.0f} MiB while a 200 MiB result was refused"
