@@ -89,14 +89,20 @@ def _exit_now() -> None:
             os.write(2, f"still running {TERMINATE_WITHIN_S:.0f} s after SIGTERM: exiting now\n".encode())
     except OSError:
         pass
-    # os._exit skips atexit: what Mino started is ended here (loaded if Mino ever started a process).
+    end_what_mino_started()
+    os._exit(1)
+
+
+def end_what_mino_started() -> None:
+    """Before os._exit (which skips atexit): kill every process Mino started that is still there
+    (core/tools/orphans.py end_all; loaded once Mino has started a command or an MCP server).
+    Reads /proc and sends signals only: safe when another thread is stuck holding a lock."""
     orphans = sys.modules.get("mino_server.core.tools.orphans")
     if orphans is not None:
         try:
             orphans.end_all()
-        except Exception:  # noqa: BLE001 - the exit must happen whatever
+        except Exception:  # the exit must happen whatever
             pass
-    os._exit(1)
 
 
 class MessageWriter:

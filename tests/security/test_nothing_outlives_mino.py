@@ -97,7 +97,7 @@ def _pids(pidfile: Path) -> list[int]:
 def _assert_gone_after_exit(pidfile: Path) -> None:
     pids = _pids(pidfile)
     assert pids, "the server never started its grandchild"
-    # Mino has exited: its atexit ends what is left. A moment for the kernel to finish the kill.
+    # Mino has exited, and ended what was left on its way out. A moment for the kernel to finish.
     deadline = time.monotonic() + 5
     while any(running(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.05)

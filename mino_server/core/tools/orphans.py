@@ -20,7 +20,7 @@ process group is killed.
 
 Nothing Mino starts outlives it: end_service() ends what a stopped server left (its `setsid`
 children, adopted by Mino once the server is gone), and when Mino's process exits, end_all() kills
-every descendant it still has (atexit, and the SIGTERM deadline of the protocol front ends). What
+every descendant it still has (atexit, and every front end's os._exit, which skips atexit). What
 this cannot cover (Mino itself killed with SIGKILL) is in docs/SECURITY.md.
 """
 
