@@ -526,24 +526,22 @@ def _probe(sandbox: Sandbox) -> str | None:
     """Run one command in the sandbox; the reason it failed or is too weak, or None."""
     import subprocess  # only here: most start-ups (--version, --help) never need it
 
-    command = ["true"]
-    host_ns: list[int] = []
+    # The namespace checks name the descriptors' numbers: the script is completed once they are open.
+    command = ["bash", "-c", PROBE_SCRIPT] if sandbox.name == "bwrap" else ["true"]
     try:
-        if sandbox.name == "bwrap":
-            host_ns = _host_namespaces()
-            command = ["bash", "-c", PROBE_SCRIPT + _namespace_script(host_ns)]
         argv, fds = sandbox.wrap(command, Path(tempfile.gettempdir()).resolve(), masked=False)
     except OSError as e:
-        for fd in host_ns:
-            os.close(fd)
         busy = _not_now(e, f"{sandbox.name} cannot be prepared")
         if busy is not None:
             raise busy from None
         return f"{sandbox.name} cannot be prepared: {e.strerror or e}"
-    fds += host_ns
     from . import orphans
 
     try:
+        if PROBE_SCRIPT in argv:
+            host_ns = _host_namespaces()
+            fds += host_ns
+            argv[argv.index(PROBE_SCRIPT)] += _namespace_script(host_ns)
         # Registered like a command: a command's leftovers are told apart from it.
         proc, run = orphans.start(
             lambda: subprocess.Popen(
