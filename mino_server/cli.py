@@ -603,6 +603,7 @@ DOCTOR_LABELS = {
     "key": "API key",
     "endpoint": "Model endpoint",
     "sandbox": "Sandbox",
+    "network": "Sandbox network",
     "home": "Mino home",
     "vscode": "VS Code extension",
     "mcp": "MCP servers",

@@ -150,7 +150,7 @@ def _read_capped(response: httpx.Response, limit: int) -> tuple[bytes, bool]:
     return bytes(body), False
 
 
-def _service_message(response: httpx.Response, body: bytes | None = None) -> str:
+def service_message(response: httpx.Response, body: bytes | None = None) -> str:
     """The service's own error message (in `body`, the start of the error answer; else the whole
     body, read already), else the status's reason phrase."""
     found = _body_message(response.content if body is None else body)
@@ -251,7 +251,7 @@ def _retry_after(response: httpx.Response) -> float | None:
     return None
 
 
-def _is_loopback(base_url: str) -> bool:
+def is_loopback(base_url: str) -> bool:
     host = urlsplit(base_url).hostname or ""
     return host in ("localhost", "::1") or host.startswith("127.")
 
@@ -401,7 +401,7 @@ class ModelClient:
     def _new_client(self) -> httpx.Client:
         import httpx
 
-        loopback = _is_loopback(self.base_url)
+        loopback = is_loopback(self.base_url)
         return httpx.Client(
             timeout=httpx.Timeout(self.timeout_s),
             # A proxy from the environment must not capture a local model server.
@@ -525,7 +525,7 @@ class ModelClient:
                 body, _ = _read_capped(response, MAX_ERROR_BODY_BYTES)
             except httpx.HTTPError as exc:
                 raise _Retryable(self._describe(exc), status) from None
-            message = f"Model request failed: HTTP {status}: {_service_message(response, body)}"
+            message = f"Model request failed: HTTP {status}: {service_message(response, body)}"
             if status in (404, 405):  # no /responses there: most often a base URL without its /v1
                 hint = "" if self.base_url.endswith("/v1") else ": does it need /v1?"
                 message += f" (POST {self.base_url}/responses; {self.origin or 'the base URL'}{hint})"

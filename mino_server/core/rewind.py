@@ -208,7 +208,7 @@ def turn_number(conv: Conversation, turn_id: str) -> int:
 
 def diffs(conv: Conversation, p: RewindPlan) -> list[FileDiff]:
     """Each changing file, as it is now (before) and as the rewind leaves it (after; "" when deleted)."""
-    from .tools.files import _file_diff
+    from .tools.files import file_diff
 
     store = _store(conv)
     out = []
@@ -218,7 +218,7 @@ def diffs(conv: Conversation, p: RewindPlan) -> list[FileDiff]:
             text = after if isinstance(after, str) else after.decode("utf-8")
         except UnicodeDecodeError:
             continue
-        d = _file_diff(conv.workdir / f.path, f.current_bytes, text)
+        d = file_diff(conv.workdir / f.path, f.current_bytes, text)
         if d is not None:
             out.append(d)
     return out
@@ -272,13 +272,13 @@ def _restore(conv: Conversation, store: CheckpointStore, f: FilePlan) -> None:
 def _delete(store: CheckpointStore, target: Target, f: FilePlan) -> None:
     """A file Mino created: its name is unlinked in the folder opened by the race-safe walk (the
     port has no delete; an editor's buffer of it, if any, says the file is gone)."""
-    from .tools.project_files import _read_at
+    from .tools.project_files import read_at
 
     parent = open_parent(target)
     if parent is None:
         return
     try:
-        found = _read_at(parent, target)
+        found = read_at(parent, target)
         if found is None:
             return
         if _sha(found.data) != f.current:  # changed since the question

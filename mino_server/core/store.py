@@ -157,7 +157,9 @@ class Store:
 
         from .tools import orphans, sandbox  # noqa: F401
 
-        return sandbox.detect(self.config.sandbox, self.config.sandbox_unix_sockets)
+        return sandbox.detect(
+            self.config.sandbox, self.config.sandbox_unix_sockets, self.config.sandbox_network
+        )
 
 
 class Watcher:

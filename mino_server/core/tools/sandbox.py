@@ -93,6 +93,9 @@ class Sandbox(Frozen):
     # Why the probe could not run yet (SandboxBusy): no command runs in it, or around it, until a
     # later probe succeeds. None: the probe passed.
     unready: str | None = None
+    # bwrap: config.yaml's sandbox_network; with entries, commands reach them through network.py's
+    # proxy (and nothing else).
+    network: tuple[str, ...] = ()
 
     def wrap(
         self,
@@ -101,16 +104,26 @@ class Sandbox(Frozen):
         home: Path | None = None,
         protected: list[str] | None = None,
         masked: bool = True,
+        network: str | None = None,
     ) -> tuple[list[str], list[int]]:
         """`argv` as run inside the sandbox, with `workdir` writable and current, and MINO_HOME
         (`home`) out of reach; plus the descriptors to pass to it (pass_fds), which the caller
         closes once the process is started. `protected`: the paths to keep read-only in the working
         directory (protected.mount_sources, at any depth); None: the top-level ones. `masked`:
-        False for the start-up probe only (see proc_protections)."""
+        False for the start-up probe only (see proc_protections). `network`: the proxy's folder for
+        this command (network.py's Listener): the command then starts behind network.py's relay,
+        which installs the seccomp filter itself once the relay runs (bwrap would filter both)."""
         if self.name == "bwrap":
             fds = [_filter_fd(self.seccomp)] if self.seccomp is not None else []
             try:
                 seccomp_fd = fds[0] if fds else None
+                if network is not None:
+                    from . import network as net
+
+                    argv = net.relay_argv(sys.executable, seccomp_fd, argv)
+                    return bwrap_argv(
+                        argv, workdir, home, None, protected, masked, self.bind_covered, network
+                    ), fds
                 return bwrap_argv(argv, workdir, home, seccomp_fd, protected, masked, self.bind_covered), fds
             except BaseException:
                 for fd in fds:
@@ -129,6 +142,7 @@ def bwrap_argv(
     protected: list[str] | None = None,
     masked: bool = True,
     bind_covered: bool = False,
+    network: str | None = None,
 ) -> list[str]:
     wd = str(workdir)
     out = [
@@ -147,6 +161,10 @@ def bwrap_argv(
     hide = _home_to_hide(workdir, home)
     if hide is not None:  # empty and read-only: a write fails instead of vanishing
         out += ["--tmpfs", hide, "--remount-ro", hide]
+    if network is not None:  # the proxy's socket, read-only (connect() needs no write access)
+        from .network import SOCKET_DIR
+
+        out += ["--ro-bind", network, SOCKET_DIR]
     out += [
         "--unshare-net",
         "--unshare-pid",  # when the shell ends, the namespace's init ends every process left in it
@@ -159,6 +177,11 @@ def bwrap_argv(
     ]  # fmt: skip
     if seccomp_fd is not None:
         out += ["--seccomp", str(seccomp_fd)]
+    if network is not None:
+        # No bwrap init in the namespace: without --seccomp it would run unfiltered and dumpable,
+        # so a command could ptrace it into opening unix sockets. The relay's launcher is pid 1
+        # and becomes the command; when it ends, the kernel ends every process left in the namespace.
+        out.append("--as-pid-1")
     return [*out, "--chdir", wd, "--", *argv]
 
 
@@ -484,9 +507,12 @@ def _filter_fd(program: bytes) -> int:
 # --- detection -------------------------------------------------------------------------------------
 
 
-def detect(setting: str = "auto", unix_sockets: bool = False) -> tuple[Sandbox | None, str]:
+def detect(
+    setting: str = "auto", unix_sockets: bool = False, network: tuple[str, ...] = ()
+) -> tuple[Sandbox | None, str]:
     """The sandbox to use and the start-up line that says so (`unix_sockets`: config.yaml's
-    sandbox_unix_sockets, which lets sandboxed commands use unix sockets: no seccomp filter then)."""
+    sandbox_unix_sockets, which lets sandboxed commands use unix sockets: no seccomp filter then;
+    `network`: its sandbox_network, which bwrap commands reach through network.py's proxy)."""
     if setting == "off":
         return None, "Sandbox: unavailable (sandbox: off in config)"
     if setting != "auto":
@@ -517,6 +543,10 @@ def detect(setting: str = "auto", unix_sockets: bool = False) -> tuple[Sandbox |
         return unready, f"Sandbox: {sandbox.name}, not started yet ({e}); commands wait for it"
     if problem:
         return None, f"Sandbox: unavailable ({problem})"
+    if network and sandbox.name == "bwrap":
+        sandbox = Sandbox("bwrap", sandbox.seccomp, sandbox.bind_covered, network=network)
+    elif network:
+        return sandbox, f"Sandbox: {sandbox.name} (sandbox_network is not supported here: no network)"
     if sandbox.name == "bwrap" and unix_sockets:
         return sandbox, "Sandbox: bwrap (unix sockets allowed by config.yaml)"
     return sandbox, f"Sandbox: {sandbox.name}"
