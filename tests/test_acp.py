@@ -9,6 +9,7 @@ have written nothing but ACP on stdout and no traceback anywhere.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -188,6 +189,7 @@ def test_new_session_and_a_streamed_turn(spawn: Spawn, model: ScriptedModel, ws:
         "clear",
         "rewind",
         "mcp",
+        "rules",
     ]
     # saved as the selection, as /new
     assert json.loads((sessions_dir(home) / "active-session.json").read_text())["session_id"] == sid
@@ -380,11 +382,15 @@ def test_approval_through_request_permission(spawn: Spawn, model: ScriptedModel,
     assert params["options"] == [
         {"optionId": "allow_once", "name": "Approve", "kind": "allow_once"},
         {"optionId": "reject_once", "name": "Deny", "kind": "reject_once"},
+        # a write in the project: a rule can cover it
+        {"optionId": "allow_always", "name": "Always in this project", "kind": "allow_always"},
+        {"optionId": "reject_always", "name": "Never in this project", "kind": "reject_always"},
     ]
     call = params["toolCall"]
     assert call["kind"] == "edit" and call["status"] == "pending" and call["title"] == "write_file: out.txt"
     # the diff first: clients that show one item of a tool call (CodeCompanion.nvim) show the first
-    diff, fields = call["content"]
+    diff, fields, always = call["content"]
+    assert always["content"]["text"] == f"a = always: write out.txt in {os.path.realpath(ws)}"
     assert diff == {
         "type": "diff",
         "path": str(ws.resolve() / "out.txt"),
@@ -401,7 +407,7 @@ def test_approval_through_request_permission(spawn: Spawn, model: ScriptedModel,
     # rawInput: the model's arguments as it sent them; title and content keep the escaped display
     assert start["rawInput"] == {"path": "out.txt", "content": "written\n", "mode": "create"}
     assert start["locations"] == [{"path": str(ws.resolve() / "out.txt")}]
-    assert start["content"] == call["content"]
+    assert start["content"] == call["content"][:2]  # the permission adds what `always` keeps
     statuses = [u["status"] for u in client.updates(sid, "tool_call_update")]
     assert statuses == ["in_progress", "completed"]
     # the tool call was shown before the question, the question before it ran

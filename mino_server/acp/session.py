@@ -23,7 +23,7 @@ from ..jsonrpc import BUSY, Cancels, ClientError, RpcError, one_line
 from . import mapping as M
 
 if TYPE_CHECKING:
-    from ..core.contract import ApprovalRequest, Confirmation, Event
+    from ..core.contract import Always, ApprovalRequest, Confirmation, Event
     from ..core.conversation import Conversation
     from ..core.tools.paths import Target
     from ..core.tools.project_files import BeforeWrite, FileBytes
@@ -146,7 +146,7 @@ class SessionUI:
                     event.arguments,
                 )
             )
-            if event.decision != "ask":
+            if event.decision in ("run", "show"):
                 self.update(M.in_progress(event.callId))
         elif isinstance(event, ApprovalResolved):
             if event.outcome == "approved":
@@ -163,17 +163,24 @@ class SessionUI:
             self._announced.clear()
         # AssistantMessage repeats the deltas already sent.
 
-    def approve(self, request: ApprovalRequest, cancel: CancelToken) -> bool:
+    def approve(self, request: ApprovalRequest, cancel: CancelToken) -> bool | Always:
         if self.session_id is None:
             return False
+        always = request.always is not None
         params = {
             "sessionId": self.session_id,
             "toolCall": M.permission_tool_call(
-                request.callId, request.tool, request.fields, request.warning, request.diff, request.question
+                request.callId,
+                request.tool,
+                request.fields,
+                request.warning,
+                request.diff,
+                request.question,
+                request.always,
             ),
-            "options": M.PERMISSION_OPTIONS,
+            "options": M.PERMISSION_OPTIONS + (M.ALWAYS_OPTIONS if always else []),
         }
-        return M.granted(self.agent.ask("session/request_permission", params, cancel))
+        return M.answer(self.agent.ask("session/request_permission", params, cancel), always)
 
     def confirm(self, question: Confirmation, cancel: CancelToken | None = None) -> bool:
         params = {

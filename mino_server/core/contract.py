@@ -19,6 +19,7 @@ from .values import Frozen, Mutable, frozen, mutable
 
 # The vocabularies (core/vocab.py), with the events and requests that use them. The tool names are
 # the registry's (core/tools/registry.py).
+from .vocab import ALLOW_ALWAYS as ALLOW_ALWAYS
 from .vocab import COMPLETED as COMPLETED
 from .vocab import DENIED as DENIED
 from .vocab import FAILED as FAILED
@@ -28,11 +29,14 @@ from .vocab import MEMORY_TYPES as MEMORY_TYPES
 from .vocab import MODE_HELP as MODE_HELP
 from .vocab import MODE_NAMES as MODE_NAMES
 from .vocab import MODES as MODES
+from .vocab import REJECT_ALWAYS as REJECT_ALWAYS
 from .vocab import TOOL_CATEGORIES as TOOL_CATEGORIES
 from .vocab import TOOL_STATUSES as TOOL_STATUSES
 from .vocab import TURN_STATUSES as TURN_STATUSES
 from .vocab import UNKNOWN as UNKNOWN
+from .vocab import Always as Always
 from .vocab import Decision as Decision
+from .vocab import Effect as Effect
 from .vocab import Kind as Kind
 from .vocab import McpState as McpState
 from .vocab import MemoryType as MemoryType
@@ -40,6 +44,7 @@ from .vocab import Mode as Mode
 from .vocab import Outcome as Outcome
 from .vocab import RewindAction as RewindAction
 from .vocab import Role as Role
+from .vocab import RuleKind as RuleKind
 from .vocab import SetupKind as SetupKind
 from .vocab import ToolCategory as ToolCategory
 from .vocab import ToolStatus as ToolStatus
@@ -105,8 +110,17 @@ class ApprovalField(Frozen):
 
 
 @frozen(kw_only=True)
+class AlwaysOffer(Frozen):
+    """The rules an `always` answer keeps (docs/BEHAVIOUR.md, "Rules")."""
+
+    rules: list[str] = doc('what is kept, e.g. ["bash git status"]; escaped like a field value')
+    project: str = doc("the project they hold in: its working directory's real path, escaped")
+
+
+@frozen(kw_only=True)
 class ApprovalRequest(Frozen):
-    """A question for the person about one tool call; the answer is yes or no."""
+    """A question for the person about one tool call; the answer is yes or no, or `always` when
+    `always` is offered."""
 
     turnId: str
     callId: str
@@ -124,6 +138,10 @@ class ApprovalRequest(Frozen):
     diff: FileDiff | None = optional(
         "write_file and edit_file: the whole file before and after, when both are UTF-8 text of at "
         "most 1 MiB (absent otherwise); the file on disk is untouched until approved"
+    )
+    always: AlwaysOffer | None = optional(
+        "where a rule can cover this call: the rules an `always` answer keeps for this project "
+        "(allow with a yes, deny with a no); absent where no rule can"
     )
 
 
@@ -186,7 +204,8 @@ class ToolCall(Frozen):
     fields: list[ApprovalField]
     warning: str | None = doc("shown after the fields (e.g. memory_save's warning)")
     decision: Decision = doc(
-        "run: read-only, shown quietly; ask: a mino/approve follows; show: runs without asking"
+        "run: read-only, shown quietly; ask: a mino/approve follows; show: runs without asking; "
+        "refuse: a deny rule refused it without asking (its `Rule` field says which)"
     )
     diff: FileDiff | None = optional(
         "write_file and edit_file: as in mino/approve, also when no one is asked"

@@ -357,6 +357,7 @@ class Conversation:
             index=None,
             instructions="",
             before_tools=None if self._sandbox_known else self._tools_ready,
+            rules=self.store.rules,
         )
         store = self.checkpoints
         if store is not None:  # every write of this turn keeps the file's previous state first

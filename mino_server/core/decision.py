@@ -18,3 +18,9 @@ TABLE: dict[Kind, dict[Mode, Decision]] = {
 
 def decide(kind: Kind, mode: Mode) -> Decision:
     return TABLE[kind][mode]
+
+
+# The modes where remembered decisions (core/rules.py) count: bypass needs none; a mode that must
+# not let allow rules run anything (planning) leaves itself out of ALLOW_RULE_MODES.
+ALLOW_RULE_MODES: tuple[Mode, ...] = ("manual", "accept-edits")
+DENY_RULE_MODES: tuple[Mode, ...] = ("manual", "accept-edits")

@@ -271,6 +271,7 @@ DECIDING = frozenset(
         "Sandbox",
         "Network",
         "Server",
+        "Rule",
     }
 )
 

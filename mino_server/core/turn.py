@@ -10,21 +10,26 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .cancel import Cancelled, CancelToken
 from .compaction import Compactor, StreamingClient
 from .contract import (
+    ALLOW_ALWAYS,
     APPROVAL_QUESTION,
     COMPLETED,
     DENIED,
     FAILED,
     INVALID_ARGUMENTS,
+    REJECT_ALWAYS,
+    AlwaysOffer,
     ApprovalField,
     ApprovalRequest,
     ApprovalResolved,
     AssistantMessage,
+    Decision,
     Mode,
     Notice,
     Outcome,
@@ -36,7 +41,7 @@ from .contract import (
     TurnStatus,
     Usage,
 )
-from .decision import decide
+from .decision import ALLOW_RULE_MODES, DENY_RULE_MODES, decide
 from .errors import StorageError
 from .model_client import FunctionCall
 from .sessions.log import (
@@ -51,6 +56,11 @@ from .sessions.log import (
 from .tools.base import INTERRUPTED, ArgumentError, Tool, ToolContext, ToolFailure, ToolResult
 from .ui import UI
 from .values import Mutable, mutable
+from .words import rule_kept, rule_refused
+
+if TYPE_CHECKING:
+    from .rules import RuleStore, Subject, Verdict
+    from .vocab import Effect
 
 MAX_REQUESTS = 8
 MAX_TOOL_CALLS = 16
@@ -83,6 +93,9 @@ class Turn(Mutable):
     # Called once before the first tool call is looked at: completes ctx (the sandbox probe's verdict,
     # when the front end did not wait for it at start-up). None: ctx is complete.
     before_tools: Callable[[ToolContext], None] | None = None
+    # Remembered decisions (core/rules.py); None: no rule counts (tests that build a bare turn).
+    rules: RuleStore | None = None
+    _told: set[str] = field(default_factory=set)  # rules-file problems already shown this turn
     # images.Blobs, made when a message first has an image (a text-only turn imports nothing of it)
     _image_blobs: Any = None
 
@@ -303,9 +316,15 @@ class Turn(Mutable):
             return ToolResult(INVALID_ARGUMENTS, f"Invalid arguments: {exc}")
         except ToolFailure as exc:
             return ToolResult(exc.status, str(exc))
-        decision = decide(prepared.kind or tool.kind(ctx), self.mode())
+        mode = self.mode()
+        decision: Decision = decide(prepared.kind or tool.kind(ctx), mode)
+        verdict = self._rule_verdict(prepared.subject, decision, mode)
+        own = list(prepared.fields)
+        if verdict is not None:
+            decision = "show" if verdict.effect == "allow" else "refuse"
+            own.append(("Rule", ", ".join(verdict.rules)))
         shown, warning = approval_fields(
-            prepared.fields, prepared.warning, as_given=prepared.as_given
+            own, prepared.warning, as_given=prepared.as_given
         )  # shown the same everywhere
         fields = [ApprovalField(label=label, value=value) for label, value in shown]
         self.ui.event(
@@ -320,7 +339,11 @@ class Turn(Mutable):
                 arguments=raw,
             )
         )
+        if verdict is not None and verdict.effect == "deny":
+            return ToolResult(DENIED, rule_refused(", ".join(verdict.rules)))
         if decision == "ask":
+            kept = self._proposal(prepared.subject, mode)  # what an always answer keeps: what is shown
+            offer = self._shown_offer(kept)
             request = ApprovalRequest(
                 turnId=self.turn_id,
                 callId=call.call_id,
@@ -330,11 +353,16 @@ class Turn(Mutable):
                 question=prepared.question or APPROVAL_QUESTION,
                 workdir=str(self.workdir),
                 diff=prepared.diff,
+                always=offer,
             )
             try:
-                approved = bool(self.ui.approve(request, cancel))
+                answer = self.ui.approve(request, cancel)
             except Exception:
-                approved = False  # a front end that fails to ask has not approved
+                answer = False  # a front end that fails to ask has not approved
+            # Only an explicit yes approves (a front end's stray truthy value does not).
+            approved = answer is True or answer == ALLOW_ALWAYS
+            if kept and answer in (ALLOW_ALWAYS, REJECT_ALWAYS) and not cancel.cancelled:
+                self._keep_rules(kept, "allow" if approved else "deny")
             outcome: Outcome = "cancelled" if cancel.cancelled else ("approved" if approved else "denied")
             self.ui.event(ApprovalResolved(turnId=self.turn_id, callId=call.call_id, outcome=outcome))
             if cancel.cancelled:
@@ -349,6 +377,60 @@ class Turn(Mutable):
             return ToolResult(FAILED, INTERRUPTED)
         except OSError as exc:
             return ToolResult(FAILED, f"{call.name} failed: {exc.strerror or exc}")
+
+    # ---- remembered decisions (core/rules.py) ------------------------------------------------------
+    def _rule_verdict(self, subject: Subject | None, decision: Decision, mode: Mode) -> Verdict | None:
+        """The rule that decides this call, if any: a deny refuses it, an allow runs it unasked."""
+        if subject is None or self.rules is None or decision == "run" or mode not in DENY_RULE_MODES:
+            return None
+        try:
+            verdict, problems = self.rules.judge(subject, self.workdir)
+        except Exception as exc:  # an unreadable rules folder: the rules say nothing, the call asks
+            verdict, problems = None, [f"Rules could not be read: {one_line(exc)}."]
+        self._tell(problems)
+        if verdict is None or (verdict.effect == "allow" and mode not in ALLOW_RULE_MODES):
+            return None
+        if verdict.effect == "allow" and decision != "ask":
+            return None  # it runs unasked anyway; shown as it always was
+        return verdict
+
+    def _proposal(self, subject: Subject | None, mode: Mode) -> list[str]:
+        """The rules an always answer would keep for this call; empty where none may."""
+        if subject is None or self.rules is None or mode not in ALLOW_RULE_MODES:
+            return []
+        from .rules import propose
+
+        try:
+            return list(propose(subject, self.workdir) or ())
+        except Exception:  # the parser failing to load: no offer, the question stays yes or no
+            return []
+
+    def _shown_offer(self, texts: list[str]) -> AlwaysOffer | None:
+        if not texts:
+            return None
+        from .display import field_value
+        from .rules import project_key
+
+        return AlwaysOffer(
+            rules=[field_value(t)[0] for t in texts], project=field_value(project_key(self.workdir))[0]
+        )
+
+    def _keep_rules(self, texts: list[str], effect: Effect) -> None:
+        from .rules import project_key
+
+        assert self.rules is not None
+        try:
+            self.rules.add(texts, effect, self.workdir)
+        except (OSError, ValueError) as exc:
+            self.ui.event(Notice(turnId=self.turn_id, text=f"The rule was not kept: {one_line(exc)}"))
+            return
+        self.ui.event(Notice(turnId=self.turn_id, text=rule_kept(effect, texts, project_key(self.workdir))))
+
+    def _tell(self, problems: list[str]) -> None:
+        for line in problems:
+            if line not in self._told:
+                self._told.add(line)
+                self.ui.event(Notice(turnId=self.turn_id, text=line))
 
 
 def front_item(index: str | None, summary: str | None) -> dict[str, Any] | None:

@@ -25,7 +25,16 @@ MODE_HELP: dict[Mode, str] = {
 Kind = Literal["read_only", "project_write", "sandboxed", "other", "allowed"]
 KINDS: tuple[Kind, ...] = typing.get_args(Kind)
 
-Decision = Literal["run", "ask", "show"]
+Decision = Literal["run", "ask", "show", "refuse"]  # refuse: a deny rule refused it, nobody asked
+# The answers to an approval besides yes and no: keep a rule (core/rules.py) and answer with it.
+Always = Literal["allow_always", "reject_always"]
+ALLOW_ALWAYS: Always = "allow_always"
+REJECT_ALWAYS: Always = "reject_always"
+# A remembered decision (core/rules.py): what it covers and what it decides.
+RuleKind = Literal["bash", "mcp", "write"]
+RULE_KINDS: tuple[RuleKind, ...] = typing.get_args(RuleKind)
+Effect = Literal["allow", "deny"]
+EFFECTS: tuple[Effect, ...] = typing.get_args(Effect)
 
 # What a tool does, as a client groups tool calls (an icon, a title): each tool names its own
 # (`category` on its class). The values are the Agent Client Protocol's tool kinds.

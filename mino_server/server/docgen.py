@@ -474,7 +474,7 @@ them, to what the person typed (docs/BEHAVIOUR.md, "Editor context"):
   accepted them (a no, an error or an interrupt loads none for the session). Show `message` as it is.
 - notification `mino/event` `{{turnId, type, ...}}` with `type` one of `text_delta {{text}}`,
   `assistant_message {{text}}`, `tool_call {{callId, tool, fields, warning, decision: "run" | "ask" |
-  "show"}}`, `tool_result {{callId, tool, status, text}}`, `approval_resolved {{callId, outcome:
+  "show" | "refuse"}}` (`refuse`: a deny rule refused it, from version 4), `tool_result {{callId, tool, status, text}}`, `approval_resolved {{callId, outcome:
   "approved" | "denied" | "cancelled"}}` (sent whenever a pending approval ends, by answer, cancel or
   turn end, so every surface still showing it can dismiss it), `notice {{text}}`, `turn_end {{status}}`,
   `usage {{inputTokens, outputTokens, contextWindow}}` (after every model response that reported
@@ -496,6 +496,16 @@ text without NUL bytes of at most 1 MiB (in UTF-8 bytes); otherwise it is absent
 alone describe the call. It is taken in the tool's prepare step from the same bytes the approval is
 bound to, and the file on disk is untouched until approved: if the file changes before the answer,
 nothing is written ("File changed after approval; nothing was written.").
+
+## Remembered decisions (rules, version 4)
+Where a rule can cover the call (docs/BEHAVIOUR.md, "Rules"), `mino/approve` params carry
+`always: {{rules, project}}`: the rules an always answer keeps and the project they hold in, both
+escaped like `fields`. Show them with an **Always in this project** action beside Approve and Deny;
+answer it `{{approved: true, always: true}}` (`{{approved: false, always: true}}` keeps deny rules).
+`always` in an answer to a request that offered none is ignored. A call a rule decides is not
+asked: its `tool_call` event has `decision: "show"` (allowed) or `"refuse"` (denied, a `denied`
+result follows) and the field `Rule` naming the rule. `mino/rules` lists every rule (numbered as
+`/rules` numbers them), `mino/rules/delete {{id}}` removes one; both work during a turn.
 
 ## Errors
 {error_table}

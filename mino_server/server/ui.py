@@ -7,7 +7,15 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from ..core.cancel import CancelToken
-from ..core.contract import ApprovalRequest, Confirmation, Event, MemoryProblem
+from ..core.contract import (
+    ALLOW_ALWAYS,
+    REJECT_ALWAYS,
+    Always,
+    ApprovalRequest,
+    Confirmation,
+    Event,
+    MemoryProblem,
+)
 from . import protocol as P
 
 
@@ -32,10 +40,13 @@ class ServerUI:
     def event(self, event: Event) -> None:
         self.server.notify("mino/event", P.dump(event))
 
-    def approve(self, request: ApprovalRequest, cancel: CancelToken) -> bool:
+    def approve(self, request: ApprovalRequest, cancel: CancelToken) -> bool | Always:
         answer = self.server.ask("mino/approve", P.dump(request), cancel)  # the core's question, as it is
         # Only an explicit yes approves: an error, a cancel or a malformed answer has denied.
-        return isinstance(answer, dict) and answer.get("approved") is True
+        approved = isinstance(answer, dict) and answer.get("approved") is True
+        if request.always is not None and isinstance(answer, dict) and answer.get("always") is True:
+            return ALLOW_ALWAYS if approved else REJECT_ALWAYS
+        return approved
 
     def confirm(self, question: Confirmation, cancel: CancelToken | None = None) -> bool:
         kind = question.kind

@@ -45,6 +45,12 @@ export const REWIND_ACTIONS: readonly RewindAction[] = ['restore', 'delete', 'ke
 export type MemoryType = 'user' | 'feedback' | 'project' | 'reference';
 export const MEMORY_TYPES: readonly MemoryType[] = ['user', 'feedback', 'project', 'reference'];
 
+export type RuleKind = 'bash' | 'mcp' | 'write';
+export const RULE_KINDS: readonly RuleKind[] = ['bash', 'mcp', 'write'];
+
+export type Effect = 'allow' | 'deny';
+export const EFFECTS: readonly Effect[] = ['allow', 'deny'];
+
 export type Role = 'user' | 'assistant' | 'tool';
 export const ROLES: readonly Role[] = ['user', 'assistant', 'tool'];
 
@@ -60,8 +66,8 @@ export const TOOL_STATUSES: readonly ToolStatus[] = [
 export type ConfirmKind = 'recovery' | 'skills' | 'rewind' | 'instructions';
 export const CONFIRM_KINDS: readonly ConfirmKind[] = ['recovery', 'skills', 'rewind', 'instructions'];
 
-export type Decision = 'run' | 'ask' | 'show';
-export const DECISIONS: readonly Decision[] = ['run', 'ask', 'show'];
+export type Decision = 'run' | 'ask' | 'show' | 'refuse';
+export const DECISIONS: readonly Decision[] = ['run', 'ask', 'show', 'refuse'];
 
 export type Outcome = 'approved' | 'denied' | 'cancelled';
 export const OUTCOMES: readonly Outcome[] = ['approved', 'denied', 'cancelled'];
@@ -422,6 +428,38 @@ export interface MemoryInfo {
   path: string;
 }
 
+export interface RuleList {
+  /** every rule under MINO_HOME/rules, numbered as /rules numbers them (1 first) */
+  rules: RuleInfo[];
+  /** one line for each rules file that does not parse and is ignored */
+  problems: string[];
+}
+
+export interface RuleInfo {
+  /** stable for as long as the rule is unchanged: what mino/rules/delete takes */
+  id: string;
+  /** bash: a command's first words; mcp: SERVER/TOOL; write: a path glob in the project */
+  kind: RuleKind;
+  /** the words, SERVER/TOOL or glob, as written in the rules file (not escaped) */
+  pattern: string;
+  /** allow: runs without asking; deny: refused without asking */
+  effect: Effect;
+  /** the project's real path the rule holds in */
+  project: string;
+}
+
+export interface RuleDeleteParams {
+  /** a rule's id from mino/rules */
+  id: string;
+}
+
+export interface RuleDeleteResult {
+  /** false when no rule has this id (it changed or was deleted meanwhile) */
+  deleted: boolean;
+  /** the rules after the delete, as mino/rules lists them */
+  rules: RuleInfo[];
+}
+
 export interface FilesParams {
   /** what follows the `@` typed so far (may be empty); matched ignoring case */
   prefix: string;
@@ -465,7 +503,10 @@ export interface HistoryItem {
   rewound?: boolean;
 }
 
-/** A question for the person about one tool call; the answer is yes or no. */
+/**
+ * A question for the person about one tool call; the answer is yes or no, or `always` when `always` is
+ * offered.
+ */
 export interface ApprovalRequest {
   turnId: string;
   callId: string;
@@ -484,6 +525,11 @@ export interface ApprovalRequest {
    * (absent otherwise); the file on disk is untouched until approved
    */
   diff?: FileDiff;
+  /**
+   * where a rule can cover this call: the rules an `always` answer keeps for this project (allow with a yes,
+   * deny with a no); absent where no rule can
+   */
+  always?: AlwaysOffer;
 }
 
 /** One line of an approval display: `Label: "value"`. */
@@ -507,8 +553,21 @@ export interface FileDiff {
   after: string;
 }
 
+/** The rules an `always` answer keeps (docs/BEHAVIOUR.md, "Rules"). */
+export interface AlwaysOffer {
+  /** what is kept, e.g. ["bash git status"]; escaped like a field value */
+  rules: string[];
+  /** the project they hold in: its working directory's real path, escaped */
+  project: string;
+}
+
 export interface ApproveResult {
   approved: boolean;
+  /**
+   * only when the request offered `always`: true keeps its rules for the project, allowing them with
+   * `approved: true` (the panel's Always in this project), denying them with false
+   */
+  always?: boolean;
 }
 
 export interface ConfirmParams {
@@ -594,7 +653,10 @@ export interface ToolCall {
   fields: ApprovalField[];
   /** shown after the fields (e.g. memory_save's warning) */
   warning: string | null;
-  /** run: read-only, shown quietly; ask: a mino/approve follows; show: runs without asking */
+  /**
+   * run: read-only, shown quietly; ask: a mino/approve follows; show: runs without asking; refuse: a deny
+   * rule refused it without asking (its `Rule` field says which)
+   */
   decision: Decision;
   /** write_file and edit_file: as in mino/approve, also when no one is asked */
   diff?: FileDiff;
@@ -720,6 +782,10 @@ export const Methods = {
   rewind: 'mino/rewind',
   /** Client request. The memory files, as loaded now. */
   memoryList: 'mino/memory/list',
+  /** Client request. The remembered decisions (/rules), read now. */
+  rules: 'mino/rules',
+  /** Client request. Removes one rule (/rules delete N) by its id; later calls it covered ask again. */
+  rulesDelete: 'mino/rules/delete',
   /**
    * Client request. Workspace files for `@` completion in the chat box; answers from a cached list (refreshed
    * in the background every few seconds), so it is quick in a large tree. Works during a turn.
@@ -796,6 +862,8 @@ export const METHOD_TABLE: { readonly [M in MethodName]: MethodInfo } = {
   'mino/checkpoints': { sender: 'client', kind: 'request', params: 'Empty', result: 'Checkpoints' },
   'mino/rewind': { sender: 'client', kind: 'request', params: 'RewindParams', result: 'RewindResult' },
   'mino/memory/list': { sender: 'client', kind: 'request', params: 'Empty', result: 'MemoryList' },
+  'mino/rules': { sender: 'client', kind: 'request', params: 'Empty', result: 'RuleList' },
+  'mino/rules/delete': { sender: 'client', kind: 'request', params: 'RuleDeleteParams', result: 'RuleDeleteResult' },
   'mino/files': { sender: 'client', kind: 'request', params: 'FilesParams', result: 'FileList' },
   'mino/history': { sender: 'client', kind: 'request', params: 'HistoryParams', result: 'History' },
   'mino/approve': { sender: 'server', kind: 'request', params: 'ApprovalRequest', result: 'ApproveResult' },
@@ -823,6 +891,8 @@ export interface ClientRequests {
   'mino/checkpoints': { params: Empty; result: Checkpoints };
   'mino/rewind': { params: RewindParams; result: RewindResult };
   'mino/memory/list': { params: Empty; result: MemoryList };
+  'mino/rules': { params: Empty; result: RuleList };
+  'mino/rules/delete': { params: RuleDeleteParams; result: RuleDeleteResult };
   'mino/files': { params: FilesParams; result: FileList };
   'mino/history': { params: HistoryParams; result: History };
 }

@@ -29,6 +29,7 @@ from ..values import Frozen, Mutable, frozen, mutable
 from .project_files import DISK, ProjectFiles
 
 if TYPE_CHECKING:
+    from ..rules import Subject
     from .sandbox import Sandbox
 
 A = TypeVar("A")  # a tool's validated arguments: validate() makes them, prepare() and run() take them
@@ -65,6 +66,9 @@ class Prepared(Generic[S], Mutable):
     # (Memory, Directory, Mode, Type, Summary, Details) is reproduced exactly as the user-memory
     # chapter shows it. Every value is still one escaped, quoted line, so none can pass for a field.
     as_given: bool = False
+    # What of this call a rule may cover (core/rules.py); None: no rule reaches it (memory saves,
+    # commands outside the sandbox or without one, writes into protected folders).
+    subject: Subject | None = None
 
 
 @mutable

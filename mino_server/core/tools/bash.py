@@ -155,7 +155,9 @@ class BashTool(ToolOf[BashArgs, protected.Found]):
         if not found.complete:
             # Folders the walk missed cannot be kept read-only: not a sandbox to trust, so it asks.
             return Prepared(fields, protected_walk_incomplete(found.entries), state=found, kind="other")
-        return Prepared(fields, state=found)
+        from ..rules import Subject
+
+        return Prepared(fields, state=found, subject=Subject("bash", args.command))
 
     def run(self, args: BashArgs, ctx: ToolContext, prepared: Prepared[protected.Found]) -> ToolResult:
         ctx.cancel.check()

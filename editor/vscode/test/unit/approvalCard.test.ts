@@ -138,3 +138,14 @@ test('a user message whose turn can be rewound has "Rewind to here"; a rewound o
   assert.doesNotMatch(gone, /Rewind to here/);
   assert.doesNotMatch(renderItem({ kind: 'user', id: 'u-3', text: 'x' }), /Rewind to here/);
 });
+
+test('Always in this project only where a rule is offered, with what it keeps shown and escaped', () => {
+  assert.ok(!renderApproval('bash', approval, 't-1').includes('data-action="always"'));
+  const offered = { ...approval, always: { rules: ['bash git status', 'bash <b>x</b>'], project: '/work/ws' } };
+  const html = renderApproval('bash', offered, 't-1');
+  assert.match(html, /data-action="always" data-key="k123"[^>]*>Always in this project<\/button>/);
+  assert.ok(html.includes('Always in this project: bash git status, bash &lt;b&gt;x&lt;/b&gt; in /work/ws'));
+  assert.ok(!html.includes('<b>x</b>'));
+  // the deny button stays last of the answers, after Always
+  assert.ok(html.indexOf('data-action="always"') < html.indexOf('data-action="deny"'));
+});
