@@ -186,6 +186,10 @@ def _exit_now(code: int) -> None:
             stream.flush()
         except (OSError, ValueError):
             pass
+    # os._exit skips atexit: what Mino started (a command, an MCP server, what they left) ends here.
+    orphans = sys.modules.get("mino_server.core.tools.orphans")
+    if orphans is not None:
+        orphans.end_all()
     os._exit(code)
 
 

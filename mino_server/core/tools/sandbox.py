@@ -4,8 +4,9 @@ Inside bubblewrap: the whole file system read-only except the working directory;
 `.mino` and `.vscode` read-only at any depth (what they hold runs later, outside the sandbox: git
 hooks and core.fsmonitor, project skills, editor tasks; found by protected.py's bounded walk);
 MINO_HOME read-only like the rest, or hidden (an empty read-only folder) when it is inside the
-working directory (Mino started in ~); a private /tmp; no network; a fresh /proc of its own pid
-namespace, in which the files that change the kernel (/proc/sys, /proc/sysrq-trigger, ...) are
+working directory (Mino started in ~); a private /tmp; no network; its own IPC, UTS and (where the
+kernel has them) cgroup namespaces, so the host's SysV and POSIX IPC objects are out of reach; a
+fresh /proc of its own pid namespace, in which the files that change the kernel (/proc/sys, /proc/sysrq-trigger, ...) are
 read-only, since a root without capabilities may still write them; no capabilities, even when Mino
 runs as root; no new privileges; and a seccomp filter (built with libseccomp) that refuses unix
 sockets, which read-only mounts do not stop (connect() on a socket file needs no write access), and
@@ -14,11 +15,12 @@ the command.
 
 detect() runs one probe that reads /proc/self/status inside the sandbox and opens a few kernel
 settings for writing, so a machine where the sandbox cannot start, or starts weaker than that
-(capabilities kept, no seccomp, a writable kernel setting), says why at start-up and bash runs
-unsandboxed — asking first — instead of trusting a weak sandbox. A probe that fails for want of
-resources (too many open files or processes, no memory, no answer within PROBE_TIMEOUT_S on a busy
-machine) says "not now", not "no sandbox": the sandbox is kept, marked `unready`, no command runs
-until a later probe succeeds, and nothing falls back to running unsandboxed (bypass included).
+(capabilities kept, no seccomp, a writable kernel setting, a namespace shared with the host), says
+why at start-up and bash runs unsandboxed — asking first — instead of trusting a weak sandbox. A
+probe that fails for want of resources (too many open files or processes, no memory, no answer
+within PROBE_TIMEOUT_S on a busy machine) says "not now", not "no sandbox": the sandbox is kept,
+marked `unready`, no command runs until a later probe succeeds, and nothing falls back to running
+unsandboxed (bypass included).
 """
 
 from __future__ import annotations
@@ -186,6 +188,9 @@ def bwrap_argv(
         # other processes are state a command could change).
         *(("--unshare-ipc",) if read_only else ()),
         "--unshare-pid",  # when the shell ends, the namespace's init ends every process left in it
+        "--unshare-ipc",  # the host's SysV shared memory, semaphores, message queues and POSIX queues
+        "--unshare-uts",  # sethostname() would otherwise rename the host (a capless root may not, still)
+        *_UNSHARE_CGROUP,  # the cgroup paths of the host's processes, as /proc/self/cgroup shows them
         "--die-with-parent",  # Mino (or our kill of bwrap) ending takes the sandbox with it
         "--new-session",  # no TIOCSTI into a terminal; the outer bwrap stays in our process group
         "--cap-drop", "ALL",  # root keeps every capability otherwise (and could remount / read-write)
@@ -198,6 +203,13 @@ def bwrap_argv(
         # and becomes the command; when it ends, the kernel ends every process left in the namespace.
         out.append("--as-pid-1")
     return [*out, "--chdir", wd, "--", *argv]
+
+
+# Namespaces every command gets a fresh one of, and the probe proves it (_probe: `-ef` against
+# the host's own, passed in as descriptors). cgroup only where the kernel has cgroup namespaces.
+_HAS_CGROUP_NS = os.path.exists("/proc/self/ns/cgroup")
+_UNSHARE_CGROUP = ("--unshare-cgroup",) if _HAS_CGROUP_NS else ()
+UNSHARED_NAMESPACES = ("ipc", "uts", "net", "pid", *(("cgroup",) if _HAS_CGROUP_NS else ()))
 
 
 # /proc entries that change the kernel when written, made read-only: root without capabilities
@@ -567,6 +579,7 @@ def _probe(sandbox: Sandbox) -> str | None:
     """Run one command in the sandbox; the reason it failed or is too weak, or None."""
     import subprocess  # only here: most start-ups (--version, --help) never need it
 
+    # The namespace checks name the descriptors' numbers: the script is completed once they are open.
     command = ["bash", "-c", PROBE_SCRIPT] if sandbox.name == "bwrap" else ["true"]
     try:
         argv, fds = sandbox.wrap(command, Path(tempfile.gettempdir()).resolve(), masked=False)
@@ -578,6 +591,10 @@ def _probe(sandbox: Sandbox) -> str | None:
     from . import orphans
 
     try:
+        if PROBE_SCRIPT in argv:
+            host_ns = _host_namespaces()
+            fds += host_ns
+            argv[argv.index(PROBE_SCRIPT)] += _namespace_script(host_ns)
         # Registered like a command: a command's leftovers are told apart from it.
         proc, run = orphans.start(
             lambda: subprocess.Popen(
@@ -618,14 +635,41 @@ def _probe(sandbox: Sandbox) -> str | None:
     return None
 
 
+def _host_namespaces() -> list[int]:
+    """Descriptors of Mino's own namespaces (UNSHARED_NAMESPACES), passed to the probe: inside, a
+    `-ef` against its own tells whether it has a fresh one. A descriptor, not a path: the host's
+    /proc is not visible in the sandbox, and its own fds need no access check."""
+    fds: list[int] = []
+    try:
+        for name in UNSHARED_NAMESPACES:
+            fds.append(os.open(f"/proc/self/ns/{name}", os.O_RDONLY | os.O_CLOEXEC))
+    except OSError:
+        for fd in fds:
+            os.close(fd)
+        raise
+    return fds
+
+
+def _namespace_script(fds: list[int]) -> str:
+    """Bash builtins: "Shared:NAME" for each namespace the sandbox shares with Mino, and for one
+    it cannot compare (the descriptor did not arrive)."""
+    return "".join(
+        f"; [ -e /proc/self/fd/{fd} ] && ! [ /proc/self/ns/{name} -ef /proc/self/fd/{fd} ] || echo Shared:{name}"
+        for name, fd in zip(UNSHARED_NAMESPACES, fds, strict=True)
+    )
+
+
 def _too_weak(status: str, want_seccomp: bool, bind_covered: bool = True) -> str | None:
     """Why the probe's /proc/self/status lines show a sandbox too weak to trust, or None."""
     seen = {}
     writable = []
+    shared = []
     for line in status.splitlines():
         key, _, value = line.partition(":")
         if key == "Writable":
             writable.append(value.strip())
+        elif key == "Shared":
+            shared.append(value.strip())
         else:
             seen[key.strip()] = value.strip()
     caps = seen.get("CapEff")
@@ -635,6 +679,8 @@ def _too_weak(status: str, want_seccomp: bool, bind_covered: bool = True) -> str
         return "bwrap does not set no_new_privs here"
     if want_seccomp and seen.get("Seccomp") != "2":
         return f"bwrap did not apply the seccomp filter (Seccomp {seen.get('Seccomp') or 'unknown'})"
+    if shared:
+        return f"sandboxed commands share the host's {', '.join(shared)} namespace here"
     if writable and not bind_covered and all(_covered(path) for path in writable):
         return _COVERS_WRITABLE
     if writable:
