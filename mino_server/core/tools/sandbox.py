@@ -184,9 +184,6 @@ def bwrap_argv(
         out += ["--ro-bind", network, SOCKET_DIR]
     out += [
         "--unshare-net",
-        # Plan mode: System V IPC too (message queues, shared memory and semaphores of the person's
-        # other processes are state a command could change).
-        *(("--unshare-ipc",) if read_only else ()),
         "--unshare-pid",  # when the shell ends, the namespace's init ends every process left in it
         "--unshare-ipc",  # the host's SysV shared memory, semaphores, message queues and POSIX queues
         "--unshare-uts",  # sethostname() would otherwise rename the host (a capless root may not, still)
