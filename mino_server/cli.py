@@ -33,6 +33,7 @@ from .core.contract import (
     Confirmation,
     Event,
     MemoryProblem,
+    ModeChanged,
     Notice,
     TextDelta,
     ToolCall,
@@ -43,7 +44,7 @@ from .core.contract import (
 )
 from .core.display import approval_lines, escape_value, fit_approval, terminal_text
 from .core.values import Mutable, mutable
-from .core.words import NO_SESSION, always_line, context_line, startup_lines
+from .core.words import NO_SESSION, always_line, context_line, mode_line, startup_lines
 
 if TYPE_CHECKING:
     from .core.context import ResolvedItem
@@ -281,6 +282,8 @@ class TerminalUI:
                     self._usage = None
                 case ApprovalResolved():
                     pass  # the terminal asked and got the answer itself
+                case ModeChanged(mode=mode):  # an approved plan ended plan mode
+                    self.line(mode_line(mode))
 
     def _block(
         self, tool: str, fields: list[tuple[str, str]], warning: str | None, decision: str

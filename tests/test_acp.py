@@ -180,7 +180,7 @@ def test_new_session_and_a_streamed_turn(spawn: Spawn, model: ScriptedModel, ws:
     new = client.request("session/new", {"cwd": str(ws), "mcpServers": []})
     sid = new["sessionId"]
     assert new["modes"]["currentModeId"] == "manual"
-    assert [m["id"] for m in new["modes"]["availableModes"]] == ["manual", "accept-edits", "bypass"]
+    assert [m["id"] for m in new["modes"]["availableModes"]] == ["manual", "accept-edits", "bypass", "plan"]
     (commands,) = client.wait_for(lambda: client.updates(sid, "available_commands_update"))
     assert [c["name"] for c in commands["availableCommands"]] == [
         "compact",
@@ -508,7 +508,7 @@ def test_set_mode_belongs_to_each_session(spawn: Spawn, model: ScriptedModel, ws
     assert (ws / "a.txt").read_text() == "a"  # accept-edits ran it without asking
     assert not any(r["method"] == "session/request_permission" for r in client.incoming_requests)
     err = client.error("session/set_mode", {"sessionId": first, "modeId": "yolo"})
-    assert err.code == -32602 and "manual, accept-edits, bypass" in err.message
+    assert err.code == -32602 and "manual, accept-edits, bypass, plan" in err.message
     assert client.error("session/set_mode", {"sessionId": "0" * 32, "modeId": "manual"}).code == -32002
 
 
@@ -1046,7 +1046,7 @@ def test_config_options_pick_the_mode_and_the_model_per_session(
         "currentValue": "manual",
         "options": mode["options"],
     }
-    assert [o["value"] for o in mode["options"]] == ["manual", "accept-edits", "bypass"]
+    assert [o["value"] for o in mode["options"]] == ["manual", "accept-edits", "bypass", "plan"]
     assert model_option == {
         "id": "model",
         "name": "Model",

@@ -301,7 +301,12 @@ def test_mino_eval_command(tmp_path: Path) -> None:
     assert (done.returncode, done.stdout, done.stderr) == (0, "PASS recall\n1 passed, 0 failed\n", "")
 
 
-SANDBOX_CASES = {"sandbox-network-blocked", "sandbox-write-outside-blocked", "sandbox-write-inside-allowed"}
+SANDBOX_CASES = {
+    "sandbox-network-blocked",
+    "sandbox-write-outside-blocked",
+    "sandbox-write-inside-allowed",
+    "plan-mode",
+}
 MEMORY_CASES = {"memory-recall", "memory-save", "memory-injection-denied"}
 
 

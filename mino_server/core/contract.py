@@ -26,6 +26,7 @@ from .vocab import FAILED as FAILED
 from .vocab import INVALID_ARGUMENTS as INVALID_ARGUMENTS
 from .vocab import KINDS as KINDS
 from .vocab import MEMORY_TYPES as MEMORY_TYPES
+from .vocab import MODE_AFTER_PLAN as MODE_AFTER_PLAN
 from .vocab import MODE_HELP as MODE_HELP
 from .vocab import MODE_NAMES as MODE_NAMES
 from .vocab import MODES as MODES
@@ -76,6 +77,7 @@ APPROVAL_QUESTION = "Approve this operation?"
 # person reads before answering; docs/BEHAVIOUR.md, "Approval display").
 OUTSIDE_SANDBOX_QUESTION = "Run OUTSIDE the sandbox?"
 NO_SANDBOX_QUESTION = "Run without a sandbox, with your rights?"
+PLAN_QUESTION = "Carry out this plan?"  # exit_plan_mode: yes ends plan mode
 
 
 def protected_question(folder: str) -> str:
@@ -130,7 +132,7 @@ class ApprovalRequest(Frozen):
     question: str = doc(
         'what to answer, naming the risk: "Run OUTSIDE the sandbox?", "Run without a sandbox, with '
         'your rights?", "Write into .git/, where files run or instruct later?" (any protected folder), '
-        'else "Approve this operation?" (memory_save too: its screen is the one the user-memory '
+        '"Carry out this plan?" (exit_plan_mode, whose one field is the plan), else "Approve this operation?" (memory_save too: its screen is the one the user-memory '
         "chapter shows)",
         default=APPROVAL_QUESTION,
     )
@@ -205,7 +207,8 @@ class ToolCall(Frozen):
     warning: str | None = doc("shown after the fields (e.g. memory_save's warning)")
     decision: Decision = doc(
         "run: read-only, shown quietly; ask: a mino/approve follows; show: runs without asking; "
-        "refuse: a deny rule refused it without asking (its `Rule` field says which)"
+        "refuse: refused without asking, by plan mode or by a deny rule (its `Rule` field says "
+        "which); a denied tool_result follows"
     )
     diff: FileDiff | None = optional(
         "write_file and edit_file: as in mino/approve, also when no one is asked"
@@ -267,8 +270,26 @@ class Usage(Frozen):
     contextWindow: int = doc("the configured budget (config.yaml context_window)")
 
 
+@frozen(kw_only=True)
+class ModeChanged(Frozen):
+    """The permission mode changed during a turn: the person approved a plan (exit_plan_mode), which
+    ends plan mode. Sent after the call's approval_resolved, before its tool_result."""
+
+    type: Literal["mode_changed"] = "mode_changed"
+    turnId: str
+    mode: Mode = doc("the mode now: the one the session had before plan mode (manual if none)")
+
+
 Event = Union[  # noqa: UP007  (a runtime union: docgen and the protocol parser read its members)
-    TextDelta, AssistantMessage, ToolCall, ToolResultEvent, ApprovalResolved, Notice, TurnEnd, Usage
+    TextDelta,
+    AssistantMessage,
+    ToolCall,
+    ToolResultEvent,
+    ApprovalResolved,
+    Notice,
+    TurnEnd,
+    Usage,
+    ModeChanged,
 ]
 EVENT_TYPES: tuple[type, ...] = typing.get_args(Event)
 

@@ -138,10 +138,11 @@ class Turn(Mutable):
                             [r for r in log.replay_records() if r.get("turn_id") != turn_id], self._blobs
                         )
                         front = front_item(self.index, self.compactor.summary())
+                instructions, schemas = self._for_mode()  # the mode may have changed since the last request
                 body = {
-                    "instructions": self.instructions,
+                    "instructions": instructions,
                     "input": ([front] if front else []) + history_items + turn_items,
-                    "tools": self.schemas,
+                    "tools": schemas,
                 }
                 requests += 1
 
@@ -272,6 +273,19 @@ class Turn(Mutable):
             self.ui.event(Notice(turnId=self.turn_id, text="Compacted the older history into a summary."))
         return done
 
+    def _for_mode(self) -> tuple[str, list[dict[str, Any]]]:
+        """The instructions and tools of the next request: in plan mode the model is told it is
+        planning and is offered exit_plan_mode; in any other mode both are as they always were."""
+        if self.mode() != "plan":
+            return self.instructions, self.schemas
+        from .tools.plan import PLAN_INSTRUCTIONS
+        from .tools.registry import tool_schemas
+
+        instructions = (
+            f"{self.instructions.rstrip()}\n\n{PLAN_INSTRUCTIONS}" if self.instructions else PLAN_INSTRUCTIONS
+        )
+        return instructions, tool_schemas(self.tools, plan=True)
+
     # ---- one function call ---------------------------------------------------------------------
     def _blobs(self) -> Any:
         """The session's kept images (core/images.py), read back for this turn's requests."""
@@ -323,13 +337,14 @@ class Turn(Mutable):
             return ToolResult(INVALID_ARGUMENTS, f"Invalid arguments: not valid JSON ({exc}).")
         except ArgumentError as exc:
             return ToolResult(INVALID_ARGUMENTS, f"Invalid arguments: {exc}")
+        mode = self.mode()  # one reading for the whole call: what prepare shows is what is decided
+        ctx.plan = mode == "plan"
         try:
             prepared = tool.prepare(args, ctx)
         except ArgumentError as exc:
             return ToolResult(INVALID_ARGUMENTS, f"Invalid arguments: {exc}")
         except ToolFailure as exc:
             return ToolResult(exc.status, str(exc))
-        mode = self.mode()
         decision: Decision = decide(prepared.kind or tool.kind(ctx), mode)
         verdict = self._rule_verdict(prepared.subject, decision, mode)
         own = list(prepared.fields)
@@ -354,6 +369,10 @@ class Turn(Mutable):
         )
         if verdict is not None and verdict.effect == "deny":
             return ToolResult(DENIED, rule_refused(", ".join(verdict.rules)))
+        if decision == "refuse":  # plan mode: not run, not asked; the model is told why
+            from .tools.plan import PLAN_REFUSED
+
+            return ToolResult(DENIED, PLAN_REFUSED)
         if decision == "ask":
             kept = self._proposal(prepared.subject, mode)  # what an always answer keeps: what is shown
             offer = self._shown_offer(kept)
@@ -381,7 +400,9 @@ class Turn(Mutable):
             if cancel.cancelled:
                 return ToolResult(DENIED, "Not run: the user interrupted the turn before approving.")
             if not approved:
-                return ToolResult(DENIED, "The user denied this operation; nothing was done.")
+                return ToolResult(
+                    DENIED, prepared.denied or "The user denied this operation; nothing was done."
+                )
         try:
             return tool.run(args, ctx, prepared)
         except ToolFailure as exc:

@@ -15,6 +15,7 @@ from ..core.contract import (
     Confirmation,
     Event,
     MemoryProblem,
+    ModeChanged,
 )
 from . import protocol as P
 
@@ -32,6 +33,8 @@ class Editor(Protocol):
 
     def log_message(self, text: str, kind: int = ...) -> None: ...
 
+    def state_changed(self, force: bool = False) -> None: ...
+
 
 class ServerUI:
     def __init__(self, server: Editor) -> None:
@@ -39,6 +42,8 @@ class ServerUI:
 
     def event(self, event: Event) -> None:
         self.server.notify("mino/event", P.dump(event))
+        if isinstance(event, ModeChanged):  # an approved plan ended plan mode: the mode picker follows now
+            self.server.state_changed()
 
     def approve(self, request: ApprovalRequest, cancel: CancelToken) -> bool | Always:
         answer = self.server.ask("mino/approve", P.dump(request), cancel)  # the core's question, as it is

@@ -23,12 +23,13 @@ export const MODE_HELP = {
   'manual': 'asks before every command, file change and memory save',
   'accept-edits': 'runs project file edits and sandboxed commands without asking; asks for the rest',
   'bypass': 'runs everything without asking, showing each call',
+  'plan': 'reads and runs read-only sandboxed commands without asking, refuses every change; exit_plan_mode asks to carry out the plan',
 } as const;
 
 // ---- vocabularies: each a union type and the list of its values ---------------------------------
 
-export type Mode = 'manual' | 'accept-edits' | 'bypass';
-export const MODES: readonly Mode[] = ['manual', 'accept-edits', 'bypass'];
+export type Mode = 'manual' | 'accept-edits' | 'bypass' | 'plan';
+export const MODES: readonly Mode[] = ['manual', 'accept-edits', 'bypass', 'plan'];
 
 export type SetupKind = 'no-api-key';
 export const SETUP_KINDS: readonly SetupKind[] = ['no-api-key'];
@@ -523,8 +524,9 @@ export interface ApprovalRequest {
   warning: string | null;
   /**
    * what to answer, naming the risk: "Run OUTSIDE the sandbox?", "Run without a sandbox, with your rights?",
-   * "Write into .git/, where files run or instruct later?" (any protected folder), else "Approve this
-   * operation?" (memory_save too: its screen is the one the user-memory chapter shows)
+   * "Write into .git/, where files run or instruct later?" (any protected folder), "Carry out this plan?"
+   * (exit_plan_mode, whose one field is the plan), else "Approve this operation?" (memory_save too: its
+   * screen is the one the user-memory chapter shows)
    */
   question: string;
   workdir: string;
@@ -625,7 +627,8 @@ export type Event =
   | ApprovalResolved
   | Notice
   | TurnEnd
-  | Usage;
+  | Usage
+  | ModeChanged;
 
 export type EventType = Event['type'];
 /** Each Event's `type`, and the interface it names. */
@@ -638,6 +641,7 @@ export const EVENT_TYPES = {
   notice: 'Notice',
   turn_end: 'TurnEnd',
   usage: 'Usage',
+  mode_changed: 'ModeChanged',
 } as const satisfies Record<EventType, string>;
 
 /** Streamed text, as it arrives. */
@@ -664,8 +668,9 @@ export interface ToolCall {
   /** shown after the fields (e.g. memory_save's warning) */
   warning: string | null;
   /**
-   * run: read-only, shown quietly; ask: a mino/approve follows; show: runs without asking; refuse: a deny
-   * rule refused it without asking (its `Rule` field says which)
+   * run: read-only, shown quietly; ask: a mino/approve follows; show: runs without asking; refuse: refused
+   * without asking, by plan mode or by a deny rule (its `Rule` field says which); a denied tool_result
+   * follows
    */
   decision: Decision;
   /** write_file and edit_file: as in mino/approve, also when no one is asked */
@@ -719,6 +724,17 @@ export interface Usage {
   outputTokens: number;
   /** the configured budget (config.yaml context_window) */
   contextWindow: number;
+}
+
+/**
+ * The permission mode changed during a turn: the person approved a plan (exit_plan_mode), which ends plan
+ * mode. Sent after the call's approval_resolved, before its tool_result.
+ */
+export interface ModeChanged {
+  type: 'mode_changed';
+  turnId: string;
+  /** the mode now: the one the session had before plan mode (manual if none) */
+  mode: Mode;
 }
 
 /** LSP `window/showMessage` / `window/logMessage`. */

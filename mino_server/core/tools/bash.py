@@ -147,6 +147,8 @@ class BashTool(ToolOf[BashArgs, protected.Found]):
                 f"The sandbox could not start ({ctx.sandbox.unready}); nothing was run. "
                 "The next turn tries to start it again."
             )
+        if ctx.plan:  # the whole file system read-only: the protected folders need no walk to stay so
+            return Prepared([*fields, ("Sandbox", f"{ctx.sandbox.name}, read-only (plan mode)")], state=found)
         fields.append(("Sandbox", ctx.sandbox.name))
         if ctx.sandbox.network:
             from .network import shown_list
@@ -167,7 +169,8 @@ class BashTool(ToolOf[BashArgs, protected.Found]):
         listener = None
         if sandbox is not None:
             try:
-                if sandbox.network:  # the proxy (started with the first such command) and its socket
+                # The proxy (started with the first such command) and its socket; plan mode has no network.
+                if sandbox.network and not ctx.plan:
                     from .network import proxy_for
 
                     listener = proxy_for(sandbox.network).listen()
@@ -176,6 +179,7 @@ class BashTool(ToolOf[BashArgs, protected.Found]):
                     ctx.workdir,
                     ctx.home,
                     protected.mount_sources(ctx.workdir, prepared.state),
+                    read_only=ctx.plan,
                     network=listener.folder if listener is not None else None,
                 )
             except OSError as e:

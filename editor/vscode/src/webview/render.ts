@@ -154,7 +154,9 @@ export function renderTool(item: Extract<ChatItem, { kind: 'tool' }>): string {
   if (item.approval) {
     return renderApproval(item.tool, item.approval, item.id, renderResult(item.status, item.result, false), diffButton);
   }
+  // A refused call (plan mode, a deny rule) is shown in full too: the person sees what was not done.
   const shown = item.decision === 'show' || item.decision === 'ask' || item.decision === 'refuse';
+  const byRule = (item.fields ?? []).some((f) => f.label === 'Rule'); // a deny rule names itself in its Rule field
   const fields =
     renderFields(item.fields) + (item.warning ? `<div class="warning" role="note">${escapeHtml(item.warning)}</div>` : '');
   const body = shown ? fields : fields ? `<details class="call-fields"><summary>Details</summary>${fields}</details>` : '';
@@ -162,7 +164,9 @@ export function renderTool(item: Extract<ChatItem, { kind: 'tool' }>): string {
     `<div class="card tool decision-${escapeHtml(item.decision ?? 'history')}" data-id="${escapeHtml(item.id)}">` +
     `<div class="card-head"><span class="card-icon" aria-hidden="true">⚙</span><span class="card-title">[Tool: ${escapeHtml(item.tool)}]</span>` +
     (item.decision === 'show' ? '<span class="pill pill-show">Ran without asking</span>' : '') +
-    (item.decision === 'refuse' ? '<span class="pill pill-denied">Refused by a rule</span>' : '') +
+    (item.decision === 'refuse'
+      ? `<span class="pill pill-denied">${byRule ? 'Refused by a rule' : 'Refused in plan mode'}</span>`
+      : '') +
     `</div>${body}${diffButton ? `<div class="actions">${diffButton}</div>` : ''}${renderResult(item.status, item.result, false)}</div>`
   );
 }

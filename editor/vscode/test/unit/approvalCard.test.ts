@@ -127,6 +127,17 @@ test('run-and-show calls show their fields without a question', () => {
   assert.ok(!/<button/.test(html));
 });
 
+test('a call refused in plan mode shows its fields, says it was refused, and asks nothing', () => {
+  const html = renderItem({
+    kind: 'tool', id: 't-4', turnId: 't', callId: 'c4', tool: 'write_file', fields: [{ label: 'Path', value: 'a.txt' }], decision: 'refuse',
+    status: 'denied', result: 'Plan mode refused this call without asking the user',
+  });
+  assert.ok(html.includes('"a.txt"'));
+  assert.ok(html.includes('Refused in plan mode'));
+  assert.ok(!html.includes('Ran without asking'));
+  assert.ok(!/<button/.test(html));
+});
+
 test('a user message whose turn can be rewound has "Rewind to here"; a rewound one is marked and has none', () => {
   const offered = renderItem({ kind: 'user', id: 'u-1', text: 'change <it>', turnId: 'ab12', rewind: true });
   assert.match(offered, /<button type="button" class="btn secondary rewind" data-action="rewind" data-turn="ab12"/);
