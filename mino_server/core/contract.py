@@ -246,10 +246,21 @@ class Usage(Frozen):
     inputTokens: int = doc("the whole input of the request: how full the context is")
     outputTokens: int
     contextWindow: int = doc("the configured budget (config.yaml context_window)")
+    cachedTokens: int | None = optional("input tokens the service read from its prompt cache, when reported")
+    reasoningTokens: int | None = optional("output tokens spent on reasoning, when reported")
+
+
+@frozen(kw_only=True)
+class Thinking(Frozen):
+    """What the model was thinking (a reasoning summary): shown apart from the answer, never as it."""
+
+    type: Literal["thinking"] = "thinking"
+    turnId: str
+    text: str
 
 
 Event = Union[  # noqa: UP007  (a runtime union: docgen and the protocol parser read its members)
-    TextDelta, AssistantMessage, ToolCall, ToolResultEvent, ApprovalResolved, Notice, TurnEnd, Usage
+    TextDelta, AssistantMessage, ToolCall, ToolResultEvent, ApprovalResolved, Notice, TurnEnd, Usage, Thinking
 ]
 EVENT_TYPES: tuple[type, ...] = typing.get_args(Event)
 

@@ -24,7 +24,7 @@ from . import attachments, opening, startup
 from .briefing import Briefing
 from .cancel import CancelToken
 from .compaction import Compactor, TokenBudget
-from .config import Config
+from .config import EFFORTS, Config, Effort
 from .contract import (
     MODES,
     ContextItem,
@@ -77,6 +77,8 @@ class Conversation:
         self.ui = ui
         self.mode: Mode = mode or store.config.mode
         self.model: str = store.config.model  # what this conversation's requests name (set_model)
+        # what this conversation's requests ask of a reasoning model (set_reasoning_effort); None: nothing
+        self.reasoning_effort: Effort | None = store.config.reasoning_effort
         self.log: SessionLog | None = None
         self._claim: SessionClaim | None = None  # this conversation has `log`'s session open
         self.restore_problem: str | None = None
@@ -267,6 +269,14 @@ class Conversation:
         if self._client is not None:
             self._client.model = model
 
+    def set_reasoning_effort(self, effort: str | None) -> None:
+        """How hard the next requests ask the model to think: one of EFFORTS, or None (not sent)."""
+        if effort is not None and effort not in EFFORTS:
+            raise CommandError(f"Unknown reasoning effort {effort!r}. Choices: {', '.join(EFFORTS)}.")
+        self.reasoning_effort = effort
+        if self._client is not None:
+            self._client.reasoning_effort = effort
+
     def check_idle(self) -> None:
         if self.busy:
             raise CommandError(TURN_RUNNING)
@@ -282,14 +292,19 @@ class Conversation:
 
     def _client_for_turn(self) -> ModelClient:
         if self._client is None:
-            from .model_client import ModelClient
+            kind: type[ModelClient]
+            if self.config.wire_api == "chat":
+                from .chat_client import ChatClient as kind  # only sessions on that wire import it
+            else:
+                from .model_client import ModelClient as kind
 
-            self._client = ModelClient(
+            self._client = kind(
                 self.config.base_url,
                 self.config.api_key,
                 self.model,
                 timeout_s=self.config.request_timeout_s,
                 origin=self.config.base_url_origin,
+                reasoning_effort=self.reasoning_effort,
             )
         return self._client
 

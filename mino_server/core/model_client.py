@@ -12,6 +12,11 @@ Design notes:
 - Many servers behind `base_url` bridge to chat completions and apply strict chat templates: the
   input goes out with adjacent messages of one role merged (`alternating`), an answer cut short
   (`response.incomplete`) comes back as a result, not an error, and usage of 0 means "not counted".
+- This is the one model port: `chat_client.ChatClient` speaks the same requests and answers over
+  `/chat/completions` (config.yaml `wire_api: chat`); only the wire differs.
+- Reasoning (`reasoning_effort` set): the request asks for the encrypted reasoning items (Responses
+  is used statelessly, `store: false`); they come back in `ModelResponse.reasoning` for the caller
+  to keep and send back in place, and their summaries go to `on_thinking`, never into the answer.
 """
 
 from __future__ import annotations
@@ -63,9 +68,17 @@ class ModelResponse(Mutable):
     # numbers; None when it gave none
     usage: dict[str, int] | None
     incomplete: str | None = None  # why the answer was cut short (e.g. max_output_tokens); no calls then
+    # The response's reasoning items as the service sent them (with encrypted_content), in output
+    # order; they precede the answer and are sent back before it. None when cut short.
+    reasoning: list[dict[str, Any]] = field(default_factory=list)
 
 
-# What the worker hands the caller's thread: a text delta, the answer, the failure, or None when aborted.
+class _Thought(str):
+    """A reasoning summary (or a chat server's reasoning text) for `on_thinking`, not the answer."""
+
+
+# What the worker hands the caller's thread: a text delta, a thought, the answer, the failure, or
+# None when aborted.
 _Event = str | ModelResponse | ModelError | None
 
 
@@ -153,6 +166,13 @@ def _usage(raw: object) -> dict[str, int] | None:
         for key in ("input_tokens", "output_tokens", "total_tokens")
         if type(count := raw.get(key)) is int and count > 0
     }
+    for details, key, name in (
+        ("input_tokens_details", "cached_tokens", "cached_tokens"),
+        ("output_tokens_details", "reasoning_tokens", "reasoning_tokens"),
+    ):
+        inner = raw.get(details)
+        if isinstance(inner, dict) and type(count := inner.get(key)) is int and count > 0:
+            usage[name] = count
     return usage if "input_tokens" in usage or "output_tokens" in usage else None
 
 
@@ -302,6 +322,12 @@ class _Accumulator(Mutable):
     # item_id -> function_call item being built
     calls: dict[str, dict[str, Any]] = field(default_factory=dict)
     events: int = 0
+    thought: set[str] = field(default_factory=set)  # reasoning items whose summary went to on_thinking
+    # Chat Completions (chat_client.py): the finish_reason, the usage chunk, [DONE] seen, reasoning text
+    finish: str | None = None
+    usage: Any = None
+    done: bool = False
+    reasoning_text: list[str] = field(default_factory=list)
     half: str = ""  # a high surrogate that ended the last text delta: its pair may begin the next
 
 
@@ -317,6 +343,8 @@ def _valid(text: str) -> str:
 
 
 class ModelClient:
+    endpoint = "responses"  # POST {base_url}/<endpoint>
+
     def __init__(
         self,
         base_url: str,
@@ -326,7 +354,9 @@ class ModelClient:
         max_retries: int = 3,
         backoff_s: float = 0.5,
         origin: str = "",
+        reasoning_effort: str | None = None,
     ) -> None:
+        self.reasoning_effort = reasoning_effort  # one of EFFORTS; None: no reasoning settings sent
         self.base_url = base_url.rstrip("/")
         # Where base_url came from ("base URL from MINO_BASE_URL", ...): said with it in errors, so a
         # typo is found at once.
@@ -385,17 +415,20 @@ class ModelClient:
     # -- the call ----------------------------------------------------------------------------
 
     def stream(
-        self, body: dict[str, Any], on_text: Callable[[str], None], cancel: CancelToken
+        self,
+        body: dict[str, Any],
+        on_text: Callable[[str], None],
+        cancel: CancelToken,
+        on_thinking: Callable[[str], None] | None = None,
     ) -> ModelResponse:
-        """Send one request and stream the answer; `on_text` gets each text delta as it arrives.
+        """Send one request and stream the answer; `on_text` gets each text delta as it arrives,
+        `on_thinking` each reasoning summary.
 
+        `body` is a Responses request: instructions, input items, tools, and `prompt_cache_key`.
         Raises ModelError (one line) or Cancelled.
         """
         cancel.check()
-        payload = {**body, "model": self.model, "stream": True, "store": False}
-        if isinstance(payload.get("input"), list):
-            payload["input"] = alternating(payload["input"])
-        content = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+        content = json.dumps(self.payload(body), ensure_ascii=False).encode("utf-8")
         job = _Job()
         unregister = cancel.on_cancel(job.abort)
         worker = threading.Thread(target=self._work, args=(content, job), name="model-stream", daemon=True)
@@ -405,7 +438,10 @@ class ModelClient:
                 event = job.events.get()
                 if cancel.cancelled:
                     raise Cancelled()
-                if isinstance(event, str):
+                if isinstance(event, _Thought):
+                    if on_thinking is not None:
+                        on_thinking(str(event))
+                elif isinstance(event, str):
                     on_text(event)
                 elif isinstance(event, ModelResponse):
                     return event
@@ -416,6 +452,16 @@ class ModelClient:
         finally:
             unregister()
             job.abort()  # no-op after success; stops the worker if we leave early
+
+    def payload(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The request as sent: stateless, streamed, with reasoning settings only when configured."""
+        payload = {**body, "model": self.model, "stream": True, "store": False}
+        if isinstance(payload.get("input"), list):
+            payload["input"] = alternating(payload["input"])
+        if self.reasoning_effort is not None:
+            payload["reasoning"] = {"effort": self.reasoning_effort, "summary": "auto"}
+            payload["include"] = ["reasoning.encrypted_content"]
+        return payload
 
     def _work(self, content: bytes, job: _Job) -> None:
         try:
@@ -450,7 +496,9 @@ class ModelClient:
         headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
-        request = client.build_request("POST", f"{self.base_url}/responses", content=content, headers=headers)
+        request = client.build_request(
+            "POST", f"{self.base_url}/{self.endpoint}", content=content, headers=headers
+        )
         try:
             response = client.send(request, stream=True)
         except httpx.HTTPError as exc:
@@ -490,9 +538,12 @@ class ModelClient:
             except httpx.HTTPError as exc:
                 raise _Retryable(self._describe(exc), status) from None
             message = f"Model request failed: HTTP {status}: {_service_message(response)}"
-            if status in (404, 405):  # no /responses there: most often a base URL without its /v1
+            if status in (404, 405):  # no such endpoint: most often a base URL without its /v1
                 hint = "" if self.base_url.endswith("/v1") else ": does it need /v1?"
-                message += f" (POST {self.base_url}/responses; {self.origin or 'the base URL'}{hint})"
+                message += f" (POST {self.base_url}/{self.endpoint}; {self.origin or 'the base URL'}{hint}"
+                if self.endpoint == "responses" and not hint:
+                    message += "; a server with only /chat/completions needs wire_api: chat in config.yaml"
+                message += ")"
             if status == 429 or status >= 500:
                 raise _Retryable(message, status, _retry_after(response))
             raise ModelError(message, status)
@@ -502,10 +553,7 @@ class ModelClient:
                 data = json.loads(response.read())
             except (ValueError, httpx.HTTPError):
                 raise ModelError("Model request failed: the service sent an unreadable response") from None
-            data = data if isinstance(data, dict) else {}
-            if data.get("error") and not data.get("output"):
-                raise ModelError(f"Model request failed: {_message_in(data) or 'the service sent an error'}")
-            return self._finish(data, _Accumulator(), _incomplete_reason(data))
+            return self._whole(data if isinstance(data, dict) else {})
         acc = _Accumulator()
         result: ModelResponse | None = None
         try:
@@ -513,7 +561,7 @@ class ModelClient:
                 if job.aborted.is_set():
                     raise _Aborted()
                 if result is None:
-                    acc.events += 1
+                    acc.events += event.get("type") != "[DONE]"
                     result = self._handle(event, acc, job)
                 # After response.completed keep reading to the end of the body: a fully read
                 # response returns its connection to the pool (keep-alive).
@@ -531,6 +579,8 @@ class ModelClient:
             raise _Retryable(self._describe(exc)) from None
         if job.aborted.is_set():
             raise _Aborted()
+        if result is None:
+            result = self._end(acc)
         if result is not None:
             return result
         if not acc.events:
@@ -538,6 +588,16 @@ class ModelClient:
                 f"Model request failed: the service closed the stream without data ({self.where})"
             )
         raise ModelError(_ENDED_EARLY)
+
+    def _whole(self, data: dict[str, Any]) -> ModelResponse:
+        """A whole (not streamed) response object."""
+        if data.get("error") and not data.get("output"):
+            raise ModelError(f"Model request failed: {_message_in(data) or 'the service sent an error'}")
+        return self._finish(data, _Accumulator(), _incomplete_reason(data))
+
+    def _end(self, acc: _Accumulator) -> ModelResponse | None:
+        """The answer when the stream ended without a final event; None: it ended early."""
+        return None
 
     # -- SSE ---------------------------------------------------------------------------------
 
@@ -558,7 +618,8 @@ class ModelClient:
             if not data:
                 continue
             raw, data, event_name, name = "\n".join(data), [], name, ""
-            if raw.strip() == "[DONE]":  # a Chat-Completions habit of some compatible servers
+            if raw.strip() == "[DONE]":  # Chat Completions' end (some Responses servers send it too)
+                yield {"type": "[DONE]"}
                 continue
             try:
                 event = json.loads(raw)
@@ -597,9 +658,19 @@ class ModelClient:
             call = acc.calls.get(str(event.get("item_id")))
             if call is not None and isinstance(event.get("arguments"), str):
                 call["arguments"] = event["arguments"]
+        elif kind == "response.reasoning_summary_text.done":
+            text, item_id = event.get("text"), event.get("item_id")
+            if isinstance(text, str) and text.strip():
+                acc.thought.add(str(item_id))
+                job.events.put(_Thought(_valid(text)))
         elif kind == "response.output_item.done":
-            if isinstance(event.get("item"), dict) and isinstance(event.get("output_index"), int):
-                acc.items[event["output_index"]] = event["item"]
+            item = event.get("item")
+            if isinstance(item, dict) and isinstance(event.get("output_index"), int):
+                acc.items[event["output_index"]] = item
+                if item.get("type") == "reasoning" and str(item.get("id")) not in acc.thought:
+                    acc.thought.add(str(item.get("id")))  # a server that sent no summary events
+                    for text in _summaries(item):
+                        job.events.put(_Thought(text))
         elif kind in ("response.completed", "response.incomplete"):
             response = event.get("response")
             response = response if isinstance(response, dict) else {}
@@ -636,8 +707,11 @@ class ModelClient:
                 )
         text: list[str] = []
         calls: list[FunctionCall] = []
+        reasoning: list[dict[str, Any]] = []
         for item in items:
-            if item.get("type") == "message" and isinstance(item.get("content"), str):
+            if item.get("type") == "reasoning":
+                reasoning.append(item)
+            elif item.get("type") == "message" and isinstance(item.get("content"), str):
                 text.append(item["content"])  # some compatible servers answer with string content
             elif item.get("type") == "message" and isinstance(item.get("content"), list):
                 for part in item["content"]:
@@ -661,7 +735,20 @@ class ModelClient:
                 usage=usage,
                 incomplete=_one_line(incomplete, 80),
             )
-        return ModelResponse(text=_valid("".join(text)), calls=calls, usage=usage)
+        # A reasoning item must be followed by the output it led to: with neither text nor calls
+        # there is nothing to send it back before.
+        kept = reasoning if (text or calls) else []
+        return ModelResponse(text=_valid("".join(text)), calls=calls, usage=usage, reasoning=kept)
+
+
+def _summaries(item: dict[str, Any]) -> list[str]:
+    """The summary texts of a reasoning item."""
+    summary = item.get("summary")
+    return [
+        _valid(part["text"])
+        for part in (summary if isinstance(summary, list) else ())
+        if isinstance(part, dict) and isinstance(part.get("text"), str) and part["text"].strip()
+    ]
 
 
 def _incomplete_reason(response: dict[str, Any]) -> str | None:

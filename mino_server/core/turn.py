@@ -29,6 +29,7 @@ from .contract import (
     Notice,
     Outcome,
     TextDelta,
+    Thinking,
     ToolCall,
     ToolResultEvent,
     TurnEnd,
@@ -124,28 +125,43 @@ class Turn(Mutable):
                             [r for r in log.replay_records() if r.get("turn_id") != turn_id], self._blobs
                         )
                         front = front_item(self.index, self.compactor.summary())
+                # Only the input grows from request to request: the instructions, the tools and
+                # the history before it stay byte for byte the same (the service's prompt cache).
                 body = {
                     "instructions": self.instructions,
                     "input": ([front] if front else []) + history_items + turn_items,
                     "tools": self.schemas,
+                    "prompt_cache_key": log.id,
                 }
                 requests += 1
                 response = self.client.stream(
-                    body, lambda delta: self.ui.event(TextDelta(turnId=turn_id, text=delta)), cancel
+                    body,
+                    lambda delta: self.ui.event(TextDelta(turnId=turn_id, text=delta)),
+                    cancel,
+                    lambda text: self.ui.event(Thinking(turnId=turn_id, text=text)),
                 )
                 self.compactor.observe_usage(response.usage)
                 counted = reported_usage(response.usage)
                 if counted is not None:
                     self.usage = counted
                     window = self.compactor.budget.context_window
+                    assert response.usage is not None
                     self.ui.event(
                         Usage(
                             turnId=turn_id,
                             inputTokens=counted[0],
                             outputTokens=counted[1],
                             contextWindow=window,
+                            cachedTokens=response.usage.get("cached_tokens"),
+                            reasoningTokens=response.usage.get("reasoning_tokens"),
                         )
                     )
+                if not response.incomplete:
+                    # Kept and sent back in place, before the answer they led to (Responses is
+                    # used statelessly: the service keeps nothing between requests).
+                    for item in response.reasoning:
+                        log.append("reasoning", turn_id, item=item)
+                        turn_items.append(item)
                 if response.text:
                     answer.append(response.text)
                     cut = {"incomplete": True, "reason": response.incomplete} if response.incomplete else {}

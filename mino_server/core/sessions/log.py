@@ -56,15 +56,18 @@ RECORD_TYPES = frozenset(
         "recovery",
         "recovery_ack",
         "rewind",
+        "reasoning",
     }
 )
-REPLAYABLE = frozenset({"user_message", "assistant_message", "tool_call", "tool_result"})
+# `reasoning`: a reasoning item a response returned ({type: "reasoning", id, summary,
+# encrypted_content}), kept as the service sent it and sent back in place on the Responses wire.
+REPLAYABLE = frozenset({"user_message", "assistant_message", "tool_call", "tool_result", "reasoning"})
 SHOWN = frozenset({"user_message", "assistant_message", "tool_result"})  # what a chat panel shows
 UNKNOWN_RESULT_TEXT = "The result of this call was never recorded: the command may or may not have run."
 
 INDEX_SUFFIX = ".idx"
 INDEX_MAGIC = b"MINO-SESSION-INDEX\n"
-INDEX_VERSION = 3  # bump whenever loading checks or derives anything differently
+INDEX_VERSION = 4  # bump whenever loading checks or derives anything differently
 INDEX_MIN_BYTES = 1 << 20  # below this, parsing what the index does not cover takes < 10 ms
 CHUNK = 1 << 20
 NEAR = 64 * 1024  # records closer than this are read in one go
@@ -665,6 +668,8 @@ def replay_items(records: list[dict[str, Any]], blobs: BlobsFactory | None = Non
             if r.get("incomplete"):  # the model sees what the person saw: the text, and that it was cut
                 text = "\n\n".join(t for t in (text, cut_short_note(r.get("reason"))) if t)
             items.append(assistant_item(text))
+        elif t == "reasoning":
+            items.append(r["item"])
         elif t == "tool_call":
             result = results.get(r["call_id"])
             if result is None:
@@ -788,6 +793,10 @@ def _record_problem(rec: Any, expected_seq: int) -> str | None:
         isinstance(rec.get("summary"), str) and type(rec.get("through_seq")) is int
     ):
         return "compaction needs summary and through_seq"
+    if t == "reasoning" and not (
+        isinstance(rec.get("item"), dict) and rec["item"].get("type") == "reasoning"
+    ):
+        return "reasoning needs an item of type reasoning"
     if t == "recovery" and not isinstance(rec.get("call_id"), str):
         return "recovery needs call_id"
     # The rewound turns leave every later request, so they are checked like recovery's call_ids.
