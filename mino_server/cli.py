@@ -615,6 +615,7 @@ DOCTOR_LABELS = {
     "config": "Config file",
     "key": "API key",
     "endpoint": "Model endpoint",
+    "wire": "Model API",
     "sandbox": "Sandbox",
     "home": "Mino home",
     "vscode": "VS Code extension",

@@ -53,7 +53,8 @@ pieces), `finish_reason` `stop`, `tool_calls` or (with `incomplete`) `length`, a
 `usage` when the request asked for it (`stream_options.include_usage`). `fail` sends a
 `data: {"error": ...}` chunk. Strict input checks the messages as a strict chat template would:
 alternating user/assistant roles, string content for assistant and system messages, each `tool`
-message answering a call of the assistant message before it. `paths` records each request's path.
+message answering a call of the assistant message before it. `paths` records each request's path. A POST of an empty object (`mino doctor`'s question which API
+this is) gets HTTP 400 and is recorded in `probes`, not `requests`.
 - `error_format` ("json", "sse" or "text"; with `status`): the error body's shape. "sse" sends
   `data: {"error": {...}}` then `data: [DONE]` as text/event-stream, as LiteLLM's proxy does when a
   streamed request fails before it starts; "text" sends the message as text/plain.
@@ -454,6 +455,11 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             body = json.loads(raw)
         except ValueError:
             body = None
+        if body == {}:  # `mino doctor` asking which API this is: refused as a real server would
+            with model._lock:
+                model.probes.append(path)
+            self._send_json(400, _error_body("you must provide a model parameter"), {})
+            return
         with model._lock:
             model.requests.append(
                 body if isinstance(body, dict) else {"_raw": raw.decode("utf-8", "replace")}
@@ -619,6 +625,7 @@ class ScriptedModel:
         self.request_times: list[float] = []
         self.request_headers: list[dict[str, str]] = []  # lower-cased names, per request
         self.paths: list[str] = []  # each request's path (/v1/responses or /v1/chat/completions)
+        self.probes: list[str] = []  # paths POSTed an empty object (`mino doctor`): 400, not a request
         self._issued: dict[str, str] = {}  # reasoning item id -> its JSON as returned
         self.errors: list[str] = []
         self.model_lists: list[dict[str, str]] = []  # the headers of each GET /v1/models
