@@ -21,10 +21,11 @@ T = TypeVar("T")
 # Tool names are the registry's (docs/BEHAVIOUR.md, "Tools"), checked so that a typo in
 # tools_not_called cannot make an expectation pass vacuously.
 CAPABILITIES = ("sandbox",)
-ITEM_TYPES = ("message", "function_call", "function_call_output")
+ITEM_TYPES = ("message", "function_call", "function_call_output", "reasoning")
 MAX_MEMORIES = 32
 # base_url and api_key_env are the runner's: a case always talks to the scripted (or --live) model.
-CONFIG_KEYS = ("model", "context_window", "request_timeout_s", "sandbox")
+# wire_api: chat sends `messages`, not `input`: request checks read the Responses wire's input items.
+CONFIG_KEYS = ("model", "context_window", "request_timeout_s", "sandbox", "reasoning_effort", "wire_api")
 
 CASE_KEYS = (
     "name",

@@ -556,7 +556,8 @@ export type Event =
   | ApprovalResolved
   | Notice
   | TurnEnd
-  | Usage;
+  | Usage
+  | Thinking;
 
 export type EventType = Event['type'];
 /** Each Event's `type`, and the interface it names. */
@@ -569,6 +570,7 @@ export const EVENT_TYPES = {
   notice: 'Notice',
   turn_end: 'TurnEnd',
   usage: 'Usage',
+  thinking: 'Thinking',
 } as const satisfies Record<EventType, string>;
 
 /** Streamed text, as it arrives. */
@@ -647,6 +649,17 @@ export interface Usage {
   outputTokens: number;
   /** the configured budget (config.yaml context_window) */
   contextWindow: number;
+  /** input tokens the service read from its prompt cache, when reported */
+  cachedTokens?: number;
+  /** output tokens spent on reasoning, when reported */
+  reasoningTokens?: number;
+}
+
+/** What the model was thinking (a reasoning summary): shown apart from the answer, never as it. */
+export interface Thinking {
+  type: 'thinking';
+  turnId: string;
+  text: string;
 }
 
 /** LSP `window/showMessage` / `window/logMessage`. */
