@@ -1162,7 +1162,7 @@ def test_resume_is_load_without_the_replay(spawn: Spawn, model: ScriptedModel, w
     assert first.close() == 0
     second = spawn()
     result = second.request("session/resume", {"sessionId": sid, "cwd": str(ws), "mcpServers": []})
-    assert result["modes"]["currentModeId"] == "manual" and len(result["configOptions"]) == 2
+    assert result["modes"]["currentModeId"] == "manual" and len(result["configOptions"]) == 3
     second.wait_for(lambda: second.updates(sid, "available_commands_update"))
     assert (
         second.updates(sid, "user_message_chunk") == [] and second.updates(sid, "agent_message_chunk") == []

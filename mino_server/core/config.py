@@ -16,6 +16,7 @@ from .contract import MODES, Mode, SetupProblem
 from .durable import ensure_private_dir
 from .errors import ConfigError
 from .values import Mutable, mutable
+from .vocab import EFFORTS, WIRE_APIS, Effort, WireApi
 
 if TYPE_CHECKING:
     from .mcp import ServerSpec
@@ -40,10 +41,7 @@ You are Mino, a small, careful coding agent working in the user's project throug
 
 
 BaseUrlSource = Literal["flag", "environment", "config", "default"]
-WireApi = Literal["responses", "chat"]
-WIRE_APIS: tuple[WireApi, ...] = ("responses", "chat")
-Effort = Literal["minimal", "low", "medium", "high"]
-EFFORTS: tuple[Effort, ...] = ("minimal", "low", "medium", "high")
+
 OPENAI_HOST = "api.openai.com"
 FIRST_RUN = 'README.md, "First run"'
 

@@ -21,6 +21,7 @@ from .values import Frozen, Mutable, frozen, mutable
 # the registry's (core/tools/registry.py).
 from .vocab import COMPLETED as COMPLETED
 from .vocab import DENIED as DENIED
+from .vocab import EFFORTS as EFFORTS
 from .vocab import FAILED as FAILED
 from .vocab import INVALID_ARGUMENTS as INVALID_ARGUMENTS
 from .vocab import KINDS as KINDS
@@ -33,6 +34,7 @@ from .vocab import TOOL_STATUSES as TOOL_STATUSES
 from .vocab import TURN_STATUSES as TURN_STATUSES
 from .vocab import UNKNOWN as UNKNOWN
 from .vocab import Decision as Decision
+from .vocab import Effort as Effort
 from .vocab import Kind as Kind
 from .vocab import McpState as McpState
 from .vocab import MemoryType as MemoryType
@@ -371,6 +373,11 @@ class State(Mutable):
     mode: Mode
     workdir: str = doc("where tools act; fixed at initialize")
     model: str
+    reasoningEffort: Effort | None = doc(
+        "what the requests ask of a reasoning model (mino/reasoning; config.yaml reasoning_effort); "
+        "null: no reasoning settings are sent",
+        default=None,
+    )
     busy: bool = doc("a turn or a compaction is running")
     sandbox: str | None = doc('"bwrap" or "sandbox-exec"; null when commands run unsandboxed')
     memory: MemoryStatus

@@ -24,7 +24,7 @@ from . import attachments, opening, startup
 from .briefing import Briefing
 from .cancel import CancelToken
 from .compaction import Compactor, TokenBudget
-from .config import EFFORTS, Config, Effort
+from .config import Config
 from .contract import (
     MODES,
     ContextItem,
@@ -49,6 +49,7 @@ from .store import Background, Store
 from .tools.base import Tool, ToolContext
 from .tools.project_files import DISK, ProjectFiles
 from .ui import UI
+from .vocab import EFFORTS, Effort
 from .words import (
     CANNOT_RESTORE,
     NO_SESSION,
@@ -441,6 +442,7 @@ class Conversation:
             mode=self.mode,
             workdir=str(self.workdir),
             model=self.model,
+            reasoningEffort=self.reasoning_effort,
             busy=self.busy,
             sandbox=self._sandbox.name if self._sandbox is not None else None,
             usage=self.usage,

@@ -544,6 +544,7 @@ export class Controller implements vscode.Disposable {
     this.registerCommand('mino.resumeSession', () => this.sessions.resumeSession());
     this.registerCommand('mino.clearSession', () => this.sessions.clearSession());
     this.registerCommand('mino.setMode', () => this.sessions.setMode());
+    this.registerCommand('mino.setReasoningEffort', () => this.sessions.setReasoningEffort());
     this.registerCommand('mino.compact', () => this.sessions.compact());
     this.registerCommand('mino.showMemories', () => this.sessions.showMemories());
     this.registerCommand('mino.openMemoryFolder', () => this.sessions.openMemoryFolder());

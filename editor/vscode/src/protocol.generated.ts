@@ -30,6 +30,9 @@ export const MODE_HELP = {
 export type Mode = 'manual' | 'accept-edits' | 'bypass';
 export const MODES: readonly Mode[] = ['manual', 'accept-edits', 'bypass'];
 
+export type Effort = 'minimal' | 'low' | 'medium' | 'high';
+export const EFFORTS: readonly Effort[] = ['minimal', 'low', 'medium', 'high'];
+
 export type SetupKind = 'no-api-key';
 export const SETUP_KINDS: readonly SetupKind[] = ['no-api-key'];
 
@@ -145,6 +148,11 @@ export interface State {
   /** where tools act; fixed at initialize */
   workdir: string;
   model: string;
+  /**
+   * what the requests ask of a reasoning model (mino/reasoning; config.yaml reasoning_effort); null: no
+   * reasoning settings are sent
+   */
+  reasoningEffort: Effort | null;
   /** a turn or a compaction is running */
   busy: boolean;
   /** "bwrap" or "sandbox-exec"; null when commands run unsandboxed */
@@ -344,6 +352,11 @@ export interface ClearResult {
 
 export interface ModeParams {
   mode: Mode;
+}
+
+export interface ReasoningParams {
+  /** null: send no reasoning settings (the model's default) */
+  effort: Effort | null;
 }
 
 export interface CompactResult {
@@ -719,6 +732,10 @@ export const Methods = {
   sessionsClear: 'mino/sessions/clear',
   /** Client request. Sets the permission mode (allowed during a turn). */
   mode: 'mino/mode',
+  /**
+   * Client request. Sets the reasoning effort of this conversation's next requests (allowed during a turn).
+   */
+  reasoning: 'mino/reasoning',
   /** Client request. Summarises older history; cancellable. */
   compact: 'mino/compact',
   /**
@@ -805,6 +822,7 @@ export const METHOD_TABLE: { readonly [M in MethodName]: MethodInfo } = {
   'mino/sessions/resume': { sender: 'client', kind: 'request', params: 'ResumeParams', result: 'State' },
   'mino/sessions/clear': { sender: 'client', kind: 'request', params: 'ClearParams', result: 'ClearResult' },
   'mino/mode': { sender: 'client', kind: 'request', params: 'ModeParams', result: 'State' },
+  'mino/reasoning': { sender: 'client', kind: 'request', params: 'ReasoningParams', result: 'State' },
   'mino/compact': { sender: 'client', kind: 'request', params: 'Empty', result: 'CompactResult' },
   'mino/checkpoints': { sender: 'client', kind: 'request', params: 'Empty', result: 'Checkpoints' },
   'mino/rewind': { sender: 'client', kind: 'request', params: 'RewindParams', result: 'RewindResult' },
@@ -832,6 +850,7 @@ export interface ClientRequests {
   'mino/sessions/resume': { params: ResumeParams; result: State };
   'mino/sessions/clear': { params: ClearParams; result: ClearResult };
   'mino/mode': { params: ModeParams; result: State };
+  'mino/reasoning': { params: ReasoningParams; result: State };
   'mino/compact': { params: Empty; result: CompactResult };
   'mino/checkpoints': { params: Empty; result: Checkpoints };
   'mino/rewind': { params: RewindParams; result: RewindResult };

@@ -138,3 +138,11 @@ test('a user message whose turn can be rewound has "Rewind to here"; a rewound o
   assert.doesNotMatch(gone, /Rewind to here/);
   assert.doesNotMatch(renderItem({ kind: 'user', id: 'u-3', text: 'x' }), /Rewind to here/);
 });
+
+test('thinking renders as a collapsed block of plain text', () => {
+  const html = renderItem({ kind: 'thinking', id: 't-9', turnId: 't', text: 'Plan: <img src=x onerror=alert(1)>' });
+  assert.match(html, /^<details class="thinking" data-id="t-9"><summary>Thinking<\/summary>/);
+  assert.ok(!html.includes(' open'), 'collapsed');
+  assert.ok(!html.includes('<img'), 'escaped');
+  assert.ok(html.includes('&lt;img src=x onerror=alert(1)&gt;'));
+});
