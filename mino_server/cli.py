@@ -269,6 +269,7 @@ class TerminalUI:
                     if self._in_text:
                         self.write("\n")
                         self._in_text = False
+                    self._erase_waiting()
                     self._control(DIM)  # quiet, and apart from the answer; each line sanitised by write()
                     for part in text.splitlines() or [""]:
                         self.line(f"Thinking: {part}")

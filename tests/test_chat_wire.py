@@ -326,3 +326,57 @@ def test_consecutive_requests_extend_the_previous_one(
     assert all(r["prompt_cache_key"] == sid for r in model.requests)
     assert "uses-pnpm" in json.dumps(model.requests[-1]["input"][0])  # the memory index leads the input
     assert sum(1 for i in model.requests[-1]["input"] if i.get("type") == "reasoning") == 8  # 1 + 3 * 2 + 1
+
+
+# ---- thinking in the terminal and in mino -p ---------------------------------------------------------
+
+HOSTILE = "Plan \x1b[31mred\x1b]0;pwned\x07 done\nsecond line"
+
+
+def test_terminal_shows_thinking_dim_and_sanitised(
+    model: ScriptedModel, mino_env: dict[str, str], workdir: Path, mino_home: Path
+) -> None:
+    import pexpect
+    from cli_driver import spawn
+
+    _config(mino_home, "reasoning_effort: high\n")
+    model.add({"reasoning": HOSTILE, "text": "The answer."})
+    child = spawn(mino_env, workdir)
+    child.expect_exact("Use /mode to change it.")
+    child.expect_exact("You> ")
+    child.sendline("think")
+    child.expect_exact("The answer.")
+    shown = child.before or ""
+    child.expect_exact("You> ")
+    child.sendeof()
+    child.expect(pexpect.EOF)
+    assert "\x1b[2mThinking: Plan " in shown and "Thinking: second line" in shown
+    assert "\x1b[31m" not in shown and "\x1b]0;" not in shown and "\x07" not in shown
+    assert shown.index("Thinking:") < shown.index("Assistant>")
+
+
+def test_print_streams_thinking_apart_from_the_answer(model: ScriptedModel, tmp_path: Path) -> None:
+    home = quiet_home(tmp_path)
+    with (home / "config.yaml").open("a") as f:
+        f.write("reasoning_effort: minimal\n")
+    work = tmp_path / "work"
+    work.mkdir()
+    env = mino_env(home, model.base_url)
+    model.add(
+        {"reasoning": "Short.", "text": "Hi.", "usage": {"cached_tokens": 64, "reasoning_tokens": 5}},
+        {"reasoning": "Short.", "text": "Hi."},
+    )
+    run = [*MINO, "-p", "hello", "--output-format"]
+    done = subprocess.run(
+        [*run, "stream-json"], env=env, cwd=work, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    thinking = [e for e in events if e.get("type") == "thinking"]
+    assert [e["text"] for e in thinking] == ["Short."]
+    usage = next(e for e in events if e.get("type") == "usage")
+    assert usage["cachedTokens"] == 64 and usage["reasoningTokens"] == 5
+    done = subprocess.run([*run, "json"], env=env, cwd=work, capture_output=True, text=True, timeout=60)
+    result = json.loads(done.stdout)
+    assert result["text"] == "Hi." and "Short." not in done.stdout
+    assert model.requests[1]["reasoning"] == {"effort": "minimal", "summary": "auto"}
