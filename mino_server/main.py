@@ -28,6 +28,16 @@ default OPENAI_API_KEY).
 """
 
 
+def _without_httpx_cli() -> None:
+    """httpx's package import also imports its command-line tool (`httpx._main`), which pulls in
+    click and pygments when they are installed (mcp brings click): a few milliseconds of every
+    start-up for a program Mino never runs. A placeholder module without `main` makes httpx take
+    its own fallback for a missing CLI; the HTTP client itself is untouched."""
+    import types
+
+    sys.modules.setdefault("httpx._main", types.ModuleType("httpx._main"))
+
+
 class UsageError(Exception):
     pass
 
@@ -105,6 +115,8 @@ def _print_usage_problem(opts: dict[str, object]) -> str | None:
 
 def main(argv: list[str] | None = None) -> int:
     as_program = argv is None  # the `mino` executable, not a caller that wants the code back
+    if as_program:
+        _without_httpx_cli()
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] in (["--help"], ["-h"]):
         sys.stdout.write(USAGE)

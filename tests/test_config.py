@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
-from mino_server.core.config import DEFAULT_SOUL, load_config
+from mino_server.core.config import CONFIG_KEYS, DEFAULT_SOUL, load_config
 from mino_server.core.errors import ConfigError
 
 
@@ -87,3 +88,18 @@ def test_soul_md_is_used_and_never_written(mino_home: Path) -> None:
     (mino_home / "SOUL.md").write_text("I am a custom soul.\n")
     assert load_config(env={"MINO_HOME": str(mino_home)}).soul == "I am a custom soul.\n"
     assert (mino_home / "SOUL.md").read_text() == "I am a custom soul.\n"
+
+
+def test_behaviour_md_lists_exactly_the_config_keys_and_their_error_line(mino_home: Path) -> None:
+    """docs/BEHAVIOUR.md's table of config.yaml keys is core/config.py's CONFIG_KEYS, in order, and
+    its example of an unknown key is the line Mino prints."""
+    doc = (Path(__file__).parents[1] / "docs" / "BEHAVIOUR.md").read_text(encoding="utf-8")
+    after = doc.split("`config.yaml` keys (all optional; any other key is an error):\n\n", 1)[1]
+    table = after.split("\n\n", 1)[0].splitlines()
+    assert table[0] == "| key | type, rule | default |"
+    keys = tuple(re.fullmatch(r"\| `([a-z_]+)` \|.*", row).group(1) for row in table[2:])  # type: ignore[union-attr]
+    assert keys == CONFIG_KEYS
+    path = write_config(mino_home, "foo: 1\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(env={"MINO_HOME": str(mino_home)})
+    assert f"`mino: {str(err.value).replace(str(path), 'PATH/config.yaml')}`" in doc

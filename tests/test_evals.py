@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from mino_server.core.config import CONFIG_KEYS as CONFIG_FILE_KEYS
 from mino_server.core.tools import sandbox
+from mino_server.evals import schema
 from mino_server.evals.runner import eval_main
 from mino_server.testing.scripted_model import ScriptedModel
 
@@ -128,6 +130,15 @@ def test_request_and_file_expectations_name_expected_and_got(
         (
             "turns: [hi]\nconfig: {base_url: http://x}\n",
             "FAIL bad.yaml: config.base_url: is set by the runner",
+        ),
+        (
+            "turns: [hi]\nconfig: {mode: bypass}\n",
+            "FAIL bad.yaml: config.mode: is the case's own field",
+        ),
+        (
+            "turns: [hi]\nconfig: {colour: red}\n",
+            "FAIL bad.yaml: config.colour: unknown field (known: model, context_window, request_timeout_s, "
+            "sandbox, sandbox_unix_sockets, wire_api, reasoning_effort)",
         ),
         (
             "turns: [hi]\nexpect: {answer_contains: {3: x}}\n",
@@ -362,3 +373,14 @@ def test_a_crash_in_the_core_fails_that_case_in_one_line(
     assert lines[0].startswith("FAIL recall: internal error: RuntimeError: store broken (at runner.py:")
     assert lines[-1] == "0 passed, 1 failed"
     assert "Traceback" not in err
+
+
+def test_a_case_config_takes_config_yaml_keys_but_the_runners_each_refused_with_why() -> None:
+    """The evals' `config` keys come from core/config.py: each config.yaml key is either open to a
+    case or refused with a reason, never both, and evals/README.md names every one of them."""
+    allowed, refused = set(schema.CONFIG_KEYS), set(schema.CONFIG_KEYS_NOT_IN_CASES)
+    assert allowed | refused == set(CONFIG_FILE_KEYS) and not allowed & refused
+    assert {"model", "context_window", "request_timeout_s", "sandbox"} <= allowed
+    readme = (Path(__file__).parents[1] / "evals" / "README.md").read_text(encoding="utf-8")
+    row = next(line for line in readme.splitlines() if line.startswith("| `config` |"))
+    assert all(f"`{key}`" in row for key in CONFIG_FILE_KEYS)

@@ -3,7 +3,10 @@ subprocess tests (test_server*.py, test_acp.py) show it on the wire."""
 
 from __future__ import annotations
 
+import ast
+import re
 import threading
+from pathlib import Path
 
 from mino_server import jsonrpc as J
 from mino_server.core.cancel import CancelToken
@@ -87,3 +90,23 @@ def test_error_messages_are_one_line() -> None:
         "error": {"code": -32004, "message": "two lines", "data": {"k": 1}},
     }
     assert "data" not in J.error_message(None, J.PARSE_ERROR, "x")["error"]
+
+
+def test_error_codes_are_named_where_they_are_defined_and_nowhere_else_a_literal() -> None:
+    """A JSON-RPC error code (-32768..-32000) is written as a number only where it is named: the
+    shared ones in jsonrpc.py, each protocol's own in server/protocol.py and acp/mapping.py
+    (`NAME = -32xxx`). Everywhere else the code uses the name (comments and doc strings may say the
+    number)."""
+    package = Path(J.__file__).parent
+    found: list[str] = []
+    for path in sorted(package.rglob("*.py")):
+        lines = path.read_text(encoding="utf-8").splitlines()
+        for node in ast.walk(ast.parse("\n".join(lines))):
+            # -32600 is UnaryOp(USub, Constant(32600))
+            if not (isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub)):
+                continue
+            value = node.operand
+            if isinstance(value, ast.Constant) and type(value.value) is int and 32000 <= value.value <= 32768:
+                if not re.match(r"[A-Z][A-Z0-9_]* = -32[0-9]{3}\b", lines[node.lineno - 1]):
+                    found.append(f"{path.relative_to(package)}:{node.lineno}: -{value.value}")
+    assert not found, "literal JSON-RPC error codes; use the named constant:\n" + "\n".join(found)

@@ -2,7 +2,7 @@
 
 One message per line, UTF-8, no embedded newline (json.dumps escapes every control character, and
 ensure_ascii keeps a lone surrogate from model output encodable). A line longer than MAX_LINE_BYTES
-is skipped unread to its end and answered with -32600; standard library only.
+is skipped unread to its end and answered with INVALID_REQUEST; standard library only.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
+from ..jsonrpc import INVALID_REQUEST, PARSE_ERROR
 from ..stdio import MessageWriter, too_many_containers
 
 MAX_LINE_BYTES = 32 * 1024 * 1024  # a prompt with 256 KiB of context is far below; a runaway client is not
@@ -44,7 +45,7 @@ def read_messages(stream: BinaryIO, max_bytes: int = MAX_LINE_BYTES) -> Iterator
                     break
             own = _OWN_ID.search(line, 0, 4096)
             yield LineError(
-                -32600,
+                INVALID_REQUEST,
                 f"Invalid request: a message longer than {max_bytes} bytes was skipped.",
                 own.group(1).decode() if own else None,
             )
@@ -53,19 +54,23 @@ def read_messages(stream: BinaryIO, max_bytes: int = MAX_LINE_BYTES) -> Iterator
             continue
         crowded = too_many_containers(line)
         if crowded:
-            yield LineError(-32600, f"Invalid request: {crowded}; it was skipped.")
+            yield LineError(INVALID_REQUEST, f"Invalid request: {crowded}; it was skipped.")
             continue
         try:
             message = json.loads(line)
         except ValueError:
-            yield LineError(-32700, "Parse error: a line is not valid JSON (one JSON-RPC message per line).")
+            yield LineError(
+                PARSE_ERROR, "Parse error: a line is not valid JSON (one JSON-RPC message per line)."
+            )
             continue
         except RecursionError:  # "[[[[…" thousands deep: an error for this line, not the agent's end
-            yield LineError(-32700, "Parse error: the message nests JSON arrays or objects too deeply.")
+            yield LineError(PARSE_ERROR, "Parse error: the message nests JSON arrays or objects too deeply.")
             continue
         if not isinstance(message, dict):
             kind = "a batch (JSON array)" if isinstance(message, list) else "not a JSON object"
-            yield LineError(-32600, f"Invalid request: the message is {kind}; send one object per line.")
+            yield LineError(
+                INVALID_REQUEST, f"Invalid request: the message is {kind}; send one object per line."
+            )
             continue
         yield message
 

@@ -142,7 +142,7 @@ def _check(path: Path, key: str, value: object, kind: type[T], what: str) -> T:
 
 
 def _read_config_file(path: Path) -> dict[object, object]:
-    """The file's mapping as YAML read it (keys are checked against KNOWN_KEYS, values by _check)."""
+    """The file's mapping as YAML read it (keys are checked against CONFIG_KEYS, values by _check)."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -166,7 +166,10 @@ def _read_config_file(path: Path) -> dict[object, object]:
     return data
 
 
-KNOWN_KEYS = {
+# config.yaml's keys, in the order of docs/BEHAVIOUR.md's table ("Home and configuration"; a test
+# compares them). Every user reads this tuple: load_config's check, the unknown-key line, the evals'
+# `config` field (evals/schema.py says which keys a case may not set, and why).
+CONFIG_KEYS = (
     "model",
     "models",
     "base_url",
@@ -176,10 +179,10 @@ KNOWN_KEYS = {
     "request_timeout_s",
     "sandbox",
     "sandbox_unix_sockets",
-    "mcp_servers",
     "wire_api",
     "reasoning_effort",
-}
+    "mcp_servers",
+)
 
 
 def load_config(
@@ -200,8 +203,8 @@ def load_config(
     path = home / "config.yaml"
     data = _read_config_file(path)
     for key in data:
-        if key not in KNOWN_KEYS:
-            known = ", ".join(sorted(KNOWN_KEYS))
+        if key not in CONFIG_KEYS:
+            known = ", ".join(sorted(CONFIG_KEYS))
             raise ConfigError(f"{path}: unknown key '{key}' (known keys: {known})")
     cfg = Config(home=home)
     if "model" in data:

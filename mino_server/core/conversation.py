@@ -160,7 +160,9 @@ class Conversation:
         """The start-up line for the sandbox; waits for the store's probe the first time (any thread)."""
         if not self._sandbox_known:
             self._sandbox, self.sandbox_line = self.store.sandbox()
-            self._sandbox_known = True
+            # An unready sandbox (the probe lacked resources) is asked about again before each turn's
+            # tools, until a probe passes.
+            self._sandbox_known = self._sandbox is None or self._sandbox.unready is None
         return self.sandbox_line
 
     def _tools_ready(self, ctx: ToolContext) -> None:

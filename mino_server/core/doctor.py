@@ -219,6 +219,9 @@ def check_sandbox(config: Config) -> Check:
 
     box, line = sandbox.detect(config.sandbox, config.sandbox_unix_sockets)
     found = line.removeprefix("Sandbox: ")
+    if box is not None and box.unready:
+        fix = "free resources (open files, processes, memory) and run mino doctor again"
+        return Check("sandbox", False, False, found, fix)
     if box is not None:
         return Check("sandbox", True, False, f"{found}: the probe ran a test command in it and trusts it")
     if config.sandbox == "off":

@@ -138,8 +138,15 @@ class Store:
     def sandbox(self) -> tuple[Sandbox | None, str]:
         """(the sandbox or None, the start-up line); starts the probe if need be and waits for it."""
         self.start_probe()
-        assert self._sandbox is not None
-        return self._sandbox.result()
+        with self._guard:
+            probe = self._sandbox
+        assert probe is not None
+        verdict = probe.result()
+        if verdict[0] is not None and verdict[0].unready:
+            with self._guard:  # "not now": the next caller probes again (one probe at a time)
+                if self._sandbox is probe:
+                    self._sandbox = None
+        return verdict
 
     def _detect_sandbox(self) -> tuple[Sandbox | None, str]:
         # What bash loads on its first run (~5-7 ms), here even when the probe runs nothing (sandbox:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
 
+from ..core.config import CONFIG_KEYS as CONFIG_FILE_KEYS
 from ..core.contract import MODES, TOOL_STATUSES, TURN_STATUSES
 from ..core.tools.registry import tool_names
 
@@ -23,9 +24,18 @@ T = TypeVar("T")
 CAPABILITIES = ("sandbox",)
 ITEM_TYPES = ("message", "function_call", "function_call_output", "reasoning")
 MAX_MEMORIES = 32
-# base_url and api_key_env are the runner's: a case always talks to the scripted (or --live) model.
 # wire_api: chat sends `messages`, not `input`: request checks read the Responses wire's input items.
-CONFIG_KEYS = ("model", "context_window", "request_timeout_s", "sandbox", "reasoning_effort", "wire_api")
+_RUNNER = "is set by the runner (cases talk to the scripted model, or the configured one with --live)"
+# config.yaml's keys (core/config.py) a case may not set in its `config`, each with why; a case may
+# set every other one, so a new config key is open to cases unless it is listed here.
+CONFIG_KEYS_NOT_IN_CASES = {
+    "base_url": _RUNNER,
+    "api_key_env": _RUNNER,
+    "mode": "is the case's own field: write `mode:` beside `config`",
+    "models": "is read only by ACP clients' model picker; a case sets `model`",
+    "mcp_servers": "is not supported in cases: a case's tools are Mino's own",
+}
+CONFIG_KEYS = tuple(key for key in CONFIG_FILE_KEYS if key not in CONFIG_KEYS_NOT_IN_CASES)
 
 CASE_KEYS = (
     "name",
@@ -333,11 +343,7 @@ def _config(value: object) -> dict[str, Any]:
     config = _mapping(value, "config")
     for key in config:
         if key not in CONFIG_KEYS:
-            why = (
-                "is set by the runner (cases talk to the scripted model, or the configured one with --live)"
-                if key in ("base_url", "api_key_env")
-                else f"unknown field (known: {', '.join(CONFIG_KEYS)})"
-            )
+            why = CONFIG_KEYS_NOT_IN_CASES.get(str(key), f"unknown field (known: {', '.join(CONFIG_KEYS)})")
             raise CaseError(f"config.{key}", why)
     return dict(config)
 

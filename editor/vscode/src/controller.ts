@@ -1,14 +1,18 @@
 /**
  * Glue between the server, the chat panel, the approval surfaces, the palette commands and the
- * status bar.
+ * status bar. The panel's messages go to the feature that answers them (core/panelRoutes.ts): the
+ * chat's turns and history here, approvals (approvalSurfaces.ts), editor context
+ * (editorCommands.ts), rewind (rewindCommands.ts) and the palette's commands.
  */
 import { randomBytes } from 'node:crypto';
 import * as vscode from 'vscode';
 import { errorMessage, isRpcError } from './client/minoClient';
-import { ApprovalBroker, type ApprovalChange, type PendingApproval } from './core/approvals';
+import { ApprovalBroker } from './core/approvals';
 import { statusText, statusTooltip } from './core/format';
-import { classifyInput, type WebviewToHost } from './core/messages';
+import { classifyInput } from './core/messages';
+import { PanelRouter, type PanelRoutes } from './core/panelRoutes';
 import { PAGE_SIZE, Transcript } from './core/transcript';
+import { ApprovalSurfaces } from './approvalSurfaces';
 import { ChatViewProvider, CHAT_VIEW_ID } from './chatView';
 import { toContextItems, toImageItems } from './core/context';
 import { isFileDiff } from './core/diffs';
@@ -17,24 +21,11 @@ import { callDiffKey, EditorCommands } from './editorCommands';
 import { RewindCommands } from './rewindCommands';
 import { SessionCommands } from './sessionCommands';
 import { MinoServer } from './server';
-import { APPROVAL_QUESTION, ErrorCodes, type ApprovalRequest, type ConfirmParams, type Event, type State, type Usage } from './protocol';
-import type { CancellationTokenLike , MinoClient} from './client/minoClient';
+import { ErrorCodes, type ConfirmParams, type Event, type State, type Usage } from './protocol';
+import type { MinoClient } from './client/minoClient';
 
 /** workspaceState: the session this window shows, restored after a reload (initializationOptions.sessionId). */
 const SESSION_KEY = 'mino.sessionId';
-
-/** Tool names in the notification text: plain characters only, so nothing can form a link. */
-/** The question of an ordinary approval; any other question names a risk. */
-
-export function notificationToolName(tool: string): string {
-  const t = tool.replace(/[^A-Za-z0-9_.-]/g, '');
-  return t || 'a tool';
-}
-
-function commandLink(label: string, command: string, args: unknown[]): string {
-  return `[${label}](command:${command}?${encodeURIComponent(JSON.stringify(args))})`;
-}
-
 
 export class Controller implements vscode.Disposable {
   private readonly disposables: vscode.Disposable[] = [];
@@ -49,7 +40,6 @@ export class Controller implements vscode.Disposable {
   private reloading: Promise<void> = Promise.resolve();
   /** The session whose history the transcript shows (or is being reloaded from). */
   private shownSession: string | null | undefined;
-  private readonly notificationEnds = new Map<string, () => void>();
   private readonly workspaceState: vscode.Memento;
   /** An earlier page of history is being asked for. */
   private earlierLoading = false;
@@ -63,6 +53,10 @@ export class Controller implements vscode.Disposable {
   private readonly sessions: SessionCommands;
   /** "Rewind to here" and the rewind question (rewindCommands.ts). */
   private readonly rewind: RewindCommands;
+  /** The approval's card, badge and notification (approvalSurfaces.ts). */
+  private readonly approvals: ApprovalSurfaces;
+  /** Each panel message to the feature that answers it. */
+  private readonly panel: PanelRouter;
 
   constructor(context: vscode.ExtensionContext) {
     this.channel = vscode.window.createOutputChannel('Mino', { log: true });
@@ -72,7 +66,7 @@ export class Controller implements vscode.Disposable {
       (patches) => this.view.post({ type: 'patch', patches }),
       () => this.postEarlier(),
     );
-    this.view = new ChatViewProvider(context.extensionUri, (m) => void this.onWebviewMessage(m));
+    this.view = new ChatViewProvider(context.extensionUri, (m) => void this.panel.dispatch(m));
     this.server = new MinoServer(
       this.channel,
       () => vscode.workspace.workspaceFolders?.[0],
@@ -111,6 +105,20 @@ export class Controller implements vscode.Disposable {
       reloadHistory: () => this.reloadHistory(),
       describeError: (e) => this.describeError(e),
     });
+    this.approvals = new ApprovalSurfaces({
+      channel: this.channel,
+      broker: this.broker,
+      view: this.view,
+      transcript: this.transcript,
+      diffs: this.diffs,
+    });
+    this.panel = PanelRouter.of({
+      chat: this.chatRoutes(),
+      palette: this.paletteRoutes(),
+      approvals: this.approvals.panelRoutes(),
+      context: this.editor.panelRoutes(),
+      rewind: this.rewind.panelRoutes(),
+    });
 
     this.disposables.push(
       this.channel,
@@ -119,7 +127,7 @@ export class Controller implements vscode.Disposable {
       this.statusItem,
       this.diffs,
       vscode.window.registerWebviewViewProvider(CHAT_VIEW_ID, this.view),
-      this.broker.onDidChange((c) => this.onApprovalChange(c)),
+      this.approvals,
       this.server.onDidChangeStatus((s) => {
         this.view.post({ type: 'connection', connection: s });
         this.updateStatusBar();
@@ -147,7 +155,7 @@ export class Controller implements vscode.Disposable {
   private wire(client: MinoClient): void {
     client.onEvent((e) => this.onEvent(e));
     client.onStateChanged((s) => this.setState(s));
-    client.onApprove((p, token) => this.onApprove(p, token));
+    client.onApprove((p, token) => this.approvals.request(p, token));
     client.onConfirm((p) => this.onConfirm(p));
     client.onSessionsChanged(() => {
       this.channel.info('sessions changed in another window or terminal');
@@ -286,57 +294,7 @@ export class Controller implements vscode.Disposable {
   }
 
   // ---------------------------------------------------------------------------------------------
-  // approvals and confirmations
-
-  private onApprove(p: ApprovalRequest, token: CancellationTokenLike): Promise<boolean> {
-    this.channel.info(`approval requested: ${p.tool} (call ${p.callId})`);
-    return this.broker.request(p, token);
-  }
-
-  private onApprovalChange(c: ApprovalChange): void {
-    this.view.setBadge(this.broker.count);
-    const { key, params } = c.approval;
-    if (c.kind === 'added') {
-      this.transcript.approvalRequested(key, params);
-      this.showApprovalNotification(c.approval);
-      if (isFileDiff(params.diff)) {
-        // the proposal in the diff editor, Approve and Deny in its title; the focus stays where it is
-        this.diffs.put(key, params.diff, true);
-        void this.diffs.open(key, { preserveFocus: true }).catch((e: unknown) => this.channel.warn(`diff: ${errorMessage(e)}`));
-      }
-    } else {
-      this.channel.info(`approval ${c.outcome} (${c.source}): ${params.tool} (call ${params.callId})`);
-      this.transcript.approvalSettled(params.callId, c.outcome);
-      this.notificationEnds.get(key)?.();
-      this.notificationEnds.delete(key);
-      void this.diffs.settle(key); // answered anywhere: its diff editor closes
-    }
-  }
-
-  /**
-   * The editor notification. VS Code cannot withdraw a message notification from code, so this is
-   * a progress notification (it goes away as soon as the approval ends, whoever answered) whose
-   * text carries the Approve / Deny / Show details actions as command links. Closing it is not an
-   * answer: the card in the panel stays and the badge keeps counting.
-   */
-  private showApprovalNotification(a: PendingApproval): void {
-    const done = new Promise<void>((resolve) => this.notificationEnds.set(a.key, resolve));
-    const tool = notificationToolName(a.params.tool);
-    // A question that names a risk ("Run OUTSIDE the sandbox?") is said in the toast too.
-    const risk = a.params.question && a.params.question !== APPROVAL_QUESTION ? `: ${a.params.question}` : '';
-    const links = [
-      commandLink('Approve', 'mino.answerApproval', [a.key, 'approve']),
-      commandLink('Deny', 'mino.answerApproval', [a.key, 'deny']),
-      commandLink('Show details', 'mino.showApproval', [a.key]),
-    ].join('\u2002'); // an en space: does not collapse, keeps the toast on one line
-    void vscode.window.withProgress(
-      { location: vscode.ProgressLocation.Notification, title: `Mino wants to run ${tool}${risk}`, cancellable: false },
-      async (progress) => {
-        progress.report({ message: links });
-        await done;
-      },
-    );
-  }
+  // confirmations
 
   private async onConfirm(p: ConfirmParams): Promise<boolean> {
     if (p.kind === 'rewind') return this.rewind.confirm(p);
@@ -381,49 +339,18 @@ export class Controller implements vscode.Disposable {
   // ---------------------------------------------------------------------------------------------
   // chat panel
 
-  private async onWebviewMessage(m: WebviewToHost): Promise<void> {
-    switch (m.type) {
-      case 'ready':
+  /** The panel messages the chat answers: its start, a message typed, Stop, the page before. */
+  private chatRoutes() {
+    return {
+      ready: () => {
         this.sendSnapshot();
-        this.view.setBadge(this.broker.count);
+        this.approvals.showBadge();
         this.editor.postChips();
-        return;
-      case 'stop':
-        this.stopTurn();
-        return;
-      case 'loadEarlier':
-        await this.loadEarlier();
-        return;
-      case 'approval': {
-        const ok = this.broker.answer(m.key, m.approved, 'panel');
-        if (!ok) this.channel.info('approval answer from the panel ignored: no longer pending');
-        return;
-      }
-      case 'command':
-        await vscode.commands.executeCommand(m.command);
-        return;
-      case 'submit':
-        await this.submit(m.text);
-        return;
-      case 'removeContext':
-        if (this.editor.chips.remove(m.id)) this.editor.postChips();
-        return;
-      case 'files':
-        await this.editor.completeFiles(m.requestId, m.prefix);
-        return;
-      case 'attachFile':
-        this.editor.addChips({ ok: true, items: [{ path: m.path }] });
-        return;
-      case 'attachImage':
-        this.editor.addImage(m.name, m.mimeType, m.data);
-        return;
-      case 'openDiff':
-        await this.editor.openCallDiff(m.turnId, m.callId);
-        return;
-      case 'rewind':
-        await this.rewind.rewindTo(m.turnId);
-        return;
-    }
+      },
+      submit: (m) => this.submit(m.text),
+      stop: () => this.stopTurn(),
+      loadEarlier: () => this.loadEarlier(),
+    } satisfies PanelRoutes;
   }
 
   private async submit(raw: string): Promise<void> {
@@ -524,6 +451,15 @@ export class Controller implements vscode.Disposable {
   // ---------------------------------------------------------------------------------------------
   // palette commands
 
+  /** The panel's buttons that run a palette command (restore problem, connection, first run). */
+  private paletteRoutes() {
+    return {
+      command: async (m) => {
+        await vscode.commands.executeCommand(m.command);
+      },
+    } satisfies PanelRoutes;
+  }
+
   /** A command whose failure is logged and shown as one error message (with Show log), never thrown. */
   private registerCommand(id: string, fn: (...args: unknown[]) => unknown): void {
     this.disposables.push(
@@ -552,16 +488,8 @@ export class Controller implements vscode.Disposable {
     this.registerCommand('mino.restartServer', () => this.server.restart());
     this.registerCommand('mino.openSettings', () => vscode.commands.executeCommand('workbench.action.openSettings', 'mino.env'));
     this.registerCommand('mino.openFirstRun', () => this.openFirstRun());
-    this.registerCommand('mino.answerApproval', (key, answer) => {
-      if (typeof key !== 'string' || (answer !== 'approve' && answer !== 'deny')) return;
-      if (!this.broker.answer(key, answer === 'approve', 'notification')) {
-        void vscode.window.showInformationMessage('Mino: this approval was already answered.');
-      }
-    });
-    this.registerCommand('mino.showApproval', async (key) => {
-      await this.view.reveal(false);
-      if (typeof key === 'string') setTimeout(() => this.view.post({ type: 'focusApproval', key }), 300);
-    });
+    this.registerCommand('mino.answerApproval', (key, answer) => this.approvals.answerFromNotification(key, answer));
+    this.registerCommand('mino.showApproval', (key) => this.approvals.show(key));
   }
 
   // ---------------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ import * as vscode from 'vscode';
 import { errorMessage, type MinoClient } from './client/minoClient';
 import type { ApprovalBroker } from './core/approvals';
 import { ContextChips, type ContextChip } from './core/context';
+import type { PanelRoutes } from './core/panelRoutes';
 import type { ChatViewProvider } from './chatView';
 import type { DiffView } from './diffView';
 import { fromFiles, fromSelection, type Taken } from './editorContext';
@@ -31,6 +32,21 @@ export class EditorCommands {
     private readonly state: () => State | null,
     private readonly requireClient: () => MinoClient | undefined,
   ) {}
+
+  /** The panel messages the editor context answers: the chips, `@` completion, a card's "Open diff". */
+  panelRoutes() {
+    return {
+      removeContext: (m) => {
+        if (this.chips.remove(m.id)) this.postChips();
+      },
+      files: (m) => this.completeFiles(m.requestId, m.prefix),
+      attachFile: (m) => {
+        this.addChips({ ok: true, items: [{ path: m.path }] });
+      },
+      attachImage: (m) => this.addImage(m.name, m.mimeType, m.data),
+      openDiff: (m) => this.openCallDiff(m.turnId, m.callId),
+    } satisfies PanelRoutes;
+  }
 
   /** Where editor files must lie: the workspace folder Mino was started in. */
   private workdir(): string | undefined {

@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto';
 import * as vscode from 'vscode';
 import { errorMessage, type MinoClient } from './client/minoClient';
 import { isFileDiff } from './core/diffs';
+import type { PanelRoutes } from './core/panelRoutes';
 import type { Transcript } from './core/transcript';
 import type { DiffView } from './diffView';
 import type { ConfirmParams } from './protocol';
@@ -33,6 +34,11 @@ export class RewindCommands {
   private numbers = new Map<string, number>();
 
   constructor(private readonly host: RewindHost) {}
+
+  /** The panel messages rewind answers: a user message's "Rewind to here". */
+  panelRoutes() {
+    return { rewind: (m) => this.rewindTo(m.turnId) } satisfies PanelRoutes;
+  }
 
   /** Which user messages offer "Rewind to here": the turns `mino/checkpoints` lists. */
   async refresh(): Promise<void> {

@@ -138,6 +138,12 @@ class BashTool(ToolOf[BashArgs, protected.Found]):
             )
         if ctx.sandbox is None:
             return Prepared([*fields, ("Sandbox", "none")], state=found, question=NO_SANDBOX_QUESTION)
+        if ctx.sandbox.unready:
+            # Never a reason to run unsandboxed: the sandbox exists, the machine lacked resources.
+            raise ToolFailure(
+                f"The sandbox could not start ({ctx.sandbox.unready}); nothing was run. "
+                "The next turn tries to start it again."
+            )
         fields.append(("Sandbox", ctx.sandbox.name))
         if not found.complete:
             # Folders the walk missed cannot be kept read-only: not a sandbox to trust, so it asks.

@@ -15,11 +15,15 @@ the command.
 detect() runs one probe that reads /proc/self/status inside the sandbox and opens a few kernel
 settings for writing, so a machine where the sandbox cannot start, or starts weaker than that
 (capabilities kept, no seccomp, a writable kernel setting), says why at start-up and bash runs
-unsandboxed — asking first — instead of trusting a weak sandbox.
+unsandboxed — asking first — instead of trusting a weak sandbox. A probe that fails for want of
+resources (too many open files or processes, no memory, no answer within PROBE_TIMEOUT_S on a busy
+machine) says "not now", not "no sandbox": the sandbox is kept, marked `unready`, no command runs
+until a later probe succeeds, and nothing falls back to running unsandboxed (bypass included).
 """
 
 from __future__ import annotations
 
+import errno
 import functools
 import os
 import shutil
@@ -64,6 +68,18 @@ class SandboxError(Exception):
     """Why the sandbox cannot be made as strong as it must be; one line for the start-up message."""
 
 
+class SandboxBusy(Exception):
+    """The probe could not run for want of resources: the machine may have a sandbox, not now."""
+
+
+# errno values that say "not now" rather than "not here".
+_NOT_NOW = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.EAGAIN, errno.ENOBUFS})
+
+
+def _not_now(e: OSError, what: str) -> SandboxBusy | None:
+    return SandboxBusy(f"{what}: {e.strerror or e}") if e.errno in _NOT_NOW else None
+
+
 @frozen
 class Sandbox(Frozen):
     name: str  # "bwrap" | "sandbox-exec"
@@ -72,6 +88,9 @@ class Sandbox(Frozen):
     # bwrap: bind BWRAP_COVERS read-only too (bwrap left one writable here: root without
     # CAP_DAC_OVERRIDE, whose access(W_OK) check fails on folders it may still write into).
     bind_covered: bool = False
+    # Why the probe could not run yet (SandboxBusy): no command runs in it, or around it, until a
+    # later probe succeeds. None: the probe passed.
+    unready: str | None = None
 
     def wrap(
         self,
@@ -476,10 +495,14 @@ def detect(setting: str = "auto", unix_sockets: bool = False) -> tuple[Sandbox |
         sandbox = Sandbox("sandbox-exec")
     else:
         return None, f"Sandbox: unavailable (no sandbox on {sys.platform})"
-    problem = _probe(sandbox)
-    if problem == _COVERS_WRITABLE:  # bwrap left its own covers writable here: Mino binds them too
-        sandbox = Sandbox("bwrap", sandbox.seccomp, bind_covered=True)
+    try:
         problem = _probe(sandbox)
+        if problem == _COVERS_WRITABLE:  # bwrap left its own covers writable here: Mino binds them too
+            sandbox = Sandbox("bwrap", sandbox.seccomp, bind_covered=True)
+            problem = _probe(sandbox)
+    except SandboxBusy as e:
+        unready = Sandbox(sandbox.name, sandbox.seccomp, sandbox.bind_covered, unready=str(e))
+        return unready, f"Sandbox: {sandbox.name}, not started yet ({e}); commands wait for it"
     if problem:
         return None, f"Sandbox: unavailable ({problem})"
     if sandbox.name == "bwrap" and unix_sockets:
@@ -495,6 +518,9 @@ def _probe(sandbox: Sandbox) -> str | None:
     try:
         argv, fds = sandbox.wrap(command, Path(tempfile.gettempdir()).resolve(), masked=False)
     except OSError as e:
+        busy = _not_now(e, f"{sandbox.name} cannot be prepared")
+        if busy is not None:
+            raise busy from None
         return f"{sandbox.name} cannot be prepared: {e.strerror or e}"
     from . import orphans
 
@@ -513,6 +539,9 @@ def _probe(sandbox: Sandbox) -> str | None:
             bare=False,
         )
     except OSError as e:
+        busy = _not_now(e, f"{sandbox.name} cannot be started")
+        if busy is not None:
+            raise busy from None
         return f"{sandbox.name} cannot be started: {e.strerror or e}"
     finally:
         for fd in fds:
@@ -522,7 +551,9 @@ def _probe(sandbox: Sandbox) -> str | None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.communicate()
-        return f"{sandbox.name} did not finish a test command within {PROBE_TIMEOUT_S:g} s"
+        raise SandboxBusy(
+            f"{sandbox.name} did not finish a test command within {PROBE_TIMEOUT_S:g} s"
+        ) from None
     finally:
         orphans.end(run)
     if proc.returncode != 0:

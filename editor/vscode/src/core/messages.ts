@@ -131,6 +131,23 @@ export type WebviewToHost =
   /** The person scrolled to the top (or pressed the button there): show the page before. */
   | { type: 'loadEarlier' };
 
+/** Every type of message the webview sends; the record makes the compiler keep it equal to `WebviewToHost`. */
+const MESSAGE_TYPES: Record<WebviewToHost['type'], true> = {
+  ready: true,
+  submit: true,
+  stop: true,
+  approval: true,
+  removeContext: true,
+  files: true,
+  attachFile: true,
+  attachImage: true,
+  openDiff: true,
+  rewind: true,
+  command: true,
+  loadEarlier: true,
+};
+export const WEBVIEW_MESSAGE_TYPES = Object.keys(MESSAGE_TYPES) as readonly WebviewToHost['type'][];
+
 /** Images: PNG, JPEG, GIF or WebP (the server checks their bytes), at most 5 MiB each and 8 a message. */
 export const IMAGE_TYPES = ['image/png', 'image/jpeg', 'image/gif', 'image/webp'] as const;
 export const MAX_IMAGE_BYTES = 5 * 1024 * 1024;
