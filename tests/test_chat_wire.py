@@ -380,3 +380,30 @@ def test_print_streams_thinking_apart_from_the_answer(model: ScriptedModel, tmp_
     result = json.loads(done.stdout)
     assert result["text"] == "Hi." and "Short." not in done.stdout
     assert model.requests[1]["reasoning"] == {"effort": "minimal", "summary": "auto"}
+
+
+def test_reasoning_effort_flag(model: ScriptedModel, tmp_path: Path) -> None:
+    home = quiet_home(tmp_path)
+    work = tmp_path / "work"
+    work.mkdir()
+    env = mino_env(home, model.base_url)
+    model.add({"text": "ok"})
+    done = subprocess.run(
+        [*MINO, "-p", "hi", "--reasoning-effort", "high"],
+        env=env,
+        cwd=work,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert model.requests[0]["reasoning"] == {"effort": "high", "summary": "auto"}
+    for args, line in (
+        (
+            ["-p", "hi", "--reasoning-effort=huge"],
+            "--reasoning-effort must be one of minimal, low, medium, high",
+        ),
+        (["--stdio", "--reasoning-effort", "low"], "--reasoning-effort is chosen in the editor's picker"),
+    ):
+        done = subprocess.run([*MINO, *args], env=env, cwd=work, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 2 and line in done.stderr and "Traceback" not in done.stderr
