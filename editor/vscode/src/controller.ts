@@ -214,9 +214,10 @@ export class Controller implements vscode.Disposable {
   private updateStatusBar(): void {
     const st = this.server.status.status;
     const u = this.state?.usage;
-    const out = u && this.lastUsage?.inputTokens === u.inputTokens ? this.lastUsage.outputTokens : undefined;
+    const latest = u && this.lastUsage?.inputTokens === u.inputTokens ? this.lastUsage : undefined;
     this.statusItem.text = statusText(this.state, st);
-    this.statusItem.tooltip = st === 'running' ? statusTooltip(this.state, out) : (this.server.status.message ?? 'Mino is not running.');
+    this.statusItem.tooltip =
+      st === 'running' ? statusTooltip(this.state, latest?.outputTokens, latest) : (this.server.status.message ?? 'Mino is not running.');
     this.statusItem.backgroundColor =
       st === 'failed' || this.state?.restoreProblem || this.state?.setup ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
   }
