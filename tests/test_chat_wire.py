@@ -407,3 +407,57 @@ def test_reasoning_effort_flag(model: ScriptedModel, tmp_path: Path) -> None:
     ):
         done = subprocess.run([*MINO, *args], env=env, cwd=work, capture_output=True, text=True, timeout=60)
         assert done.returncode == 2 and line in done.stderr and "Traceback" not in done.stderr
+
+
+def _sse(*chunks: dict[str, Any], done: bool = True) -> bytes:
+    body = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks)
+    return body + (b"data: [DONE]\n\n" if done else b"")
+
+
+def _served(body: bytes, content_type: str = "text/event-stream") -> ModelResponse:
+    from helpers import FixedAnswerServer
+
+    server = FixedAnswerServer(body, content_type)
+    try:
+        return stream(ChatClient(server.base_url, None, "m", max_retries=0))[0]
+    finally:
+        server.close()
+
+
+def test_chat_servers_quirks_tool_calls_without_index_and_a_whole_answer() -> None:
+    def delta(d: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {"choices": [{"index": 0, "delta": d, "finish_reason": finish}]}
+
+    # Pieces without `index` (some servers): a new id starts a call, a piece without one continues it.
+    response = _served(
+        _sse(
+            delta({"tool_calls": [{"id": "a", "function": {"name": "read_file", "arguments": '{"pa'}}]}),
+            delta({"tool_calls": [{"function": {"arguments": 'th": "x"}'}}]}),
+            delta({"tool_calls": [{"id": "b", "function": {"name": "bash", "arguments": "{}"}}]}),
+            delta({}, "stop"),  # llama.cpp may say stop after calls: they still run
+        )
+    )
+    assert [(c.call_id, c.name, c.arguments) for c in response.calls] == [
+        ("a", "read_file", '{"path": "x"}'),
+        ("b", "bash", "{}"),
+    ]
+    # A server that ignored stream: true.
+    whole = {
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": "Whole.", "tool_calls": None},
+                "finish_reason": "length",
+            }
+        ],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12},
+    }
+    response = _served(json.dumps(whole).encode(), "application/json")
+    assert (response.text, response.incomplete, response.usage) == (
+        "Whole.",
+        "length",
+        {"input_tokens": 10, "output_tokens": 2, "total_tokens": 12},
+    )
+    # No finish_reason and no [DONE]: cut, not a whole answer.
+    with pytest.raises(ModelError, match="ended before the response completed"):
+        _served(_sse(delta({"content": "half"}), done=False))

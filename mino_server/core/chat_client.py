@@ -60,7 +60,10 @@ def _user_content(content: object) -> str | list[dict[str, Any]]:
         if not isinstance(part, dict):
             continue
         if part.get("type") == "input_image" and isinstance(part.get("image_url"), str):
-            parts.append({"type": "image_url", "image_url": {"url": part["image_url"]}})
+            image = {"url": part["image_url"]}
+            if isinstance(part.get("detail"), str):
+                image["detail"] = part["detail"]
+            parts.append({"type": "image_url", "image_url": image})
         elif isinstance(part.get("text"), str):
             parts.append({"type": "text", "text": part["text"]})
     return parts
@@ -201,7 +204,7 @@ class ChatClient(ModelClient):
                 if not isinstance(piece, dict):
                     continue
                 self._flush_thought(acc, job)
-                key = str(piece.get("index", len(acc.calls)))
+                key = self._call_key(piece, acc)
                 call = acc.calls.setdefault(
                     key, {"type": "function_call", "call_id": "", "name": "", "arguments": ""}
                 )
@@ -216,6 +219,18 @@ class ChatClient(ModelClient):
                 acc.finish = choice["finish_reason"]
                 self._flush_thought(acc, job)
         return None
+
+    @staticmethod
+    def _call_key(piece: dict[str, Any], acc: _Accumulator) -> str:
+        """Which call a piece continues: its `index`; without one (some servers), a new id starts a
+        call and a piece with neither continues the latest."""
+        index = piece.get("index")
+        if type(index) is int:
+            return str(index)
+        ident = piece.get("id")
+        if isinstance(ident, str) and ident and not any(c["call_id"] == ident for c in acc.calls.values()):
+            return f"id:{ident}"
+        return next(reversed(acc.calls), "0") if acc.calls else "0"
 
     @staticmethod
     def _flush_thought(acc: _Accumulator, job: _Job) -> None:
