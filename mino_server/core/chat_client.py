@@ -182,7 +182,7 @@ class ChatClient(ModelClient):
             acc.done = True
             self._flush_thought(acc, job)
             return None
-        if "error" in event and not event.get("choices"):
+        if event.get("error") and not event.get("choices"):
             message = _message_in(event) or "unknown error"
             raise ModelError(f"Model request failed: {message}")
         if isinstance(event.get("usage"), dict):
