@@ -461,3 +461,23 @@ def test_chat_servers_quirks_tool_calls_without_index_and_a_whole_answer() -> No
     # No finish_reason and no [DONE]: cut, not a whole answer.
     with pytest.raises(ModelError, match="ended before the response completed"):
         _served(_sse(delta({"content": "half"}), done=False))
+
+
+def test_reasoning_items_without_encrypted_content_are_not_kept(
+    model: ScriptedModel, workdir: Path, mino_home: Path
+) -> None:
+    """Without reasoning_effort nothing asks for the encrypted reasoning: a reasoning model's items
+    then cannot be sent back (store: false keeps nothing), so none is logged or sent."""
+    _config(mino_home, "")
+    model.add({"reasoning": "Hidden.", "text": "One."}, {"text": "Two."})
+    ui = RecordingUI()
+    agent = make_agent(model.base_url, workdir, ui)
+    agent.open()
+    turn(agent, "first")
+    turn(agent, "second")
+    sid = str(agent.session_id)
+    agent.close()
+    assert model.errors == [] and "include" not in model.requests[0]
+    assert not [i for i in model.requests[1]["input"] if i.get("type") == "reasoning"]
+    assert "reasoning" not in [r["type"] for r in session_records(mino_home, sid)]
+    assert [e["text"] for e in ui.of_type("thinking")] == ["Hidden."]  # a summary is still shown

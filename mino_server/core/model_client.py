@@ -710,7 +710,10 @@ class ModelClient:
         reasoning: list[dict[str, Any]] = []
         for item in items:
             if item.get("type") == "reasoning":
-                reasoning.append(item)
+                # Only an item that carries its encrypted reasoning can be sent back: with store:
+                # false the service keeps nothing, so an item by id alone would not be found.
+                if isinstance(item.get("encrypted_content"), str) and item["encrypted_content"]:
+                    reasoning.append(item)
             elif item.get("type") == "message" and isinstance(item.get("content"), str):
                 text.append(item["content"])  # some compatible servers answer with string content
             elif item.get("type") == "message" and isinstance(item.get("content"), list):
