@@ -92,7 +92,7 @@ def test_soul_md_is_used_and_never_written(mino_home: Path) -> None:
 
 def test_behaviour_md_lists_exactly_the_config_keys_and_their_error_line(mino_home: Path) -> None:
     """docs/BEHAVIOUR.md's table of config.yaml keys is core/config.py's CONFIG_KEYS, in order, and
-    its example of an unknown key is the line Mino prints."""
+    its example of an unknown key is the line Mino prints (the list of keys said, not copied)."""
     doc = (Path(__file__).parents[1] / "docs" / "BEHAVIOUR.md").read_text(encoding="utf-8")
     after = doc.split("`config.yaml` keys (all optional; any other key is an error):\n\n", 1)[1]
     table = after.split("\n\n", 1)[0].splitlines()
@@ -102,4 +102,7 @@ def test_behaviour_md_lists_exactly_the_config_keys_and_their_error_line(mino_ho
     path = write_config(mino_home, "foo: 1\n")
     with pytest.raises(ConfigError) as err:
         load_config(env={"MINO_HOME": str(mino_home)})
-    assert f"`mino: {str(err.value).replace(str(path), 'PATH/config.yaml')}`" in doc
+    known = ", ".join(sorted(CONFIG_KEYS))
+    assert str(err.value) == f"{path}: unknown key 'foo' (known keys: {known})"
+    line = str(err.value).replace(str(path), "PATH/config.yaml").replace(known, "…")
+    assert f"`mino: {line}`, the keys of the table above in" in doc

@@ -131,3 +131,34 @@ def test_a_type_the_outputs_cannot_express_is_one_line(
     err = capsys.readouterr().err
     assert err.startswith("docgen cannot write dict[str, int] in the protocol: use str, int")
     assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_the_architecture_recipes_name_files_and_names_that_exist() -> None:
+    """docs/ARCHITECTURE.md's recipes "A config key" and "An ACP update kind": every file they name
+    exists (paths from the repository root or from mino_server/), every name they send a reader to
+    is still there, and the config recipe's file count is its number of steps."""
+    import re
+    from pathlib import Path
+
+    from mino_server.acp.session import SessionUI
+    from mino_server.cli import TerminalUI
+    from mino_server.core import config
+    from mino_server.core.compaction import StreamingClient
+    from mino_server.evals import schema
+
+    root = Path(__file__).resolve().parents[1]
+    text = (root / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    start = text.index("**A config key**")
+    recipes = text[start : text.index("**A slash command.**", start)]
+    paths = set(re.findall(r"`([\w./-]+\.(?:py|md|json|ts))`", recipes))
+    paths |= set(re.findall(r"\b(docs/[A-Z]+\.md)\b", recipes))
+    assert len(paths) > 10
+    missing = [
+        p for p in sorted(paths) if not (root / p).exists() and not (root / "mino_server" / p).exists()
+    ]
+    assert not missing, missing
+    assert config.CONFIG_KEYS and config.load_config and schema.CONFIG_KEYS_NOT_IN_CASES
+    assert SessionUI.event and TerminalUI.event and StreamingClient.stream
+    config_recipe = recipes[: recipes.index("**An ACP update kind**")]
+    (count,) = re.findall(r"^\*\*A config key\*\* \((\d+) files", config_recipe)
+    assert int(count) == len(re.findall(r"^\d+\. ", config_recipe, re.M))

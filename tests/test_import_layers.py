@@ -16,6 +16,7 @@ start-up time still make one module depend on another) and under `if TYPE_CHECKI
   the pygls internals Mino relies on (tests/test_pygls_fence.py checks them);
 - no import cycles. Outside the core none at all; in the core only the cycles listed in
   KNOWN_CORE_CYCLES, each of which must still exist (a fixed one is taken off the list).
+- no module uses another module's private names (`_name`): what another module needs is public.
 
 Run as a script to print the graph: `python tests/test_import_layers.py`.
 """
@@ -333,3 +334,78 @@ if __name__ == "__main__":
         print(f"{mod.removeprefix('mino_server.') or 'mino_server'} -> {', '.join(inside) or '-'}")
     for c in cycles(g):
         print("CYCLE", _show(c, g), file=sys.stderr)
+
+
+# Private names of the standard library that are its public API.
+PUBLIC_UNDERSCORED = {"os._exit"}
+
+
+def private_reaches(path: Path) -> list[str]:
+    """Where a module uses another module's private name (`_name`): imported from it, read off it
+    (`module._name`), or read off an object whose class is not defined here (`conv._claim` in a
+    module that defines no `_claim`, or only in a Protocol describing that object). A module's own
+    private names, on `self` or not, are its own."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    own: set[str] = set()
+    modules: set[str] = set()
+    found: list[str] = []
+    # A Protocol's members describe another module's class: declaring `_claim` there does not make
+    # it this module's own.
+    described = {
+        id(inner)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ClassDef) and any(ast.unparse(b).endswith("Protocol") for b in node.bases)
+        for member in node.body
+        for inner in ast.walk(member)
+    }
+    for node in ast.walk(tree):
+        if id(node) in described:
+            continue
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            own.add(node.name)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            own.add(node.attr)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            own.add(node.id)
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            own.add(node.target.id)
+        elif isinstance(node, ast.Import):
+            modules.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            for a in node.names:
+                if a.name.startswith("_") and not a.name.startswith("__"):
+                    found.append(f"{path.name}:{node.lineno}: from {node.module} import {a.name}")
+                modules.add(a.asname or a.name)
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Attribute) or not node.attr.startswith("_") or node.attr.startswith("__"):
+            continue
+        base = node.value
+        if isinstance(base, ast.Name) and base.id in ("self", "cls"):
+            continue
+        text = f"{ast.unparse(base)}.{node.attr}"
+        if text in PUBLIC_UNDERSCORED:
+            continue
+        if (isinstance(base, ast.Name) and base.id in modules) or node.attr not in own:
+            found.append(f"{path.name}:{node.lineno}: {text}")
+    return found
+
+
+def test_no_module_uses_another_modules_private_names() -> None:
+    """What another module needs is public: a private name is its module's own business."""
+    found = [hit for path in sorted((ROOT / PACKAGE).rglob("*.py")) for hit in private_reaches(path)]
+    assert not found, "private names used across modules (make them public):\n" + "\n".join(found)
+
+
+def test_the_private_name_rule_sees_each_kind_of_reach(tmp_path: Path) -> None:
+    mod = tmp_path / "m.py"
+    mod.write_text(
+        "from . import mapping as M\nfrom .a import _hidden\nimport os\n"
+        "class C:\n    def __init__(self):\n        self._mine = 1\n"
+        "class Conv(Protocol):\n    _claim: int\n"
+        "def f(conv: Conv, c: C):\n    os._exit(0)\n    c._mine\n    conv._claim\n    M._short('x')\n"
+    )
+    assert [hit.split(": ", 1)[1] for hit in private_reaches(mod)] == [
+        "from a import _hidden",
+        "conv._claim",
+        "M._short",
+    ]

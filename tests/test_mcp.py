@@ -164,9 +164,9 @@ def test_a_call_asks_shows_server_and_arguments_and_returns_the_text(
         assert result.status == "completed"
         (asked,) = ui.asked
         assert asked.tool == "mcp__fx__echo"
-        server, arg = asked.fields
+        arg, server = asked.fields  # Mino's field last; the server's names set apart
         assert server[0] == "Server" and server[1].startswith("fx (") and "mcp_fixture" in server[1]
-        assert arg == ("text", "hi\\x1b[31m")  # escaped like every field
+        assert arg == ("argument text", "hi\\x1b[31m")  # escaped like every field
         output = json.loads(json.dumps(model.requests[1]["input"]))[-1]
         assert output["type"] == "function_call_output" and "hi" in output["output"]
         assert [r["tool"] for r in read_jsonl(record)] == ["echo"]
@@ -521,8 +521,8 @@ def test_the_terminal_asks_shows_escaped_and_ctrl_c_cancels_the_call(
     child.expect_exact(PROMPT)
     child.sendline("say hello")
     child.expect_exact("[Tool: mcp__fx__hostile]")
+    child.expect_exact('argument who: "me\\x1b]0;x\\x07"')
     child.expect_exact('Server: "fx (')
-    child.expect_exact('who: "me\\x1b]0;x\\x07"')
     child.expect_exact("Approve this operation? [y/N] ")
     child.sendline("y")
     child.expect_exact("Assistant> first done")

@@ -456,3 +456,45 @@ def test_unknown_result_refused_on_resume_keeps_selection(
     assert any(r["type"] == "recovery" for r in log.read_records())
     assert not any(r["type"] == "recovery_ack" for r in log.read_records())
     log.close()
+
+
+def test_whether_a_turn_ran_commands_is_the_tool_registrys_word_not_a_name(
+    mino_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rewind says a turn's commands are not undone when the turn called a tool the registry
+    says runs commands (category `execute`), whatever its name; the index keeps what it needs."""
+    from mino_server.core.sessions.log import _Scan
+    from mino_server.core.tools import registry
+
+    at = "2026-10-21T10:00:00.000Z"
+
+    def call(seq: int, turn: str, name: str) -> dict:
+        return {
+            "seq": seq,
+            "type": "tool_call",
+            "turn_id": turn,
+            "at": at,
+            "call_id": f"c{seq}",
+            "name": name,
+            "arguments": "{}",
+        }
+
+    records = [
+        *qa("one", "ok", "t1", 1)[:1],
+        call(2, "t1", "shell_run"),
+        call(3, "t1", "shell_run"),
+        *qa("two", "ok", "t2", 4)[:1],
+        call(5, "t2", "bash"),
+        call(6, "t2", "read_file"),
+        *qa("three", "ok", "t3", 7),
+    ]
+    path = write_log(mino_home, A, records)
+    categories = {"shell_run": "execute", "bash": "read", "read_file": "read"}
+    monkeypatch.setattr(registry, "tool_categories", lambda: categories)
+    log = SessionLog.open(path)
+    assert log.turns() == {"t1": (1, 1, True), "t2": (2, 4, False), "t3": (3, 7, False)}
+    loaded = _Scan.load(log._scan.dump(0, b""))  # the index keeps what the scan found
+    assert loaded is not None and loaded[0].tool_names == ["shell_run", "bash", "read_file"]
+    assert loaded[0].turns == log._scan.turns
+    categories["bash"] = "execute"  # as the real registry has it
+    assert log.turns()["t2"] == (2, 4, True)

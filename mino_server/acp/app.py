@@ -185,7 +185,7 @@ class AcpAgent(AcpPeer):
         setup = [startup.setup.message] if startup.setup is not None else []  # shown in the new thread
         return conversation, ui, list(startup.warnings) + setup
 
-    def _remember(
+    def remember(
         self, session_id: str, workdir: Path, title: str | None = None, model: str | None = None
     ) -> None:
         """Where the session was used (and its title and picked model, when given; else as known)."""
@@ -278,7 +278,7 @@ class AcpAgent(AcpPeer):
         session = AcpSession(self, conversation, ui)
         with self._lock:
             self.sessions[sid] = session
-        self._remember(sid, workdir)
+        self.remember(sid, workdir)
         return Reply(
             {
                 "sessionId": sid,
@@ -310,7 +310,7 @@ class AcpAgent(AcpPeer):
         if not isinstance(sid, str) or not ID_RE.fullmatch(sid):
             raise RpcError(
                 NOT_FOUND,
-                f"Not a complete session ID: {M._short(sid)!r}. Session IDs are 32 lowercase hexadecimal "
+                f"Not a complete session ID: {M.short(sid)!r}. Session IDs are 32 lowercase hexadecimal "
                 "characters; session/list lists them.",
             )
         workdir = M.absolute_dir(params.get("cwd"), "cwd")
@@ -358,7 +358,7 @@ class AcpAgent(AcpPeer):
         finally:
             with self._lock:
                 self._changing.discard(sid)
-        self._remember(sid, workdir)
+        self.remember(sid, workdir)
         title = known.title if known is not None else None
         result = {"modes": M.modes_state(conversation.mode), "configOptions": session.config_options()}
         return Reply(result, lambda: self._introduce(session, warnings, title))
@@ -401,40 +401,40 @@ class AcpAgent(AcpPeer):
             out.append(item)
         return {"sessions": out}
 
-    def _session(self, params: dict[str, Any]) -> AcpSession:
+    def session_for(self, params: dict[str, Any]) -> AcpSession:
         sid = params.get("sessionId")
         session = self.sessions.get(sid) if isinstance(sid, str) else None
         if session is None:
             raise RpcError(
                 NOT_FOUND,
-                f"Unknown session ID {M._short(sid)!r} in this connection; send session/new or session/load first.",
+                f"Unknown session ID {M.short(sid)!r} in this connection; send session/new or session/load first.",
             )
         return session
 
     def set_mode(self, params: dict[str, Any]) -> Reply:
-        session = self._session(params)
+        session = self.session_for(params)
         mode = params.get("modeId")
         if mode not in M.MODES:
             raise M.ParamsError(
-                f"Invalid params: modeId must be one of {', '.join(M.MODES)}; got {M._short(mode)!r}."
+                f"Invalid params: modeId must be one of {', '.join(M.MODES)}; got {M.short(mode)!r}."
             )
         session.conversation.set_mode(mode)
-        return Reply({}, lambda: self._mode_changed(session))
+        return Reply({}, lambda: self.mode_changed(session))
 
-    def _mode_changed(self, session: AcpSession) -> None:
+    def mode_changed(self, session: AcpSession) -> None:
         """A mode set other than by session/set_config_option: both views of it follow."""
         session.ui.update(M.current_mode_update(session.conversation.mode))
         session.ui.update(M.config_option_update(session.config_options()))
 
     def set_config_option(self, params: dict[str, Any]) -> Reply:
         """The mode or the model of a session; the answer carries every option as it is now."""
-        session = self._session(params)
+        session = self.session_for(params)
         config_id, value = params.get("configId"), params.get("value")
         conversation = session.conversation
         if config_id == M.MODE_CONFIG_ID:
             if value not in M.MODES:
                 raise M.ParamsError(
-                    f"Invalid params: the mode must be one of {', '.join(M.MODES)}; got {M._short(value)!r}."
+                    f"Invalid params: the mode must be one of {', '.join(M.MODES)}; got {M.short(value)!r}."
                 )
             changed = value != conversation.mode
             conversation.set_mode(value)
@@ -445,28 +445,28 @@ class AcpAgent(AcpPeer):
             if not isinstance(value, str) or value not in choices:
                 raise M.ParamsError(
                     f"Invalid params: the model must be one of {', '.join(choices)} (config.yaml's model "
-                    f"and models); got {M._short(value)!r}."
+                    f"and models); got {M.short(value)!r}."
                 )
             conversation.set_model(value)
-            self._remember(session.id, conversation.workdir, model=value)  # picked again on resume
+            self.remember(session.id, conversation.workdir, model=value)  # picked again on resume
             return Reply({"configOptions": session.config_options()})
         if config_id == M.THOUGHT_CONFIG_ID:
             if value not in M.THOUGHT_LEVELS:
                 raise M.ParamsError(
                     f"Invalid params: the thought level must be one of {', '.join(M.THOUGHT_LEVELS)}; "
-                    f"got {M._short(value)!r}."
+                    f"got {M.short(value)!r}."
                 )
             conversation.set_reasoning_effort(None if value == M.THOUGHT_DEFAULT else value)
             return Reply({"configOptions": session.config_options()})
         raise M.ParamsError(
-            f"Invalid params: unknown configId {M._short(config_id)!r}; Mino has "
+            f"Invalid params: unknown configId {M.short(config_id)!r}; Mino has "
             f"{M.MODE_CONFIG_ID!r}, {M.MODEL_CONFIG_ID!r} and {M.THOUGHT_CONFIG_ID!r}."
         )
 
     def close_session(self, params: dict[str, Any]) -> dict[str, Any]:
         """Cancel the session's turn, if one runs, and close it here: its claim is released, so
         another window or process may open it at once."""
-        session = self._session(params)
+        session = self.session_for(params)
         sid = session.id
         with self._lock:
             if sid in self._changing:

@@ -270,7 +270,7 @@ def parse_prompt(blocks: Any) -> tuple[str, list[ContextRequest], list[Image]]:
         elif kind == "resource_link":
             uri = block.get("uri")
             path, start, end = file_uri(uri, f"{where}.uri")
-            context.append(ContextRequest(path, start, end, None, f"{where} ({_short(uri)})"))
+            context.append(ContextRequest(path, start, end, None, f"{where} ({short(uri)})"))
         elif kind == "resource":
             resource = block.get("resource")
             if not isinstance(resource, dict):
@@ -283,7 +283,7 @@ def parse_prompt(blocks: Any) -> tuple[str, list[ContextRequest], list[Image]]:
             if not isinstance(resource["text"], str):
                 raise ParamsError(f"Invalid params: {where}.resource.text must be a string.")
             path, start, end = file_uri(uri, f"{where}.resource.uri")
-            context.append(ContextRequest(path, start, end, resource["text"], f"{where} ({_short(uri)})"))
+            context.append(ContextRequest(path, start, end, resource["text"], f"{where} ({short(uri)})"))
         elif kind == "image":
             images.append(_image(block, where, len(images) + 1))
         elif kind == "audio":
@@ -319,14 +319,14 @@ def file_uri(uri: Any, field: str) -> tuple[str, int | None, int | None]:
     parts = urlsplit(uri)
     if parts.scheme != "file" or parts.netloc not in ("", "localhost") or not parts.path:
         raise ParamsError(
-            f"Invalid params: {field} must be a file:// URI of a local file; got {_short(uri)!r}."
+            f"Invalid params: {field} must be a file:// URI of a local file; got {short(uri)!r}."
         )
     start = end = None
     if parts.fragment:
         m = _LINES.fullmatch(parts.fragment)
         if m is None:
             raise ParamsError(
-                f"Invalid params: {field} has the fragment #{_short(parts.fragment)}; "
+                f"Invalid params: {field} has the fragment #{short(parts.fragment)}; "
                 "Mino understands #L10, #L10-20 and #L10:20."
             )
         start = int(m.group(1))
@@ -334,7 +334,7 @@ def file_uri(uri: Any, field: str) -> tuple[str, int | None, int | None]:
     return unquote(parts.path), start, end
 
 
-def _short(value: Any, limit: int = 200) -> str:
+def short(value: Any, limit: int = 200) -> str:
     text = str(value)
     return text if len(text) <= limit else text[:limit] + "…"
 

@@ -19,17 +19,17 @@ from .session import AcpSession
 class Agent(Protocol):
     """What a prompt needs of the agent (app.AcpAgent)."""
 
-    def _session(self, params: dict[str, Any]) -> AcpSession: ...
+    def session_for(self, params: dict[str, Any]) -> AcpSession: ...
 
-    def _remember(
+    def remember(
         self, session_id: str, workdir: Path, title: str | None = None, model: str | None = None
     ) -> None: ...
 
-    def _mode_changed(self, session: AcpSession) -> None: ...
+    def mode_changed(self, session: AcpSession) -> None: ...
 
 
 def prompt(agent: Agent, params: dict[str, Any]) -> dict[str, Any]:
-    session = agent._session(params)
+    session = agent.session_for(params)
     text, requests, images = M.parse_prompt(params.get("prompt"))
     is_command = text.lstrip().startswith("/")
     if is_command and (requests or images):
@@ -66,7 +66,7 @@ def _turn(
     known = places.recall(conversation.config.sessions_dir, session.id)
     if known is None or known.title is None:  # the session's first message gives its title
         title = places.title_from(text)
-        agent._remember(session.id, conversation.workdir, title or "")
+        agent.remember(session.id, conversation.workdir, title or "")
         if title:
             session.ui.update(M.session_info_update(title, M.utc(time.time())))
     result = conversation.run_turn(text, cancel, items, images)
@@ -103,4 +103,4 @@ def _command(agent: Agent, session: AcpSession, line: str, cancel: CancelToken) 
     if text:
         session.ui.update(M.text_chunk(text + "\n"))
     if conversation.mode != mode_before:
-        agent._mode_changed(session)
+        agent.mode_changed(session)

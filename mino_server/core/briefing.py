@@ -100,7 +100,7 @@ class Briefing:
         if consent.accepted(home, skills.CONSENT_KIND, sha):
             return True
         where = str(self.workdir / skills.SKILLS_DIR)
-        message = skills_question(where, [(s.name, s.description) for s in found])
+        message = skills_question(where, [(s.name, s.description, s.size) for s in found])
         try:
             yes = (
                 self.ui.confirm(

@@ -19,17 +19,17 @@ import json
 from typing import Any
 
 from .model_client import (
+    Accumulator,
     FunctionCall,
+    Job,
     ModelClient,
     ModelError,
     ModelResponse,
-    _Accumulator,
-    _Job,
-    _message_in,
-    _Thought,
-    _usage,
-    _valid,
+    Thought,
     alternating,
+    message_in,
+    usage_counts,
+    valid_text,
 )
 
 __all__ = ["ChatClient", "chat_messages", "chat_tools"]
@@ -125,7 +125,7 @@ def _chat_usage(raw: object) -> dict[str, int] | None:
     """Chat usage (prompt/completion tokens and their details) in the Responses names."""
     if not isinstance(raw, dict):
         return None
-    return _usage(
+    return usage_counts(
         {
             "input_tokens": raw.get("prompt_tokens"),
             "output_tokens": raw.get("completion_tokens"),
@@ -163,11 +163,11 @@ class ChatClient(ModelClient):
             choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else None
         )
         if choice is None:
-            raise ModelError(f"Model request failed: {_message_in(data) or 'the service sent no choices'}")
+            raise ModelError(f"Model request failed: {message_in(data) or 'the service sent no choices'}")
         message = _dict(choice.get("message"))
-        acc = _Accumulator()
+        acc = Accumulator()
         if isinstance(message.get("content"), str):
-            acc.text.append(_valid(message["content"]))
+            acc.text.append(valid_text(message["content"]))
         for i, call in enumerate(message.get("tool_calls") or []):
             if isinstance(call, dict):
                 acc.calls[str(i)] = _call_item(call)
@@ -175,7 +175,7 @@ class ChatClient(ModelClient):
         acc.usage = data.get("usage")
         return self._result(acc)
 
-    def _handle(self, event: dict[str, Any], acc: _Accumulator, job: _Job) -> ModelResponse | None:
+    def _handle(self, event: dict[str, Any], acc: Accumulator, job: Job) -> ModelResponse | None:
         """Apply one chunk. The answer is made at the end of the stream (`_end`): the usage chunk
         comes after the one with finish_reason."""
         if event.get("type") == "[DONE]":
@@ -183,7 +183,7 @@ class ChatClient(ModelClient):
             self._flush_thought(acc, job)
             return None
         if event.get("error") and not event.get("choices"):
-            message = _message_in(event) or "unknown error"
+            message = message_in(event) or "unknown error"
             raise ModelError(f"Model request failed: {message}")
         if isinstance(event.get("usage"), dict):
             acc.usage = event["usage"]
@@ -221,7 +221,7 @@ class ChatClient(ModelClient):
         return None
 
     @staticmethod
-    def _call_key(piece: dict[str, Any], acc: _Accumulator) -> str:
+    def _call_key(piece: dict[str, Any], acc: Accumulator) -> str:
         """Which call a piece continues: its `index`; without one (some servers), a new id starts a
         call and a piece with neither continues the latest."""
         index = piece.get("index")
@@ -233,31 +233,31 @@ class ChatClient(ModelClient):
         return next(reversed(acc.calls), "0") if acc.calls else "0"
 
     @staticmethod
-    def _flush_thought(acc: _Accumulator, job: _Job) -> None:
+    def _flush_thought(acc: Accumulator, job: Job) -> None:
         """Reasoning text ends where the answer begins: shown as one thought."""
         if acc.reasoning_text:
-            text = _valid("".join(acc.reasoning_text)).strip()
+            text = valid_text("".join(acc.reasoning_text)).strip()
             acc.reasoning_text.clear()
             if text:
-                job.events.put(_Thought(text))
+                job.events.put(Thought(text))
 
     @staticmethod
-    def _text(delta: str, acc: _Accumulator, job: _Job) -> None:
+    def _text(delta: str, acc: Accumulator, job: Job) -> None:
         delta, acc.half = acc.half + delta, ""
         if "\ud800" <= delta[-1] <= "\udbff":  # half an emoji: its pair may begin the next delta
             delta, acc.half = delta[:-1], delta[-1]
-        delta = _valid(delta)
+        delta = valid_text(delta)
         if delta:
             acc.text.append(delta)
             job.events.put(delta)
 
-    def _end(self, acc: _Accumulator) -> ModelResponse | None:
+    def _end(self, acc: Accumulator) -> ModelResponse | None:
         if acc.finish is None and not acc.done:
             return None  # no finish_reason and no [DONE]: the stream was cut
         return self._result(acc)
 
     @staticmethod
-    def _result(acc: _Accumulator) -> ModelResponse:
+    def _result(acc: Accumulator) -> ModelResponse:
         usage = _chat_usage(acc.usage)
         text = "".join(acc.text)
         if acc.finish in _CUT:  # a cut-off answer: the text as shown, and no (maybe cut) call
@@ -267,9 +267,9 @@ class ChatClient(ModelClient):
             if call["name"]:
                 calls.append(
                     FunctionCall(
-                        call_id=_valid(call["call_id"]),
-                        name=_valid(call["name"]),
-                        arguments=_valid(call["arguments"]),
+                        call_id=valid_text(call["call_id"]),
+                        name=valid_text(call["name"]),
+                        arguments=valid_text(call["arguments"]),
                     )
                 )
         return ModelResponse(text=text, calls=calls, usage=usage)

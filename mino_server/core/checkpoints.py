@@ -34,7 +34,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO, Literal
 
-from .durable import append_line, ensure_private_dir, fsync_dir
+from .durable import append_line, ensure_private_dir, open_private_dir
 from .errors import ToolFailure
 from .tools.paths import Target
 from .tools.project_files import BeforeWrite, FileBytes, ProjectFiles
@@ -97,6 +97,7 @@ class CheckpointStore:
     """One session's store, opened by the conversation that has the session (one writer)."""
 
     def __init__(self, home: Path, session_id: str) -> None:
+        self.home, self.session_id = home, session_id
         self.dir = folder(home, session_id)
         self.path = self.dir / PACK
         self._fd = -1
@@ -110,7 +111,7 @@ class CheckpointStore:
         if self._loaded:
             return
         try:
-            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC)
+            fd = self._open_pack(os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, create=False)
         except FileNotFoundError:
             self._loaded = True
             return
@@ -187,13 +188,29 @@ class CheckpointStore:
     def _open_for_append(self) -> int:
         self.load()
         if self._fd < 0:
-            ensure_private_dir(self.dir)
-            self._fd = os.open(
-                self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
+            ensure_private_dir(self.home)
+            self._fd = self._open_pack(
+                os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, create=True, sync=True
             )
-            fsync_dir(self.dir)  # once per session: the pack's name survives a power cut
-            fsync_dir(self.dir.parent)
         return self._fd
+
+    def _open_pack(self, flags: int, *, create: bool, sync: bool = False) -> int:
+        """The pack, its folders under MINO_HOME opened without following a link (a folder swapped
+        for a link fails instead of leading elsewhere); `sync`: its folders fsynced (once per
+        session: the pack's name survives a power cut)."""
+        folder = open_private_dir(self.home, (FOLDER, self.session_id), create=create)
+        try:
+            fd = os.open(PACK, flags, 0o600, dir_fd=folder)
+            if sync:
+                os.fsync(folder)
+                above = open_private_dir(self.home, (FOLDER,), create=False)
+                try:
+                    os.fsync(above)
+                finally:
+                    os.close(above)
+            return fd
+        finally:
+            os.close(folder)
 
     def _append(self, parts: list[bytes], blob: tuple[str, int, int] | None) -> None:
         fd = self._open_for_append()
@@ -306,9 +323,10 @@ class CheckpointedFiles:
                     after_digest(data),
                     None if found is None else found.mode,
                 )
-            except OSError as e:
+            except (OSError, CheckpointError) as e:
+                why = e.strerror if isinstance(e, OSError) and e.strerror else e
                 raise ToolFailure(
-                    f"Cannot keep the previous state of {target.rel} for /rewind ({e.strerror or e}); "
+                    f"Cannot keep the previous state of {target.rel} for /rewind ({why}); "
                     "nothing was written."
                 ) from None
             if before_write is not None:

@@ -42,23 +42,42 @@ def _path(home: Path, kind: str, sha: str) -> Path:
 
 def accepted(home: Path, kind: str, sha: str) -> bool:
     """The person said yes to this `kind` of content with this digest before."""
-    try:
-        return _path(home, kind, sha).is_file()
+    import os
+    import stat
+
+    from .durable import open_private_dir
+
+    _path(home, kind, sha)
+    try:  # no link followed below MINO_HOME: a linked answer is not the person's yes
+        folder = open_private_dir(home, (CONSENT_DIR, kind), create=False)
     except OSError:
         return False
+    try:
+        return stat.S_ISREG(os.stat(sha, dir_fd=folder, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
+    finally:
+        os.close(folder)
 
 
 def remember(home: Path, kind: str, sha: str, about: str) -> None:
     """Remember a yes (`about`: a line for a person reading the folder, e.g. the path accepted).
     Raises OSError when it cannot be saved; the caller says so (the yes holds for now)."""
-    from .durable import atomic_write, ensure_private_dir
+    import os
 
-    path = _path(home, kind, sha)
-    ensure_private_dir(path.parent)
+    from .durable import atomic_write_at, ensure_private_dir, open_private_dir
+
+    _path(home, kind, sha)  # the key is checked
+    ensure_private_dir(home)
+    folder = open_private_dir(home, (CONSENT_DIR, kind))  # no link followed below MINO_HOME
     record = {
         "kind": kind,
         "sha256": sha,
         "about": about,
         "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
-    atomic_write(path, (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8", "surrogateescape"))
+    try:
+        data = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8", "surrogateescape")
+        atomic_write_at(folder, sha, data)
+    finally:
+        os.close(folder)

@@ -81,7 +81,7 @@ class Conversation:
         # what this conversation's requests ask of a reasoning model (set_reasoning_effort); None: nothing
         self.reasoning_effort: Effort | None = store.config.reasoning_effort
         self.log: SessionLog | None = None
-        self._claim: SessionClaim | None = None  # this conversation has `log`'s session open
+        self.claim: SessionClaim | None = None  # this conversation has `log`'s session open
         self.restore_problem: str | None = None
         self.busy = False
         self.stopped: str | None = None  # set when storage failed: the chat stops
@@ -192,18 +192,18 @@ class Conversation:
             self._checkpoints = CheckpointStore(self.config.home, self.log.id)
         return self._checkpoints
 
-    def _drop_checkpoints(self) -> None:
+    def drop_checkpoints(self) -> None:
         if self._checkpoints is not None:
             self._checkpoints.close()
             self._checkpoints = None
 
-    def _activate(self, log: SessionLog, claim: SessionClaim | None) -> None:
-        self._drop_checkpoints()
+    def activate(self, log: SessionLog, claim: SessionClaim | None) -> None:
+        self.drop_checkpoints()
         if self.log is not None and self.log is not log:
             self.log.close()
-        if self._claim is not None and self._claim is not claim:
-            self.store.release(self._claim)  # after its log is closed: nobody else may open it before
-        self._claim = claim
+        if self.claim is not None and self.claim is not claim:
+            self.store.release(self.claim)  # after its log is closed: nobody else may open it before
+        self.claim = claim
         self.log = log
         self.restore_problem = None
         self.usage = startup.recorded_usage(
@@ -246,12 +246,12 @@ class Conversation:
         if self.mcp is not None:  # their processes stop with the conversation
             self.mcp.close()
             self.mcp = None
-        self._drop_checkpoints()
+        self.drop_checkpoints()
         if self.log is not None:
             self.log.close()
             self.log = None
-        self.store.release(self._claim)  # other windows hear of it
-        self._claim = None
+        self.store.release(self.claim)  # other windows hear of it
+        self.claim = None
         if self._client is not None:
             self._client.close()
             self._client = None

@@ -256,8 +256,11 @@ def approval_fields(
 # The fields that decide, short and written by Mino (where, how, which sandbox), come last, right
 # above the warning and the question; what the model wrote at length (a command, its reason, a
 # file's content, a diff, a memory's text) comes before them, so its tail can never be the last
-# thing read before answering (issue 22, finding 5: a reason faking `Sandbox: "bwrap"`).
-DECIDING = frozenset({"Path", "Target", "Directory", "Memory", "Mode", "Type", "Lines", "Skill", "Sandbox"})
+# thing read before answering (a reason faking `Sandbox: "bwrap"`). Labels named outside Mino (an
+# MCP tool's arguments) are never one of these: mcp.argument_label prefixes them with `argument `.
+DECIDING = frozenset(
+    {"Path", "Target", "Directory", "Memory", "Mode", "Type", "Lines", "Skill", "Sandbox", "Server"}
+)
 
 
 def approval_lines(tool: str, fields: list[tuple[str, str]], warning: str | None) -> list[str]:

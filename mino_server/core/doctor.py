@@ -131,11 +131,11 @@ def check_endpoint(config: Config) -> Check:
     """`GET {base_url}/models`: reachable, and the key accepted (no model runs, nothing is billed)."""
     import httpx
 
-    from .model_client import _is_loopback, _service_message
+    from .model_client import is_loopback, service_message
 
     url = f"{config.base_url}/models"
     where = f"{config.base_url}, {config.base_url_origin}"
-    loopback = _is_loopback(config.base_url)
+    loopback = is_loopback(config.base_url)
     headers = {"Authorization": f"Bearer {config.api_key}"} if config.api_key else {}
     try:
         with httpx.Client(timeout=ENDPOINT_TIMEOUT_S, trust_env=not loopback) as client:
@@ -163,7 +163,7 @@ def check_endpoint(config: Config) -> Check:
     status = response.status_code
     if status == 200:
         return Check("endpoint", True, True, f"GET {url}: HTTP 200 ({config.base_url_origin})")
-    said = " ".join(_service_message(response).split())[:200]
+    said = " ".join(service_message(response).split())[:200]
     found = f"GET {url}: HTTP {status}: {said} ({where})"
     if status in (401, 403):
         fix = "set a valid key in " + " or ".join(config.key_variables)
@@ -185,11 +185,11 @@ def check_wire(config: Config) -> Check:
     405. No model runs, nothing is billed."""
     import httpx
 
-    from .model_client import _is_loopback
+    from .model_client import is_loopback
 
     headers = {"Authorization": f"Bearer {config.api_key}"} if config.api_key else {}
     answers: dict[str, bool | None] = {}
-    with httpx.Client(timeout=ENDPOINT_TIMEOUT_S, trust_env=not _is_loopback(config.base_url)) as client:
+    with httpx.Client(timeout=ENDPOINT_TIMEOUT_S, trust_env=not is_loopback(config.base_url)) as client:
         for wire, path in WIRE_PATHS.items():
             try:
                 status = client.post(f"{config.base_url}/{path}", json={}, headers=headers).status_code

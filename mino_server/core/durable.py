@@ -32,6 +32,36 @@ def ensure_private_dir(path: Path) -> None:
     path.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
 
 
+def open_private_dir(base: Path, parts: tuple[str, ...] | list[str], *, create: bool = True) -> int:
+    """A descriptor (open for reading, so it can be fsynced) of `base`/`parts`, each folder below
+    `base` made 0700 if missing and opened without following a link: a folder of MINO_HOME swapped
+    for a link (to a project's .git, say) fails with ELOOP or ENOTDIR instead of being written
+    through. `base` itself (MINO_HOME) is the person's setup and may be a link. Without `create`, a
+    missing folder is FileNotFoundError. The caller closes it."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for name in parts:
+            if name in ("", ".", "..") or "/" in name:
+                raise ValueError(f"not a folder name: {name!r}")
+            try:
+                nxt = os.open(name, flags, dir_fd=fd)
+            except FileNotFoundError:
+                if not create:
+                    raise
+                try:
+                    os.mkdir(name, DIR_MODE, dir_fd=fd)
+                except FileExistsError:
+                    pass  # made meanwhile: opening it checks what it is
+                nxt = os.open(name, flags, dir_fd=fd)
+            os.close(fd)
+            fd = nxt
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def atomic_write(path: Path, data: bytes, mode: int = FILE_MODE) -> None:
     """Replace `path` with `data` atomically (temp file, fsync, rename, fsync dir)."""
     folder = os.open(path.parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))

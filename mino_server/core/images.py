@@ -37,7 +37,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .durable import atomic_write_at, ensure_private_dir, fsync_dir
+from .durable import atomic_write_at, ensure_private_dir, open_private_dir
 from .errors import ContextError
 from .values import Frozen, frozen
 
@@ -268,17 +268,21 @@ def save(home: Path, session_id: str, images: Sequence[Image]) -> list[dict[str,
     user_message record keeps. A blob already there with the same bytes is kept as it is."""
     if not images:
         return []
-    where = folder(home, session_id)
-    ensure_private_dir(where)
-    dir_fd = os.open(where, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    ensure_private_dir(home)
+    # MINO_HOME/images/<session>, each folder opened without following a link (durable.open_private_dir)
+    dir_fd = open_private_dir(home, (FOLDER, session_id))
     try:
         for image in images:
             if _blob_at(dir_fd, image.sha256) != image.data:  # the same bytes kept earlier stay as they are
                 atomic_write_at(dir_fd, image.sha256, image.data)  # fsyncs the file, then the folder
     finally:
         os.close(dir_fd)
-    fsync_dir(where.parent)  # the session's folder may be new, and `images` with it
-    fsync_dir(home)
+    for fd_path in ((FOLDER,), ()):  # the session's folder may be new, and `images` with it
+        parent = open_private_dir(home, fd_path)
+        try:
+            os.fsync(parent)
+        finally:
+            os.close(parent)
     return [image.record() for image in images]
 
 

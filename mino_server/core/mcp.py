@@ -219,10 +219,15 @@ def input_schema(schema: object) -> dict[str, Any]:
     return {"type": "object"}
 
 
+ARGUMENT_LABEL = "argument "
+
+
 def argument_label(name: str) -> str:
-    """An argument's name as a field label: a server names it, so only safe characters, never `Server`."""
-    label = _UNSAFE.sub("_", name)[:64] or "_"
-    return f"argument {label}" if label.lower() == "server" else label
+    """An argument's name as a field label. A server names it, so it must never pass for one of
+    Mino's own fields (`Directory`, `Sandbox`, `Server`, …): always `argument NAME`, with only safe
+    characters in NAME (no space, so no label of Mino's can be formed), and Mino's deciding fields
+    are shown after it (display.DECIDING)."""
+    return ARGUMENT_LABEL + (_UNSAFE.sub("_", name)[:64] or "_")
 
 
 # ---- the port to an MCP client library ----------------------------------------------------------

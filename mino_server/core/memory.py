@@ -25,7 +25,7 @@ from typing import TypeGuard
 from . import frontmatter
 from .contract import MEMORY_TYPES as MEMORY_TYPES  # re-exported: the memory_save tool's enum
 from .contract import MemoryType
-from .durable import FILE_MODE, atomic_write, ensure_private_dir
+from .durable import FILE_MODE, atomic_write_at, ensure_private_dir, open_private_dir
 from .values import Frozen, frozen
 
 FIELDS: tuple[str, ...] = ("name", "type", "summary")
@@ -329,17 +329,23 @@ def save_memory(
     processes on one home are serialised; it is never held while a question waits for its answer."""
     import fcntl
 
-    ensure_private_dir(directory)
+    ensure_private_dir(directory.parent)
+    # The memory folder opened without following a link: one swapped for a link (to a project's
+    # .git, say) fails the save instead of being written through.
+    folder = open_private_dir(directory.parent, (directory.name,))
     path = memory_path(directory, name)
-    fd = os.open(
-        directory.parent / SAVE_LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE
-    )
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        if memory_file_state(path) != expected_state:
-            raise MemoryChanged(name)
-        data = render_memory(name, type_, summary, details or "").encode("utf-8")
-        atomic_write(path, data, FILE_MODE)
+        fd = os.open(
+            directory.parent / SAVE_LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE
+        )
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            if memory_file_state(path) != expected_state:
+                raise MemoryChanged(name)
+            data = render_memory(name, type_, summary, details or "").encode("utf-8")
+            atomic_write_at(folder, path.name, data, FILE_MODE)
+        finally:
+            os.close(fd)  # releases the flock
     finally:
-        os.close(fd)  # releases the flock
+        os.close(folder)
     return path

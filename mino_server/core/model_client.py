@@ -73,7 +73,7 @@ class ModelResponse(Mutable):
     reasoning: list[dict[str, Any]] = field(default_factory=list)
 
 
-class _Thought(str):
+class Thought(str):
     """A reasoning summary (or a chat server's reasoning text) for `on_thinking`, not the answer."""
 
 
@@ -100,14 +100,14 @@ def _one_line(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _message_in(data: object) -> str | None:
+def message_in(data: object) -> str | None:
     """The human message inside an error object: OpenAI's {"error": {"message"}}, a bare
     {"error": "..."}, {"message"}, FastAPI's {"detail": "..." | [{"msg"}]}, or a failed response."""
     if not isinstance(data, dict):
         return None
     error = data.get("error")
     if isinstance(error, dict):
-        found = _message_in(error) or _message_in({"message": error.get("code")})
+        found = message_in(error) or message_in({"message": error.get("code")})
         if found:
             return found
     detail = data.get("detail")
@@ -117,7 +117,7 @@ def _message_in(data: object) -> str | None:
         if isinstance(candidate, str) and candidate.strip():
             return _one_line(candidate)
     response = data.get("response")  # an SSE `response.failed` event sent as the error body
-    return _message_in(response) if isinstance(response, dict) else None
+    return message_in(response) if isinstance(response, dict) else None
 
 
 def _body_message(raw: bytes) -> str | None:
@@ -127,7 +127,7 @@ def _body_message(raw: bytes) -> str | None:
     if not text or text.startswith("<"):  # skip HTML error pages from proxies
         return None
     try:
-        return _message_in(json.loads(text)) or _one_line(text, 200)
+        return message_in(json.loads(text)) or _one_line(text, 200)
     except ValueError:
         pass
     lines = text.splitlines()
@@ -136,7 +136,7 @@ def _body_message(raw: bytes) -> str | None:
         for payload in data:
             if payload and payload != "[DONE]":
                 try:
-                    found = _message_in(json.loads(payload))
+                    found = message_in(json.loads(payload))
                 except ValueError:
                     found = _one_line(payload, 200)
                 if found:
@@ -145,7 +145,7 @@ def _body_message(raw: bytes) -> str | None:
     return _one_line(text, 200)
 
 
-def _service_message(response: httpx.Response) -> str:
+def service_message(response: httpx.Response) -> str:
     """The service's own error message, else the status's reason phrase."""
     found = _body_message(response.content)
     if found:
@@ -156,7 +156,7 @@ def _service_message(response: httpx.Response) -> str:
         return "error"
 
 
-def _usage(raw: object) -> dict[str, int] | None:
+def usage_counts(raw: object) -> dict[str, int] | None:
     """The token counts the service reported. A 0 or a missing count means it did not count (llama.cpp
     servers report none; LiteLLM's bridge passes 0s): it is left out, and with nothing left, None."""
     if not isinstance(raw, dict):
@@ -252,7 +252,7 @@ def _retry_after(response: httpx.Response) -> float | None:
     return None
 
 
-def _is_loopback(base_url: str) -> bool:
+def is_loopback(base_url: str) -> bool:
     host = urlsplit(base_url).hostname or ""
     return host in ("localhost", "::1") or host.startswith("127.")
 
@@ -277,7 +277,7 @@ def _sse_lines(response: httpx.Response) -> Iterator[str]:
             yield line.decode("utf-8", "replace")
 
 
-class _Job:
+class Job:
     """One `stream()` call: the queue between worker and caller, and the in-flight socket to cut on abort."""
 
     def __init__(self) -> None:
@@ -314,7 +314,7 @@ class _Job:
 
 
 @mutable
-class _Accumulator(Mutable):
+class Accumulator(Mutable):
     """What the events said so far, for when `response.completed` carries no output."""
 
     text: list[str] = field(default_factory=list)
@@ -334,7 +334,7 @@ class _Accumulator(Mutable):
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _valid(text: str) -> str:
+def valid_text(text: str) -> str:
     """`text` as valid Unicode: surrogate pairs joined, lone surrogates as U+FFFD (JSON escapes
     can carry either; neither can be printed or saved as UTF-8)."""
     if not _SURROGATE.search(text):
@@ -395,7 +395,7 @@ class ModelClient:
     def _new_client(self) -> httpx.Client:
         import httpx
 
-        loopback = _is_loopback(self.base_url)
+        loopback = is_loopback(self.base_url)
         return httpx.Client(
             timeout=httpx.Timeout(self.timeout_s),
             # A proxy from the environment must not capture a local model server.
@@ -429,7 +429,7 @@ class ModelClient:
         """
         cancel.check()
         content = json.dumps(self.payload(body), ensure_ascii=False).encode("utf-8")
-        job = _Job()
+        job = Job()
         unregister = cancel.on_cancel(job.abort)
         worker = threading.Thread(target=self._work, args=(content, job), name="model-stream", daemon=True)
         try:
@@ -438,7 +438,7 @@ class ModelClient:
                 event = job.events.get()
                 if cancel.cancelled:
                     raise Cancelled()
-                if isinstance(event, _Thought):
+                if isinstance(event, Thought):
                     if on_thinking is not None:
                         on_thinking(str(event))
                 elif isinstance(event, str):
@@ -463,7 +463,7 @@ class ModelClient:
             payload["include"] = ["reasoning.encrypted_content"]
         return payload
 
-    def _work(self, content: bytes, job: _Job) -> None:
+    def _work(self, content: bytes, job: Job) -> None:
         try:
             job.events.put(self._attempts(content, job))
         except _Aborted:
@@ -473,7 +473,7 @@ class ModelClient:
         except Exception as exc:  # never leave the caller waiting
             job.events.put(ModelError(f"Model request failed: {type(exc).__name__}: {exc}"))
 
-    def _attempts(self, content: bytes, job: _Job) -> ModelResponse:
+    def _attempts(self, content: bytes, job: Job) -> ModelResponse:
         attempt = 0
         while True:
             if job.aborted.is_set():
@@ -489,7 +489,7 @@ class ModelClient:
                 if job.aborted.wait(delay):  # set on cancel, so a backoff never delays an interrupt
                     raise _Aborted() from None
 
-    def _attempt(self, content: bytes, job: _Job) -> ModelResponse:
+    def _attempt(self, content: bytes, job: Job) -> ModelResponse:
         import httpx
 
         client = self._http()
@@ -528,7 +528,7 @@ class ModelClient:
                 text = "cannot resolve the host name"
         return f"Model request failed: {_one_line(text or type(exc).__name__, 200)} ({self.where})"
 
-    def _read(self, response: httpx.Response, job: _Job) -> ModelResponse:
+    def _read(self, response: httpx.Response, job: Job) -> ModelResponse:
         import httpx
 
         status = response.status_code
@@ -537,7 +537,7 @@ class ModelClient:
                 response.read()
             except httpx.HTTPError as exc:
                 raise _Retryable(self._describe(exc), status) from None
-            message = f"Model request failed: HTTP {status}: {_service_message(response)}"
+            message = f"Model request failed: HTTP {status}: {service_message(response)}"
             if status in (404, 405):  # no such endpoint: most often a base URL without its /v1
                 hint = "" if self.base_url.endswith("/v1") else ": does it need /v1?"
                 message += f" (POST {self.base_url}/{self.endpoint}; {self.origin or 'the base URL'}{hint}"
@@ -554,7 +554,7 @@ class ModelClient:
             except (ValueError, httpx.HTTPError):
                 raise ModelError("Model request failed: the service sent an unreadable response") from None
             return self._whole(data if isinstance(data, dict) else {})
-        acc = _Accumulator()
+        acc = Accumulator()
         result: ModelResponse | None = None
         try:
             for event in self._events(response):
@@ -592,10 +592,10 @@ class ModelClient:
     def _whole(self, data: dict[str, Any]) -> ModelResponse:
         """A whole (not streamed) response object."""
         if data.get("error") and not data.get("output"):
-            raise ModelError(f"Model request failed: {_message_in(data) or 'the service sent an error'}")
-        return self._finish(data, _Accumulator(), _incomplete_reason(data))
+            raise ModelError(f"Model request failed: {message_in(data) or 'the service sent an error'}")
+        return self._finish(data, Accumulator(), _incomplete_reason(data))
 
-    def _end(self, acc: _Accumulator) -> ModelResponse | None:
+    def _end(self, acc: Accumulator) -> ModelResponse | None:
         """The answer when the stream ended without a final event; None: it ended early."""
         return None
 
@@ -631,7 +631,7 @@ class ModelClient:
                 event["type"] = event_name  # the type is in the data for OpenAI; some servers only name it
             yield event
 
-    def _handle(self, event: dict[str, Any], acc: _Accumulator, job: _Job) -> ModelResponse | None:
+    def _handle(self, event: dict[str, Any], acc: Accumulator, job: Job) -> ModelResponse | None:
         """Apply one event; returns the result on response.completed, raises on a failure event."""
         kind = event.get("type")
         if kind in ("response.output_text.delta", "response.refusal.delta"):
@@ -641,7 +641,7 @@ class ModelClient:
                 delta, acc.half = acc.half + delta, ""
                 if "\ud800" <= delta[-1] <= "\udbff":
                     delta, acc.half = delta[:-1], delta[-1]
-                delta = _valid(delta)
+                delta = valid_text(delta)
                 if delta:
                     acc.text.append(delta)
                     job.events.put(delta)
@@ -662,7 +662,7 @@ class ModelClient:
             text, item_id = event.get("text"), event.get("item_id")
             if isinstance(text, str) and text.strip():
                 acc.thought.add(str(item_id))
-                job.events.put(_Thought(_valid(text)))
+                job.events.put(Thought(valid_text(text)))
         elif kind == "response.output_item.done":
             item = event.get("item")
             if isinstance(item, dict) and isinstance(event.get("output_index"), int):
@@ -670,7 +670,7 @@ class ModelClient:
                 if item.get("type") == "reasoning" and str(item.get("id")) not in acc.thought:
                     acc.thought.add(str(item.get("id")))  # a server that sent no summary events
                     for text in _summaries(item):
-                        job.events.put(_Thought(text))
+                        job.events.put(Thought(text))
         elif kind in ("response.completed", "response.incomplete"):
             response = event.get("response")
             response = response if isinstance(response, dict) else {}
@@ -680,21 +680,21 @@ class ModelClient:
             return self._finish(response, acc, reason)
         elif kind == "response.failed":
             response = event.get("response")
-            message = _message_in(response) if isinstance(response, dict) else None
+            message = message_in(response) if isinstance(response, dict) else None
             raise ModelError(f"Model request failed: {message or 'the response failed'}")
         elif kind == "error" or (kind is None and "error" in event):
             # OpenAI: {"type": "error", "message"}; some proxies: {"error": {"message"}} with no type.
-            message = _message_in(event) or _message_in({"message": event.get("code")}) or "unknown error"
+            message = message_in(event) or message_in({"message": event.get("code")}) or "unknown error"
             raise ModelError(f"Model request failed: {message}")
         return None
 
     @staticmethod
-    def _finish(response: dict[str, Any], acc: _Accumulator, incomplete: str | None = None) -> ModelResponse:
+    def _finish(response: dict[str, Any], acc: Accumulator, incomplete: str | None = None) -> ModelResponse:
         """Prefer the final output; else the finished items; else what the deltas built.
 
         An answer cut short keeps the text the person saw streamed, and no calls: their arguments
         may be cut too, and a half-made call must never run."""
-        usage = _usage(response.get("usage"))
+        usage = usage_counts(response.get("usage"))
         output = response.get("output")
         items = [i for i in output if isinstance(i, dict)] if isinstance(output, list) else []
         if not any(i.get("type") in ("message", "function_call") for i in items):
@@ -726,14 +726,16 @@ class ModelClient:
                 arguments = item.get("arguments")
                 if not isinstance(arguments, str):
                     arguments = json.dumps(arguments if arguments is not None else {}, ensure_ascii=False)
-                call_id = _valid(str(item.get("call_id") or item.get("id") or ""))
+                call_id = valid_text(str(item.get("call_id") or item.get("id") or ""))
                 calls.append(
-                    FunctionCall(call_id=call_id, name=_valid(item["name"]), arguments=_valid(arguments))
+                    FunctionCall(
+                        call_id=call_id, name=valid_text(item["name"]), arguments=valid_text(arguments)
+                    )
                 )
         if incomplete is not None:
             shown = "".join(acc.text)
             return ModelResponse(
-                text=shown or _valid("".join(text)),
+                text=shown or valid_text("".join(text)),
                 calls=[],
                 usage=usage,
                 incomplete=_one_line(incomplete, 80),
@@ -741,14 +743,14 @@ class ModelClient:
         # A reasoning item must be followed by the output it led to: with neither text nor calls
         # there is nothing to send it back before.
         kept = reasoning if (text or calls) else []
-        return ModelResponse(text=_valid("".join(text)), calls=calls, usage=usage, reasoning=kept)
+        return ModelResponse(text=valid_text("".join(text)), calls=calls, usage=usage, reasoning=kept)
 
 
 def _summaries(item: dict[str, Any]) -> list[str]:
     """The summary texts of a reasoning item."""
     summary = item.get("summary")
     return [
-        _valid(part["text"])
+        valid_text(part["text"])
         for part in (summary if isinstance(summary, list) else ())
         if isinstance(part, dict) and isinstance(part.get("text"), str) and part["text"].strip()
     ]

@@ -4,7 +4,7 @@ selection", "Sessions"). startup.py decides the pick and recovers a log; this mo
 session and makes it the conversation's active one.
 
 Functions of the conversation, as rewind.py's are: the conversation keeps the session it holds
-(its log and claim, `_activate`, `close`); these choose which one that is. They see it as a
+(its log and claim, `activate`, `close`); these choose which one that is. They see it as a
 `SessionHolder`, so this module does not import conversation.py (which calls `at_startup`).
 """
 
@@ -42,14 +42,14 @@ class SessionHolder(Protocol):
     workdir: Path
     ui: UI
     log: SessionLog | None
-    _claim: SessionClaim | None
+    claim: SessionClaim | None
     restore_problem: str | None
 
     def check_idle(self) -> None: ...
 
-    def _activate(self, log: SessionLog, claim: SessionClaim | None) -> None: ...
+    def activate(self, log: SessionLog, claim: SessionClaim | None) -> None: ...
 
-    def _drop_checkpoints(self) -> None: ...
+    def drop_checkpoints(self) -> None: ...
 
 
 def at_startup(
@@ -78,7 +78,7 @@ def _restore(conv: SessionHolder, sid: str, claim: SessionClaim | None, what: st
         if save:
             with conv.store.locked():
                 conv.sessions.save_selection(sid)
-    conv._activate(log, claim)
+    conv.activate(log, claim)
     return notices
 
 
@@ -122,7 +122,7 @@ def new_session_locked(conv: SessionHolder, select: bool = True) -> str:
     with _dropped_on_failure(conv, claim, log):
         if select:
             conv.sessions.save_selection(sid)  # saved before the new selection is shown
-    conv._activate(log, claim)
+    conv.activate(log, claim)
     return sid
 
 
@@ -161,7 +161,7 @@ def resume(conv: SessionHolder, session_id: str, select: bool = True) -> list[st
         if select:
             with _command_lock(conv):
                 conv.sessions.save_selection(session_id)
-    conv._activate(log, claim)
+    conv.activate(log, claim)
     return notices
 
 
@@ -178,7 +178,7 @@ def clear(conv: SessionHolder, typed_id: str | None) -> bool:
         conv.sessions.clear(sid)
         from . import checkpoints
 
-        conv._drop_checkpoints()
+        conv.drop_checkpoints()
         checkpoints.remove(conv.config.home, sid)  # the files' earlier states go with the history
         from . import images
 
@@ -193,7 +193,7 @@ def clear(conv: SessionHolder, typed_id: str | None) -> bool:
     conv.log.close()
     conv.log = None
     try:
-        conv._activate(conv.sessions.open_log(sid), conv._claim)
+        conv.activate(conv.sessions.open_log(sid), conv.claim)
     except LogError as exc:
         raise StorageError(f"Session {sid} was cleared but could not be reopened: {exc}") from None
     return True
@@ -203,7 +203,7 @@ def open_elsewhere(conv: SessionHolder, session_id: str) -> OpenElsewhere | None
     """Who has `session_id` open, when it is not this conversation."""
     with _command_lock(conv):
         holder = conv.store.holder(session_id)
-    if holder is None or (holder.claim is not None and holder.claim is conv._claim):
+    if holder is None or (holder.claim is not None and holder.claim is conv.claim):
         return None
     return startup.elsewhere(session_id, holder)
 
@@ -222,6 +222,6 @@ def list_sessions(conv: SessionHolder) -> list[tuple[SessionInfo, OpenElsewhere 
     out = []
     for info in sessions:
         holder = holders.get(info.id)
-        mine = holder is not None and holder.claim is not None and holder.claim is conv._claim
+        mine = holder is not None and holder.claim is not None and holder.claim is conv.claim
         out.append((info, startup.elsewhere(info.id, holder) if holder is not None and not mine else None))
     return out

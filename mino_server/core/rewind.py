@@ -10,7 +10,9 @@ rewound. A rewind to before turn N:
 3. appends a `rewind` record to the log (the journal: from here on later requests leave those
    turns out), then per file records in the store what it will put there and replaces the file
    atomically, in the folder opened by the race-safe walk (paths.open_parent), after checking the
-   bytes are still the ones the question showed.
+   bytes are still the ones the question showed. Only the path the store recorded is written: one
+   that now holds a link in any component, or a folder (device, …) where the file was, is kept and
+   named (words.PATH_CHANGED), in the plan and again just before the write.
 A crash anywhere leaves each file old or restored; running `/rewind N` again finds the restored
 ones already at their target and finishes the rest.
 """
@@ -18,6 +20,7 @@ ones already at their target and finishes the rest.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -26,10 +29,10 @@ from .checkpoints import CheckpointStore, same
 from .contract import CheckpointFile, CheckpointTurn, Confirmation, FileDiff, KeptFile, RewindAction
 from .display import escape_value
 from .errors import CommandError, ToolFailure
-from .tools.paths import Target, final_name, locate, open_parent
+from .tools.paths import PROTECTED_NAMES, Target, final_name, locate, open_parent
 from .tools.project_files import sha256
 from .values import Mutable, mutable
-from .words import CHANGED_SINCE_MINO
+from .words import CHANGED_SINCE_MINO, PATH_CHANGED
 
 if TYPE_CHECKING:
     from .conversation import Conversation
@@ -65,8 +68,36 @@ def _sha(data: bytes | None) -> str | None:
     return None if data is None else sha256(data)
 
 
+def _recorded(conv: Conversation, rel: str) -> Target:
+    """The path the store recorded (the real path Mino wrote, relative to the working directory),
+    only while it still is a real path: no link in any component and no folder, device or the like
+    where the file was. Otherwise ToolFailure(PATH_CHANGED): a rewind never writes through a link,
+    whose target (.git/config, say) the person was never asked about. The write then opens the
+    same components one at a time without following a link (paths.open_parent), so a link swapped
+    in after this check stops the write instead of redirecting it."""
+    target = locate(conv.workdir, conv.config.home, rel, writing=True)
+    if "/".join(target.parts) != rel:
+        raise ToolFailure(PATH_CHANGED)
+    try:
+        st = os.lstat(target.path)
+    except FileNotFoundError:
+        return target
+    except OSError as exc:
+        raise ToolFailure(f"cannot be looked at: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise ToolFailure(PATH_CHANGED)
+    return target
+
+
+def _protected(rel: str) -> str | None:
+    """The protected folder (.git, .mino, .vscode) a recorded path lies in, named up to it."""
+    parts = rel.split("/")
+    at = next((i for i, p in enumerate(parts) if p.casefold() in PROTECTED_NAMES), None)
+    return None if at is None else "/".join(parts[: at + 1])
+
+
 def _read(conv: Conversation, rel: str) -> bytes | None:
-    found = conv.files.read(locate(conv.workdir, conv.config.home, rel, writing=True))
+    found = conv.files.read(_recorded(conv, rel))
     return None if found is None else found.data
 
 
@@ -177,7 +208,7 @@ def turn_number(conv: Conversation, turn_id: str) -> int:
 
 def diffs(conv: Conversation, p: RewindPlan) -> list[FileDiff]:
     """Each changing file, as it is now (before) and as the rewind leaves it (after; "" when deleted)."""
-    from .tools.files import _file_diff
+    from .tools.files import file_diff
 
     store = _store(conv)
     out = []
@@ -187,7 +218,7 @@ def diffs(conv: Conversation, p: RewindPlan) -> list[FileDiff]:
             text = after if isinstance(after, str) else after.decode("utf-8")
         except UnicodeDecodeError:
             continue
-        d = _file_diff(conv.workdir / f.path, f.current_bytes, text)
+        d = file_diff(conv.workdir / f.path, f.current_bytes, text)
         if d is not None:
             out.append(d)
     return out
@@ -226,7 +257,7 @@ def _restore(conv: Conversation, store: CheckpointStore, f: FilePlan) -> None:
     from .tools.project_files import CHANGED_AFTER_APPROVAL
 
     try:
-        target: Target = locate(conv.workdir, conv.config.home, f.path, writing=True)
+        target = _recorded(conv, f.path)
         if f.target is None:
             _delete(store, target, f)
             return
@@ -241,13 +272,13 @@ def _restore(conv: Conversation, store: CheckpointStore, f: FilePlan) -> None:
 def _delete(store: CheckpointStore, target: Target, f: FilePlan) -> None:
     """A file Mino created: its name is unlinked in the folder opened by the race-safe walk (the
     port has no delete; an editor's buffer of it, if any, says the file is gone)."""
-    from .tools.project_files import _read_at
+    from .tools.project_files import read_at
 
     parent = open_parent(target)
     if parent is None:
         return
     try:
-        found = _read_at(parent, target)
+        found = read_at(parent, target)
         if found is None:
             return
         if _sha(found.data) != f.current:  # changed since the question
@@ -272,7 +303,7 @@ def run_with_question(
     from .words import BASH_NOT_UNDONE, NOT_REWOUND, rewind_file_line, rewind_question, rewound_line
 
     p = plan(conv, n)
-    lines = [rewind_file_line(f.action, f.path, f.reason) for f in p.files]
+    lines = [rewind_file_line(f.action, f.path, f.reason, _protected(f.path)) for f in p.files]
     if p.bash:
         lines.append(BASH_NOT_UNDONE)
     question = rewind_question(len(p.changing), n)

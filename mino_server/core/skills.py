@@ -42,6 +42,7 @@ class Skill(Frozen):
     # The SKILL.md bytes' hash when scanned ("" from a session record): what consent is bound to,
     # not part of the catalogue's value.
     sha256: str = field(default="", compare=False)
+    size: int = field(default=0, compare=False)  # SKILL.md's characters, for the consent question
 
 
 class SkillError(Exception):
@@ -85,7 +86,7 @@ def _load_skill(folder: Path) -> Skill:
     problem = description_problem(description)
     if problem:
         raise SkillError(problem)
-    return Skill(name, description, path, hashlib.sha256(text.encode("utf-8")).hexdigest())
+    return Skill(name, description, path, hashlib.sha256(text.encode("utf-8")).hexdigest(), len(text))
 
 
 _ABSENT = "absent"

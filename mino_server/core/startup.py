@@ -175,10 +175,10 @@ def workdir_warnings(workdir: Path, home: Path) -> list[str]:
 
 
 def _short(text: str, limit: int = 200) -> str:
-    from .display import escape_value  # only when a call is described: display is not on start-up's path
+    """A call's arguments in the recovery question: escaped, cut with a mark saying how much is not shown."""
+    from .words import preview_line  # only when a call is described: display is not on start-up's path
 
-    value = escape_value(text)
-    return value if len(value) <= limit else value[:limit] + "…"
+    return preview_line(text, limit)
 
 
 def image_notices(home: Path, log: SessionLog) -> list[str]:

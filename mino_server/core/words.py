@@ -118,14 +118,18 @@ def protected_walk_incomplete(entries: int) -> str:
     )
 
 
-def skills_question(skills_dir: str, catalogue: list[tuple[str, str]]) -> str:
-    """The question before project skills the person has not accepted are loaded (kind "skills")."""
+def skills_question(skills_dir: str, catalogue: list[tuple[str, str, int]]) -> str:
+    """The question before project skills the person has not accepted are loaded (kind "skills"):
+    each skill's name and description, and how much of its SKILL.md (what a yes lets the model
+    read and follow) is not shown."""
     from .display import escape_value
 
     lines = [
         f'Project skills in "{escape_value(skills_dir)}" that you have not accepted before (new, or changed since):'
     ]
-    lines += [f'  {name}: "{escape_value(description)}"' for name, description in catalogue]
+    for name, description, size in catalogue:
+        lines.append(f'  {name}: "{escape_value(description)}"')
+        lines.append(f"    … [+{size} characters of instructions in {name}/SKILL.md not shown]")
     lines += [
         "Skills are instructions the model follows. They come from the project: a command or another "
         "person may have written them.",
@@ -145,6 +149,11 @@ def skills_consent_not_saved(reason: str) -> str:
 NOTHING_TO_REWIND = "Nothing to rewind."
 BASH_NOT_UNDONE = "(bash commands are not undone)"
 CHANGED_SINCE_MINO = "changed since Mino wrote it"
+# A rewind writes only the path it recorded: a folder on it (or the file) that is now a link, or a
+# file that is now a folder (or a device, …), is never written through.
+PATH_CHANGED = (
+    "its path changed since the checkpoint (a link or another kind of file is there now); not written through"
+)
 NOT_REWOUND = "Nothing was rewound."
 
 
@@ -154,8 +163,13 @@ def rewind_turn_line(n: int, at: str, files: int, text: str, bash: bool) -> str:
     return f"{n}. {when} {files} file(s): {text}" + (f" {BASH_NOT_UNDONE}" if bash else "")
 
 
-def rewind_file_line(action: str, path: str, reason: str | None) -> str:
-    return f"{action} {path}" + (f": {reason}" if action == "keep" and reason else "")
+def rewind_file_line(action: str, path: str, reason: str | None, protected: str | None = None) -> str:
+    """`restore PATH`, `delete PATH`, `keep PATH: why`; a file in a protected folder (.git, .mino,
+    .vscode) says so, as a write there asks in every mode."""
+    line = f"{action} {path}" + (f": {reason}" if action == "keep" and reason else "")
+    if protected and action != "keep":
+        line += f" (in {protected}: files here can run commands or instruct Mino later)"
+    return line
 
 
 def rewind_question(files: int, n: int) -> str:
@@ -180,6 +194,23 @@ def checkpoint_size_line(size: int, where: str) -> str:
 
 # ---- project instructions (docs/BEHAVIOUR.md, "Project instructions: AGENTS.md") ----------------
 INSTRUCTIONS_PREVIEW_LINES = 5
+INSTRUCTIONS_PREVIEW_CHARS = 200  # of each line shown; a longer one says how much more there is
+INSTRUCTIONS_NOT_ALL_SHOWN = (
+    "Not all of it is shown here; a yes sends all of it: read the files before you answer."
+)
+
+
+def preview_line(line: str, limit: int) -> str:
+    """One line of outside text in a question, escaped: at most `limit` of its characters, and when
+    it is longer a mark saying how many more there are, so a preview never hides that it hides
+    something (what follows the cut is sent too)."""
+    from .display import escape_value
+
+    if len(line) <= limit:
+        return escape_value(line)
+    return f"{escape_value(line[:limit])} … [+{len(line) - limit} characters not shown]"
+
+
 INSTRUCTIONS_NOT_SENT = (
     "Project instructions (AGENTS.md) were not sent (not accepted); the next session asks again."
 )
@@ -201,12 +232,18 @@ def instructions_question(
     out = [
         "Instructions for the model from this project (a command or another person may have written them):"
     ]
+    hidden = False
     for path, text in files:
         body = text.splitlines()
         out.append(f'  "{escape_value(path)}" ({len(body)} line{"" if len(body) == 1 else "s"}):')
-        out += [f"    | {escape_value(line)[:200]}" for line in body[:INSTRUCTIONS_PREVIEW_LINES]]
+        shown = body[:INSTRUCTIONS_PREVIEW_LINES]
+        out += [f"    | {preview_line(line, INSTRUCTIONS_PREVIEW_CHARS)}" for line in shown]
         if len(body) > INSTRUCTIONS_PREVIEW_LINES:
             out.append(f"    … ({len(body) - INSTRUCTIONS_PREVIEW_LINES} more lines)")
+        if len(body) > INSTRUCTIONS_PREVIEW_LINES or any(len(x) > INSTRUCTIONS_PREVIEW_CHARS for x in shown):
+            hidden = True
+    if hidden:
+        out.append(INSTRUCTIONS_NOT_ALL_SHOWN)
     if cut is not None or left_out:
         out.append(instructions_limit_line(cut, left_out, limit_kib))
     out.append(instructions_question_line(lines))

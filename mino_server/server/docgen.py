@@ -53,7 +53,7 @@ def _walk(tp: Any, visit: Callable[[Any], bool]) -> None:
     list items, class fields) while `visit` returns True."""
     if tp is None or isinstance(tp, str) or not visit(tp):
         return  # None: no params or a null result; a string: P.NOTIFICATION
-    args = P._union_args(tp)
+    args = P.union_args(tp)
     if args is not None:
         for a in args:
             _walk(a, visit)
@@ -120,7 +120,7 @@ class Names:
             for name, value in vars(module).items():
                 if name.startswith("_"):
                     continue
-                args = P._union_args(value)
+                args = P.union_args(value)
                 if typing.get_origin(value) is Literal:
                     literals.setdefault(typing.get_args(value), name)
                 elif args is not None and all(_is_class(a) for a in args):
@@ -136,7 +136,7 @@ class Names:
         return self.literals.get(typing.get_args(tp)) if typing.get_origin(tp) is Literal else None
 
     def union(self, tp: Any) -> str | None:
-        args = P._union_args(tp)
+        args = P.union_args(tp)
         return self.unions.get(args) if args is not None else None
 
 
@@ -175,7 +175,7 @@ def _discriminants(union: Any) -> dict[str, type] | None:
 
 def _users(tp: Any) -> list[str]:
     """The methods whose params are `tp`."""
-    return [m.name for m in P.ALL_METHODS if m.params is tp or (P._union_args(tp) and m.params == tp)]
+    return [m.name for m in P.ALL_METHODS if m.params is tp or (P.union_args(tp) and m.params == tp)]
 
 
 def _class_doc(cls: Any) -> str:
@@ -218,7 +218,7 @@ def ts(tp: Any, names: Names, *, module: bool = False) -> str:
         return "unknown"
     if tp is type(None):
         return "null"
-    args = P._union_args(tp)
+    args = P.union_args(tp)
     if args is not None:
         if names.union(tp):
             return _name(tp, names)
@@ -244,7 +244,7 @@ def ts(tp: Any, names: Names, *, module: bool = False) -> str:
 
 
 def _without_null(tp: Any) -> Any:
-    args = P._union_args(tp)
+    args = P.union_args(tp)
     if args is None:
         return tp
     rest = tuple(a for a in args if a is not type(None))
@@ -566,7 +566,7 @@ def _schema(tp: Any, names: Names, meta: Any = None) -> dict[str, Any]:
         return {}
     if tp is type(None):
         return {"type": "null"}
-    args = P._union_args(tp)
+    args = P.union_args(tp)
     if args is not None:
         if names.union(tp):
             return _ref(_name(tp, names))

@@ -653,7 +653,7 @@ def _describe(value: Any) -> str:
     return "an object"
 
 
-def _union_args(tp: Any) -> tuple[Any, ...] | None:
+def union_args(tp: Any) -> tuple[Any, ...] | None:
     if typing.get_origin(tp) in (Union, types.UnionType):
         return typing.get_args(tp)
     return None
@@ -669,7 +669,7 @@ def parse(cls: Any, value: Any, where: str = "params", *, strict: bool = False) 
 def _value(tp: Any, value: Any, where: str, meta: Any, strict: bool) -> Any:
     if tp is Any:
         return value
-    args = _union_args(tp)
+    args = union_args(tp)
     if args is not None:
         if value is None and type(None) in args:
             return None

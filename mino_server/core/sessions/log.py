@@ -67,7 +67,7 @@ UNKNOWN_RESULT_TEXT = "The result of this call was never recorded: the command m
 
 INDEX_SUFFIX = ".idx"
 INDEX_MAGIC = b"MINO-SESSION-INDEX\n"
-INDEX_VERSION = 4  # bump whenever loading checks or derives anything differently
+INDEX_VERSION = 5  # bump whenever loading checks or derives anything differently
 INDEX_MIN_BYTES = 1 << 20  # below this, parsing what the index does not cover takes < 10 ms
 CHUNK = 1 << 20
 NEAR = 64 * 1024  # records closer than this are read in one go
@@ -148,8 +148,12 @@ class _Scan:
         self.compaction = 0  # seq of the latest compaction (0: none)
         self.through = 0  # its through_seq
         self.skills = 0  # seq of the latest session_skills (0: none)
-        # turn_id → [its number in the session (1, 2, …), seq of its first user_message, ran bash (0/1)]
+        # turn_id → [its number (1, 2, …), seq of its first user_message, the tools it called: bit i
+        # for tool_names[i]]. What a tool is (whether it runs commands) is the registry's to say,
+        # asked only when someone wants to know (a rewind); an int a turn keeps a long log small.
         self.turns: dict[str, list[int]] = {}
+        self.tool_names: list[str] = []  # each tool name the log's calls use, in order of first use
+        self.tool_bits: dict[str, int] = {}  # name → its index in tool_names
         self.rewound: dict[str, None] = {}  # turn_ids a `rewind` record took back
 
     def add(self, rec: dict[str, Any], offset: int) -> None:
@@ -168,8 +172,12 @@ class _Scan:
         elif t == "tool_call":
             cid = rec["call_id"]
             self.calls[cid] = seq
-            if rec["name"] == "bash" and tid in self.turns:
-                self.turns[tid][2] = 1
+            if tid in self.turns:
+                bit = self.tool_bits.get(rec["name"])
+                if bit is None:
+                    bit = self.tool_bits[rec["name"]] = len(self.tool_names)
+                    self.tool_names.append(rec["name"])
+                self.turns[tid][2] |= 1 << bit
             if cid not in self.results:
                 self.pending.setdefault(cid, []).append(seq)
         elif t == "tool_result":
@@ -221,6 +229,7 @@ class _Scan:
             "through": self.through,
             "skills": self.skills,
             "turns": self.turns,
+            "tool_names": self.tool_names,
             "rewound": list(self.rewound),
         }
         # ASCII: a call_id from the model may hold a lone surrogate (a JSON escape in the log).
@@ -266,6 +275,10 @@ class _Scan:
             scan.recoveries = head["recoveries"]
             scan.compaction, scan.through, scan.skills = head["compaction"], head["through"], head["skills"]
             scan.turns = head["turns"]
+            scan.tool_names = head["tool_names"]
+            if not isinstance(scan.tool_names, list) or not all(isinstance(n, str) for n in scan.tool_names):
+                return None
+            scan.tool_bits = {name: i for i, name in enumerate(scan.tool_names)}
             scan.rewound = dict.fromkeys(head["rewound"])
             return scan, int(head["size"]), bytes.fromhex(head["digest"])
         except (ValueError, KeyError, TypeError, AttributeError):
@@ -593,9 +606,15 @@ class SessionLog:
 
     # ---- turns and rewinds (docs/BEHAVIOUR.md, "Rewind") -------------------------------------
     def turns(self) -> dict[str, tuple[int, int, bool]]:
-        """turn_id → (its number in the session, seq of its user_message, whether it ran bash)."""
+        """turn_id → (its number in the session, seq of its user_message, whether it ran commands:
+        called a tool the registry says runs them, which a rewind does not undo)."""
+        from ..tools.registry import runs_commands  # the tools load only when a rewind asks
+
         with self._lock:
-            return {tid: (n, seq, bool(bash)) for tid, (n, seq, bash) in self._scan.turns.items()}
+            commands = sum(1 << i for i, name in enumerate(self._scan.tool_names) if runs_commands(name))
+            return {
+                tid: (n, seq, bool(tools & commands)) for tid, (n, seq, tools) in self._scan.turns.items()
+            }
 
     def rewound(self) -> set[str]:
         """turn_ids taken back by a `rewind` record (a copy)."""

@@ -147,7 +147,7 @@ def _write_prepared(
     return Prepared(fields, warning=warning, state=state, kind="other", diff=diff, question=question)
 
 
-def _file_diff(path: Path, before: bytes | str | None, after: str) -> FileDiff | None:
+def file_diff(path: Path, before: bytes | str | None, after: str) -> FileDiff | None:
     """The whole file before and after, when both are UTF-8 text (no NUL) of at most DIFF_MAX_BYTES;
     else None: a binary or huge file has no useful side-by-side view, and the event would be huge."""
     if isinstance(before, bytes):
@@ -344,7 +344,7 @@ class WriteFileTool(ToolOf[WriteArgs, FileState]):
             mode_text = "Replace the existing file"
         head, note = preview(args.content)
         fields = [*_path_fields(args.path, path, ctx.workdir), ("Mode", mode_text), ("Content", head)]
-        diff = _file_diff(path, None if found is None else found.data, args.content)
+        diff = file_diff(path, None if found is None else found.data, args.content)
         return _write_prepared(target, fields, note, FileState(path, state), diff)
 
     def run(self, args: WriteArgs, ctx: ToolContext, prepared: Prepared[FileState]) -> ToolResult:
@@ -409,7 +409,7 @@ class EditFileTool(ToolOf[EditArgs, FileState]):
             ("Mode", "Edit the existing file"),
             ("Diff", head),
         ]
-        whole = _file_diff(target.path, old, new)
+        whole = file_diff(target.path, old, new)
         return _write_prepared(target, fields, note, FileState(target.path, sha256(data)), whole)
 
     def run(self, args: EditArgs, ctx: ToolContext, prepared: Prepared[FileState]) -> ToolResult:

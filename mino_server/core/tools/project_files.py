@@ -88,7 +88,7 @@ class DiskFiles:
     ) -> None:
         parent = open_parent(target)
         try:
-            found = None if parent is None else _read_at(parent, target)
+            found = None if parent is None else read_at(parent, target)
             if (None if found is None else sha256(found.data)) != expected:
                 raise ToolFailure(CHANGED_AFTER_APPROVAL)
             if parent is None:  # missing folders: make them, each opened without following links
@@ -156,7 +156,7 @@ def _read_fd(fd: int, rel: str) -> FileBytes:
         os.close(fd)
 
 
-def _read_at(parent: int, target: Target) -> FileBytes | None:
+def read_at(parent: int, target: Target) -> FileBytes | None:
     """The target in the open folder `parent`, None when it is absent."""
     fd = _open_regular_at(parent, final_name(target), target.rel)
     return None if fd is None else _read_fd(fd, target.rel)

@@ -1,7 +1,8 @@
 """The tool set. Adding a tool is adding one module and one line here.
 
 Everything a front end needs to know about a tool comes from its class (name, category, description,
-parameters), read here: the eval cases' tool names, ACP's tool kinds. tests/test_tool_registry.py
+parameters), read here: the eval cases' tool names, ACP's tool kinds, whether a turn ran commands
+(a rewind says it cannot undo them). tests/test_tool_registry.py
 fails when a registered tool lacks any of it."""
 
 from __future__ import annotations
@@ -48,3 +49,9 @@ def tool_categories() -> dict[str, ToolCategory]:
 
 def tool_names() -> tuple[str, ...]:
     return tuple(tool_categories())
+
+
+def runs_commands(name: str) -> bool:
+    """Whether the tool of this name runs commands (its category is `execute`): what it did is
+    outside Mino's files, so a rewind cannot undo it and says so."""
+    return tool_categories().get(name) == "execute"
