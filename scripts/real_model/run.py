@@ -83,6 +83,29 @@ class Exchange:
     answer: bytes = b""
 
 
+def text_events(answer: bytes) -> int:
+    """Streamed text deltas in an SSE answer: Responses `response.output_text.delta` events and chat
+    chunks with `delta.content` (however the server spaces its JSON)."""
+    count = 0
+    for line in answer.decode("utf-8", "replace").splitlines():
+        if not line.startswith("data: {"):
+            continue
+        try:
+            data = json.loads(line[6:])
+        except ValueError:
+            continue
+        choices = data.get("choices") if isinstance(data, dict) else None
+        delta = (
+            choices[0].get("delta")
+            if isinstance(choices, list) and choices and isinstance(choices[0], dict)
+            else None
+        )
+        count += data.get("type") == "response.output_text.delta" or bool(
+            isinstance(delta, dict) and delta.get("content")
+        )
+    return count
+
+
 @dataclass
 class LoggingProxy:
     """Forwards every request to `upstream` unchanged, streaming the answer back as it comes,
@@ -141,9 +164,7 @@ class LoggingProxy:
                     self.wfile.flush()
                 self.wfile.write(b"0\r\n\r\n")
                 ex.ended = time.perf_counter()
-                ex.text_events = ex.answer.count(b'"response.output_text.delta"') + ex.answer.count(
-                    b'"delta":{"content":'
-                )
+                ex.text_events = text_events(ex.answer)
                 conn.close()
 
         server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
