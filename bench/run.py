@@ -822,6 +822,56 @@ def bench_sandbox(ctx: Context, model_cls: type) -> None:
         subprocess.Popen = real  # type: ignore[misc]
     if ctx.trees:
         _paired_calls(ctx, home)
+    assert box is not None
+    _network_calls(ctx, box, tool_ctx)
+
+
+def _network_calls(ctx: Context, box: Any, tool_ctx: Any) -> None:
+    """config.yaml's sandbox_network: the proxy's start (a fresh process that has the bash tool,
+    socket and threading loaded, as Mino has by its first command, imports tools/network.py and opens the first command's listener: what the first such
+    command pays once), and a whole
+    `echo hi` call with a list against one without, alternating in this process, round by round
+    (the relay's Python start inside bwrap is what a listed call adds)."""
+    import dataclasses
+
+    from mino_server.core.tools.bash import BashTool
+
+    start = ctx.row(
+        "network_proxy_start",
+        "Sandbox network: proxy start (import tools/network.py + the first command's listener, fresh process)",
+        "ms",
+        "—",
+        digits=2,
+    )
+    listed = ctx.row(
+        "network_call", "bash in bwrap with a sandbox_network list, whole call in-process", "ms", "—"
+    )
+    over = ctx.row("network_call_over", "… minus the same call with no list, pair by pair", "ms", "—")
+    code = (
+        "import time, socket, threading, mino_server.core.tools.bash, mino_server.core.tools.sandbox; "
+        "t = time.perf_counter(); "
+        "from mino_server.core.tools import network; "
+        "l = network.proxy_for(('pypi.org',)).listen(); print((time.perf_counter() - t) * 1000); l.close()"
+    )
+    for i in range(ctx.runs + 1):
+        out = subprocess.run([ctx.python, "-c", code], capture_output=True, text=True, check=True).stdout
+        if i:
+            start.mino.add(float(out))
+    with_list = dataclasses.replace(tool_ctx, sandbox=dataclasses.replace(box, network=("pypi.org",)))
+    tool = BashTool()
+    for i in range(ctx.runs * 5 + 1):
+        times = {}
+        for name, c in (("with", with_list), ("without", tool_ctx)):
+            args = tool.validate({"command": "echo hi"})
+            t = time.perf_counter()
+            result = tool.run(args, c, tool.prepare(args, c))
+            times[name] = (time.perf_counter() - t) * 1000
+            check(
+                result.output.startswith("hi\n"), f"bash echo hi in bwrap ({name} a list): {result.output!r}"
+            )
+        if i:
+            listed.mino.add(times["with"])
+            over.mino.add(times["with"] - times["without"])
 
 
 def _paired_calls(ctx: Context, home: Path) -> None:

@@ -25,12 +25,15 @@ from typing import TYPE_CHECKING, TextIO, TypeVar
 
 from .core.cancel import CancelToken
 from .core.contract import (
+    ALLOW_ALWAYS,
+    Always,
     ApprovalRequest,
     ApprovalResolved,
     AssistantMessage,
     Confirmation,
     Event,
     MemoryProblem,
+    ModeChanged,
     Notice,
     TextDelta,
     Thinking,
@@ -42,7 +45,7 @@ from .core.contract import (
 )
 from .core.display import approval_lines, escape_value, fit_approval, terminal_text
 from .core.values import Mutable, mutable
-from .core.words import NO_SESSION, context_line, startup_lines, usage_detail
+from .core.words import NO_SESSION, always_line, context_line, mode_line, startup_lines, usage_detail
 
 if TYPE_CHECKING:
     from .core.context import ResolvedItem
@@ -127,7 +130,8 @@ class _Question(Mutable):
 
     prompt: str
     done: threading.Event = field(default_factory=threading.Event)
-    answer: bool = False
+    answer: bool | Always = False
+    always: bool = False  # `a` answers too: keep the rule the line above the question offered
 
 
 class TerminalUI:
@@ -290,6 +294,8 @@ class TerminalUI:
                     self._usage = None
                 case ApprovalResolved():
                     pass  # the terminal asked and got the answer itself
+                case ModeChanged(mode=mode):  # an approved plan ended plan mode
+                    self.line(mode_line(mode))
 
     def _block(
         self, tool: str, fields: list[tuple[str, str]], warning: str | None, decision: str
@@ -300,7 +306,8 @@ class TerminalUI:
         if size is None:
             return approval_lines(tool, fields, warning)
         columns, lines = size
-        return fit_approval(tool, fields, warning, lines - 1, columns)  # the question's line
+        # The question's line, and the `a = always` line a rule offer puts above it.
+        return fit_approval(tool, fields, warning, lines - 2, columns)
 
     def _size(self) -> tuple[int, int] | None:
         try:
@@ -312,15 +319,21 @@ class TerminalUI:
         return (size.columns, size.lines) if size.columns > 0 and size.lines > 1 else None
 
     # ---- questions -----------------------------------------------------------------------
-    def approve(self, request: ApprovalRequest, cancel: CancelToken) -> bool:
+    def approve(self, request: ApprovalRequest, cancel: CancelToken) -> bool | Always:
+        offer = request.always
+        choices = "[y/N/a]" if offer else "[y/N]"
+        if offer:  # the rule and project arrive escaped by the core
+            self.line(always_line(offer.rules, offer.project))
         if not self.interactive:
-            self.line(f"{request.question} [y/N] no — input is piped, so nobody can approve; denied.")
+            self.line(f"{request.question} {choices} no — input is piped, so nobody can approve; denied.")
             return False
-        return self._ask_main(terminal_text(f"{request.question} [y/N] "), cancel)
+        return self._ask_main(
+            terminal_text(f"{request.question} {choices} "), cancel, always=offer is not None
+        )
 
-    def _ask_main(self, prompt: str, cancel: CancelToken) -> bool:
+    def _ask_main(self, prompt: str, cancel: CancelToken, always: bool = False) -> bool | Always:
         """From the turn's thread: the main thread asks (_run_turn), a Ctrl-C there cancels."""
-        question = _Question(prompt)
+        question = _Question(prompt, always=always)
         self.questions.put(question)
         while not question.done.wait(0.05):
             if cancel.cancelled:
@@ -329,13 +342,21 @@ class TerminalUI:
 
     def ask_yes_no(self, prompt: str) -> bool:
         """Main thread only."""
+        return self.ask_answer(prompt, always=False) is True
+
+    def ask_answer(self, prompt: str, always: bool) -> bool | Always:
+        """Main thread only: y or yes approves, a or always (when offered) approves and keeps the
+        rule, anything else (Enter alone too) is no."""
         try:
             answer = self.input(prompt)
         except EOFError:
             self.line()
             return False
         self.typed()
-        return answer.strip().lower() in ("y", "yes")
+        typed = answer.strip().lower()
+        if always and typed in ("a", "always"):
+            return ALLOW_ALWAYS
+        return typed in ("y", "yes")
 
     def input(self, prompt: str) -> str:
         """input() on the main thread; Ctrl-C ends it with KeyboardInterrupt (Interrupts.read)."""
@@ -353,7 +374,7 @@ class TerminalUI:
             self.line(f"{prompt}no — input is piped, so nobody can confirm.")
             return False
         if threading.current_thread() is not threading.main_thread():
-            return self._ask_main(prompt, cancel or CancelToken())  # asked during a turn (skills)
+            return self._ask_main(prompt, cancel or CancelToken()) is True  # asked during a turn (skills)
         return self.ask_yes_no(prompt)
 
     def ask_text(self, prompt: str) -> str | None:
@@ -602,7 +623,7 @@ def _in_worker(ui: TerminalUI, job: Callable[[CancelToken], R]) -> R:
             question.done.set()
             continue
         try:
-            question.answer = ui.ask_yes_no(question.prompt)
+            question.answer = ui.ask_answer(question.prompt, question.always)
         except KeyboardInterrupt:
             seen = interrupts.count
             interrupted()
@@ -618,6 +639,7 @@ DOCTOR_LABELS = {
     "endpoint": "Model endpoint",
     "wire": "Model API",
     "sandbox": "Sandbox",
+    "network": "Sandbox network",
     "home": "Mino home",
     "vscode": "VS Code extension",
     "mcp": "MCP servers",

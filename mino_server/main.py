@@ -22,7 +22,7 @@ usage: mino [--model MODEL] [--base-url URL] [--mode MODE]   chat in the termina
 
 --reasoning-effort minimal|low|medium|high (terminal, -p, --acp): how hard a reasoning model thinks.
 
-Modes: manual (default), accept-edits, bypass. Home: $MINO_HOME (default ~/.mino).
+Modes: manual (default), accept-edits, bypass, plan. Home: $MINO_HOME (default ~/.mino).
 Environment: MINO_MODEL, MINO_BASE_URL, MINO_API_KEY (or the variable named by api_key_env,
 default OPENAI_API_KEY).
 """
@@ -212,6 +212,10 @@ def _exit_now(code: int) -> None:
             stream.flush()
         except (OSError, ValueError):
             pass
+    # os._exit skips atexit: what Mino started (a command, an MCP server, what they left) ends here.
+    orphans = sys.modules.get("mino_server.core.tools.orphans")
+    if orphans is not None:
+        orphans.end_all()
     os._exit(code)
 
 

@@ -20,20 +20,6 @@ from typing import Any, BinaryIO
 log = logging.getLogger("mino.stdio")
 
 
-# Objects and arrays one message may hold (counted as `{` and `[` bytes, strings included, so an
-# over-count): Mino's largest messages (a prompt with 256 KiB of context) hold a few thousand, while
-# 16 MiB of `[{},{},…]` would become 5 million dicts, about 400 MB, before any check could run.
-MAX_CONTAINERS = 200_000
-
-
-def too_many_containers(body: bytes) -> str | None:
-    """Why a message body is refused unparsed (too many objects or arrays), or None."""
-    count = body.count(b"{") + body.count(b"[")
-    if count <= MAX_CONTAINERS:
-        return None
-    return f"the message holds {count} JSON objects or arrays; the limit is {MAX_CONTAINERS}"
-
-
 class Terminated(BaseException):
     """SIGTERM arrived: the read loop leaves as on the end of its input.
 
@@ -103,7 +89,20 @@ def _exit_now() -> None:
             os.write(2, f"still running {TERMINATE_WITHIN_S:.0f} s after SIGTERM: exiting now\n".encode())
     except OSError:
         pass
+    end_what_mino_started()
     os._exit(1)
+
+
+def end_what_mino_started() -> None:
+    """Before os._exit (which skips atexit): kill every process Mino started that is still there
+    (core/tools/orphans.py end_all; loaded once Mino has started a command or an MCP server).
+    Reads /proc and sends signals only: safe when another thread is stuck holding a lock."""
+    orphans = sys.modules.get("mino_server.core.tools.orphans")
+    if orphans is not None:
+        try:
+            orphans.end_all()
+        except Exception:  # the exit must happen whatever
+            pass
 
 
 class MessageWriter:

@@ -9,6 +9,7 @@ have written nothing but ACP on stdout and no traceback anywhere.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -178,7 +179,7 @@ def test_new_session_and_a_streamed_turn(spawn: Spawn, model: ScriptedModel, ws:
     new = client.request("session/new", {"cwd": str(ws), "mcpServers": []})
     sid = new["sessionId"]
     assert new["modes"]["currentModeId"] == "manual"
-    assert [m["id"] for m in new["modes"]["availableModes"]] == ["manual", "accept-edits", "bypass"]
+    assert [m["id"] for m in new["modes"]["availableModes"]] == ["manual", "accept-edits", "bypass", "plan"]
     (commands,) = client.wait_for(lambda: client.updates(sid, "available_commands_update"))
     assert [c["name"] for c in commands["availableCommands"]] == [
         "compact",
@@ -188,6 +189,7 @@ def test_new_session_and_a_streamed_turn(spawn: Spawn, model: ScriptedModel, ws:
         "clear",
         "rewind",
         "mcp",
+        "rules",
     ]
     # saved as the selection, as /new
     assert json.loads((sessions_dir(home) / "active-session.json").read_text())["session_id"] == sid
@@ -380,11 +382,15 @@ def test_approval_through_request_permission(spawn: Spawn, model: ScriptedModel,
     assert params["options"] == [
         {"optionId": "allow_once", "name": "Approve", "kind": "allow_once"},
         {"optionId": "reject_once", "name": "Deny", "kind": "reject_once"},
+        # a write in the project: a rule can cover it
+        {"optionId": "allow_always", "name": "Always in this project", "kind": "allow_always"},
+        {"optionId": "reject_always", "name": "Never in this project", "kind": "reject_always"},
     ]
     call = params["toolCall"]
     assert call["kind"] == "edit" and call["status"] == "pending" and call["title"] == "write_file: out.txt"
     # the diff first: clients that show one item of a tool call (CodeCompanion.nvim) show the first
-    diff, fields = call["content"]
+    diff, fields, always = call["content"]
+    assert always["content"]["text"] == f"a = always: write out.txt in {os.path.realpath(ws)}"
     assert diff == {
         "type": "diff",
         "path": str(ws.resolve() / "out.txt"),
@@ -401,7 +407,7 @@ def test_approval_through_request_permission(spawn: Spawn, model: ScriptedModel,
     # rawInput: the model's arguments as it sent them; title and content keep the escaped display
     assert start["rawInput"] == {"path": "out.txt", "content": "written\n", "mode": "create"}
     assert start["locations"] == [{"path": str(ws.resolve() / "out.txt")}]
-    assert start["content"] == call["content"]
+    assert start["content"] == call["content"][:2]  # the permission adds what `always` keeps
     statuses = [u["status"] for u in client.updates(sid, "tool_call_update")]
     assert statuses == ["in_progress", "completed"]
     # the tool call was shown before the question, the question before it ran
@@ -501,7 +507,7 @@ def test_set_mode_belongs_to_each_session(spawn: Spawn, model: ScriptedModel, ws
     assert (ws / "a.txt").read_text() == "a"  # accept-edits ran it without asking
     assert not any(r["method"] == "session/request_permission" for r in client.incoming_requests)
     err = client.error("session/set_mode", {"sessionId": first, "modeId": "yolo"})
-    assert err.code == -32602 and "manual, accept-edits, bypass" in err.message
+    assert err.code == -32602 and "manual, accept-edits, bypass, plan" in err.message
     assert client.error("session/set_mode", {"sessionId": "0" * 32, "modeId": "manual"}).code == -32002
 
 
@@ -1041,7 +1047,7 @@ def test_config_options_pick_the_mode_and_the_model_per_session(
         "currentValue": "manual",
         "options": mode["options"],
     }
-    assert [o["value"] for o in mode["options"]] == ["manual", "accept-edits", "bypass"]
+    assert [o["value"] for o in mode["options"]] == ["manual", "accept-edits", "bypass", "plan"]
     assert model_option == {
         "id": "model",
         "name": "Model",

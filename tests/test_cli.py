@@ -86,13 +86,14 @@ def test_bash_approval_yes_and_no_through_the_pty(
     child.expect_exact("[Tool: bash]")
     child.expect_exact('Command: "echo approved > yes.txt"')
     child.expect_exact(f'Directory: "{workdir.resolve()}"')
-    child.expect_exact("Approve this operation? [y/N] ")
+    child.expect_exact(f"a = always: bash echo in {workdir.resolve()}")  # a sandboxed command
+    child.expect_exact("Approve this operation? [y/N/a] ")
     child.sendline("y")
     child.expect_exact("[Tool result: completed]")
     child.expect_exact("Assistant> Done.")
     child.expect_exact(PROMPT)
     child.sendline("make no.txt")
-    child.expect_exact("Approve this operation? [y/N] ")
+    child.expect_exact("Approve this operation? [y/N/a] ")
     child.sendline("")  # Enter alone is a no
     child.expect_exact("[Tool result: denied]")
     child.expect_exact("Assistant> OK.")

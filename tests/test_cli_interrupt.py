@@ -121,7 +121,7 @@ def test_ctrl_c_at_the_approval_question(
     sid = expect_session(child)
     child.expect_exact(PROMPT)
     child.sendline("make a file")
-    child.expect_exact("Approve this operation? [y/N] ")
+    child.expect_exact("Approve this operation? [y/N/a] ")
     child.sendintr()
     child.expect_exact("[Tool result: denied]")
     interrupted_then_next_turn(child, model)

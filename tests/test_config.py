@@ -54,7 +54,7 @@ def test_sandbox_setting_accepts_bare_off(mino_home: Path, value: str, expected:
     [
         ("context_window: lots\n", "'context_window' must be a whole number of tokens, got 'lots'"),
         ("context_window: 10\n", "'context_window' must be at least 1000 tokens, got 10"),
-        ("mode: yolo\n", "'mode' must be one of manual, accept-edits, bypass, got 'yolo'"),
+        ("mode: yolo\n", "'mode' must be one of manual, accept-edits, bypass, plan, got 'yolo'"),
         ("sandbox: maybe\n", "'sandbox' must be 'auto' or 'off', got 'maybe'"),
         ("request_timeout_s: -1\n", "'request_timeout_s' must be positive, got -1"),
         ("modle: gpt\n", "unknown key 'modle'"),

@@ -32,6 +32,17 @@ DECISION_CELLS = [
     ("allowed", "manual", "ask"),
     ("allowed", "accept-edits", "show"),
     ("allowed", "bypass", "show"),
+    # Plan mode: reading and read-only sandboxed commands run, the rest is refused without asking.
+    ("read_only", "plan", "run"),
+    ("project_write", "plan", "refuse"),
+    ("sandboxed", "plan", "show"),
+    ("other", "plan", "refuse"),
+    ("allowed", "plan", "refuse"),
+    # exit_plan_mode: the person's yes, in every mode (it fails before asking outside plan mode).
+    ("plan_exit", "manual", "ask"),
+    ("plan_exit", "accept-edits", "ask"),
+    ("plan_exit", "bypass", "ask"),
+    ("plan_exit", "plan", "ask"),
 ]
 
 
@@ -41,17 +52,18 @@ def test_every_cell(kind: str, mode: str, expected: str) -> None:
 
 
 def test_the_table_has_exactly_these_cells() -> None:
-    assert MODES == ("manual", "accept-edits", "bypass")
+    assert MODES == ("manual", "accept-edits", "bypass", "plan")
     assert {(k, m) for k, row in TABLE.items() for m in row} == {(k, m) for k, m, _ in DECISION_CELLS}
 
 
 # The memory tools beside the project-file edits, by the kind each tool has: memory_save asks even in
 # accept-edits (docs/BEHAVIOUR.md, "Permission decision").
 MEMORY_AND_FILE_ROWS = [
-    ("memory_view", "read_only", ("run", "run", "run")),
-    ("memory_save", "other", ("ask", "ask", "show")),
-    ("write_file", "project_write", ("ask", "show", "show")),
-    ("edit_file", "project_write", ("ask", "show", "show")),
+    ("memory_view", "read_only", ("run", "run", "run", "run")),
+    ("memory_save", "other", ("ask", "ask", "show", "refuse")),
+    ("write_file", "project_write", ("ask", "show", "show", "refuse")),
+    ("edit_file", "project_write", ("ask", "show", "show", "refuse")),
+    ("exit_plan_mode", "plan_exit", ("ask", "ask", "ask", "ask")),
 ]
 
 
@@ -62,7 +74,7 @@ def _ctx(sandbox: Sandbox | None) -> ToolContext:
 
 @pytest.mark.parametrize(("tool", "kind", "expected"), MEMORY_AND_FILE_ROWS)
 def test_decision_table_for_memory_and_file_tools(
-    tool: str, kind: str, expected: tuple[str, str, str]
+    tool: str, kind: str, expected: tuple[str, str, str, str]
 ) -> None:
     assert default_tools()[tool].kind(_ctx(None)) == kind  # the row is the tool's, not only its kind's
     assert tuple(decide(kind, mode) for mode in MODES) == expected  # type: ignore[arg-type]

@@ -301,7 +301,12 @@ def test_mino_eval_command(tmp_path: Path) -> None:
     assert (done.returncode, done.stdout, done.stderr) == (0, "PASS recall\n1 passed, 0 failed\n", "")
 
 
-SANDBOX_CASES = {"sandbox-network-blocked", "sandbox-write-outside-blocked", "sandbox-write-inside-allowed"}
+SANDBOX_CASES = {
+    "sandbox-network-blocked",
+    "sandbox-write-outside-blocked",
+    "sandbox-write-inside-allowed",
+    "plan-mode",
+}
 MEMORY_CASES = {"memory-recall", "memory-save", "memory-injection-denied"}
 
 
@@ -317,13 +322,16 @@ def test_the_suite_passes(capsys: pytest.CaptureFixture[str]) -> None:
         assert name in results
     have_sandbox = sandbox.detect("auto")[0] is not None
     for name, result in results.items():
-        if name in SANDBOX_CASES and not have_sandbox:
+        if (name in SANDBOX_CASES or name.startswith("replay-")) and not have_sandbox:
             assert not result["passed"]
             assert result["reasons"][0].startswith("sandbox unavailable: "), result["reasons"]
         else:
             assert result["passed"], (name, result["reasons"])
     assert code == (0 if have_sandbox else 1)
     assert err == ""
+    for name, result in results.items():  # the replays' question counts are pinned by their cases
+        if name.startswith("replay-") and have_sandbox:
+            assert len(result["transcript"]["asked"]) == replay_questions()[name], name
     # Each case reports its time; how fast the suite is is a speed figure for a benchmark, not a
     # test (a wall-clock bound here fails on a loaded machine).
     assert all(isinstance(c["seconds"], int | float) and c["seconds"] >= 0 for c in report["cases"])
@@ -384,3 +392,25 @@ def test_a_case_config_takes_config_yaml_keys_but_the_runners_each_refused_with_
     readme = (Path(__file__).parents[1] / "evals" / "README.md").read_text(encoding="utf-8")
     row = next(line for line in readme.splitlines() if line.startswith("| `config` |"))
     assert all(f"`{key}`" in row for key in refused)
+
+
+def replay_questions() -> dict[str, int]:
+    import yaml
+
+    counts = {}
+    for path in SUITE.glob("replay-*.yaml"):
+        case = yaml.safe_load(path.read_text(encoding="utf-8"))
+        counts[case["name"]] = case["expect"]["questions"]
+    return counts
+
+
+def test_answering_always_asks_at_most_a_third_as_often_in_manual_mode() -> None:
+    """The measure of remembered decisions: the same replayed work, answered `a` wherever a rule is
+    offered, asks at most a third as many questions as answered `y` every time."""
+    counts = replay_questions()
+    scenarios = {name.removesuffix("-manual") for name in counts if name.endswith("-manual")}
+    assert len(scenarios) >= 2
+    for scenario in scenarios:
+        manual, always = counts[f"{scenario}-manual"], counts[f"{scenario}-always"]
+        assert manual >= 20 and always * 3 <= manual, (scenario, manual, always)
+        assert counts[f"{scenario}-bypass"] == 0

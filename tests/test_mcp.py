@@ -523,12 +523,12 @@ def test_the_terminal_asks_shows_escaped_and_ctrl_c_cancels_the_call(
     child.expect_exact("[Tool: mcp__fx__hostile]")
     child.expect_exact('argument who: "me\\x1b]0;x\\x07"')
     child.expect_exact('Server: "fx (')
-    child.expect_exact("Approve this operation? [y/N] ")
+    child.expect_exact("Approve this operation? [y/N/a] ")
     child.sendline("y")
     child.expect_exact("Assistant> first done")
     child.expect_exact(PROMPT)
     child.sendline("be slow")
-    child.expect_exact("Approve this operation? [y/N] ")
+    child.expect_exact("Approve this operation? [y/N/a] ")
     child.sendline("y")
     wait_until(
         lambda: any(r.get("tool") == "slow" for r in read_jsonl(record)), "the slow call at the server"

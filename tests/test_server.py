@@ -446,7 +446,7 @@ def test_invalid_params_are_explained(spawn: Spawn) -> None:
         ("mino/turn", {"text": "   "}, "params.text must not be empty"),
         ("mino/turn", {"text": "/new"}, "slash command"),
         ("mino/command", {"line": "hello"}, "must start with /"),
-        ("mino/mode", {"mode": "turbo"}, 'one of "manual", "accept-edits", "bypass"'),
+        ("mino/mode", {"mode": "turbo"}, 'one of "manual", "accept-edits", "bypass", "plan"'),
         ("mino/reasoning", {"effort": "max"}, '"minimal", "low", "medium", "high"'),
         ("mino/sessions/resume", {"id": "ABC"}, "32 lowercase hexadecimal"),
         ("mino/state", [1, 2], "params must be an object"),

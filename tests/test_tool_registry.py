@@ -26,7 +26,9 @@ def test_the_registry_lists_each_tool_once_under_its_own_name() -> None:
         assert tool.name == name
         assert re.fullmatch(r"[a-z][a-z0-9_]*", name), name
     assert tool_names() == NAMES
-    assert [s["name"] for s in tool_schemas(tools)] == list(NAMES)
+    assert [s["name"] for s in tool_schemas(tools, plan=True)] == list(NAMES)
+    # exit_plan_mode is offered in plan mode only: every other mode's tool list is as before it.
+    assert [s["name"] for s in tool_schemas(tools)] == [n for n in NAMES if n != "exit_plan_mode"]
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -51,7 +51,7 @@ from ..jsonrpc import (
     UNAVAILABLE,
     RpcError,
 )
-from ..stdio import Terminated, claim_stdio, configure_logging, raise_on_sigterm
+from ..stdio import Terminated, claim_stdio, configure_logging, end_what_mino_started, raise_on_sigterm
 from . import mapping as M
 from . import prompting
 from .peer import AcpPeer, Handlers, Reply
@@ -526,5 +526,7 @@ def serve(
     agent.stop()
     sys.stderr.flush()
     # A tool stuck past the stop wait must not keep the process alive; everything that matters
-    # (session logs, the store lock) is fsynced or released with the process.
+    # (session logs, the store lock) is fsynced or released with the process. What Mino started
+    # (an MCP server still starting, what it left) goes with it.
+    end_what_mino_started()
     os._exit(0)

@@ -15,11 +15,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
-from ..core.contract import APPROVAL_QUESTION
+from ..core.contract import ALLOW_ALWAYS, APPROVAL_QUESTION, REJECT_ALWAYS
 
 if TYPE_CHECKING:
     from ..core.context import ContextRequest
-    from ..core.contract import ApprovalField, Confirmation, FileDiff, HistoryItem, SetupProblem
+    from ..core.contract import (
+        Always,
+        AlwaysOffer,
+        ApprovalField,
+        Confirmation,
+        FileDiff,
+        HistoryItem,
+        SetupProblem,
+    )
     from ..core.images import Image
 
 from ..core.vocab import MODE_HELP, MODE_NAMES, MODES  # noqa: F401  (vocab: no core import)
@@ -52,6 +60,12 @@ APPROVE_OPTION = "allow_once"
 PERMISSION_OPTIONS = [
     {"optionId": APPROVE_OPTION, "name": "Approve", "kind": "allow_once"},
     {"optionId": "reject_once", "name": "Deny", "kind": "reject_once"},
+]
+
+# Where a rule can cover the call (core/rules.py): an always answer keeps it for the project.
+ALWAYS_OPTIONS = [
+    {"optionId": "allow_always", "name": "Always in this project", "kind": "allow_always"},
+    {"optionId": "reject_always", "name": "Never in this project", "kind": "reject_always"},
 ]
 
 TITLE_MAX = 120
@@ -444,13 +458,19 @@ def permission_tool_call(
     warning: str | None,
     diff: FileDiff | None = None,
     question: str = APPROVAL_QUESTION,
+    always: AlwaysOffer | None = None,
 ) -> dict[str, Any]:
+    content = fields_content(tool, fields, warning, diff, question)
+    if always is not None:  # what the always options keep, as the terminal says it (escaped by the core)
+        from ..core.words import always_line
+
+        content.append(text_content(always_line(always.rules, always.project)))
     return {
         "toolCallId": call_id,
         "title": tool_title(tool, fields, question),
         "kind": tool_kind(tool),
         "status": "pending",
-        "content": fields_content(tool, fields, warning, diff, question),
+        "content": content,
     }
 
 
@@ -464,6 +484,18 @@ def granted(result: Any) -> bool:
         and outcome.get("outcome") == "selected"
         and outcome.get("optionId") == APPROVE_OPTION
     )
+
+
+def answer(result: Any, always: bool) -> bool | Always:
+    """A session/request_permission answer to an approval: allow_once is a yes; with `always`
+    offered, allow_always and reject_always are a yes or a no that keep the rule; else no."""
+    if always and isinstance(result, dict):
+        outcome = result.get("outcome")
+        if isinstance(outcome, dict) and outcome.get("outcome") == "selected":
+            chosen = outcome.get("optionId")
+            if chosen == ALLOW_ALWAYS or chosen == REJECT_ALWAYS:
+                return ALLOW_ALWAYS if chosen == ALLOW_ALWAYS else REJECT_ALWAYS
+    return granted(result)
 
 
 def result_status(status: str) -> str:

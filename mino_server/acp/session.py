@@ -15,6 +15,7 @@ import logging
 import os
 import stat
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
 
@@ -23,7 +24,7 @@ from ..jsonrpc import BUSY, Cancels, ClientError, RpcError, one_line
 from . import mapping as M
 
 if TYPE_CHECKING:
-    from ..core.contract import ApprovalRequest, Confirmation, Event
+    from ..core.contract import Always, ApprovalRequest, Confirmation, Event
     from ..core.conversation import Conversation
     from ..core.tools.paths import Target
     from ..core.tools.project_files import BeforeWrite, FileBytes
@@ -62,6 +63,7 @@ class AcpSession:
         if conversation.session_id is None:  # made once session/new or session/load selected one
             raise ValueError("an ACP session needs a conversation with a selected session")
         self.id: str = conversation.session_id
+        ui.config_options = self.config_options
         self._running = threading.Lock()
         self.cancel: CancelToken | None = None
         self.closed = False
@@ -119,6 +121,8 @@ class SessionUI:
         self.workdir = str(workdir)
         self.session_id: str | None = None  # known once the conversation has its session
         self._announced: set[str] = set()  # tool calls of this session the client was shown
+        # The session's config options as they are now (AcpSession.config_options), once it exists.
+        self.config_options: Callable[[], list[dict[str, Any]]] | None = None
 
     def update(self, update: dict[str, Any]) -> None:
         if self.session_id is not None:
@@ -128,6 +132,7 @@ class SessionUI:
     def event(self, event: Event) -> None:
         from ..core.contract import (
             ApprovalResolved,
+            ModeChanged,
             Notice,
             TextDelta,
             Thinking,
@@ -154,7 +159,7 @@ class SessionUI:
                     event.arguments,
                 )
             )
-            if event.decision != "ask":
+            if event.decision in ("run", "show"):  # asked: after the yes; refused: its result follows
                 self.update(M.in_progress(event.callId))
         elif isinstance(event, ApprovalResolved):
             if event.outcome == "approved":
@@ -169,19 +174,30 @@ class SessionUI:
             self.update(M.usage_update(event.inputTokens, event.contextWindow))
         elif isinstance(event, TurnEnd):
             self._announced.clear()
+        elif isinstance(event, ModeChanged):  # an approved plan ended plan mode: both views of the mode
+            self.update(M.current_mode_update(event.mode))
+            if self.config_options is not None:
+                self.update(M.config_option_update(self.config_options()))
         # AssistantMessage repeats the deltas already sent.
 
-    def approve(self, request: ApprovalRequest, cancel: CancelToken) -> bool:
+    def approve(self, request: ApprovalRequest, cancel: CancelToken) -> bool | Always:
         if self.session_id is None:
             return False
+        always = request.always is not None
         params = {
             "sessionId": self.session_id,
             "toolCall": M.permission_tool_call(
-                request.callId, request.tool, request.fields, request.warning, request.diff, request.question
+                request.callId,
+                request.tool,
+                request.fields,
+                request.warning,
+                request.diff,
+                request.question,
+                request.always,
             ),
-            "options": M.PERMISSION_OPTIONS,
+            "options": M.PERMISSION_OPTIONS + (M.ALWAYS_OPTIONS if always else []),
         }
-        return M.granted(self.agent.ask("session/request_permission", params, cancel))
+        return M.answer(self.agent.ask("session/request_permission", params, cancel), always)
 
     def confirm(self, question: Confirmation, cancel: CancelToken | None = None) -> bool:
         params = {

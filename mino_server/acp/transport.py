@@ -13,8 +13,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
+from ..core.inbound import too_much_json
 from ..jsonrpc import INVALID_REQUEST, PARSE_ERROR
-from ..stdio import MessageWriter, too_many_containers
+from ..stdio import MessageWriter
 
 MAX_LINE_BYTES = 32 * 1024 * 1024  # a prompt with 256 KiB of context is far below; a runaway client is not
 _CHUNK = 1 << 16
@@ -52,7 +53,7 @@ def read_messages(stream: BinaryIO, max_bytes: int = MAX_LINE_BYTES) -> Iterator
             continue
         if not line.strip():
             continue
-        crowded = too_many_containers(line)
+        crowded = too_much_json(line)
         if crowded:
             yield LineError(INVALID_REQUEST, f"Invalid request: {crowded}; it was skipped.")
             continue

@@ -239,6 +239,35 @@ def cmd_mcp(
         out(line)
 
 
+def cmd_rules(
+    conversation: Conversation, args: list[str], out: Callable[[str], None], ask: object, cancel: CancelToken
+) -> None:
+    from .words import NO_RULES, rule_line
+
+    store = conversation.store.rules
+    if args and args[0] == "delete" and len(args) == 2 and args[1].isdigit():
+        rules, _ = store.load()
+        n = int(args[1])
+        if not 1 <= n <= len(rules):
+            raise CommandError(f"There is no rule {n}; /rules lists them.")
+        chosen = rules[n - 1]
+        try:
+            store.delete(chosen.id)
+        except OSError as exc:
+            raise CommandError(f"The rule was not deleted: {exc.strerror or exc}.") from None
+        out(f"Deleted: {rule_line(n, chosen.effect, chosen.text, chosen.project)}")
+        return
+    if args:
+        raise CommandError("Usage: /rules, or /rules delete N (N from the list).")
+    rules, problems = store.load()
+    for line in problems:
+        out(line)
+    if not rules:
+        out(NO_RULES)
+    for n, rule in enumerate(rules, 1):
+        out(rule_line(n, rule.effect, rule.text, rule.project))
+
+
 COMMAND_TABLE: tuple[Command, ...] = (
     Command(
         "/new",
@@ -334,6 +363,19 @@ COMMAND_TABLE: tuple[Command, ...] = (
             "list the MCP servers with their state and tools",
             "List the MCP servers and their tools",
             rank=7,
+        ),
+    ),
+    Command(
+        "/rules",
+        "/rules",
+        "list the remembered decisions (always answers); /rules delete N removes one",
+        cmd_rules,
+        threads=InThreads(
+            "/rules [delete N]",
+            "list the remembered decisions (always answers), or delete rule N",
+            "List the remembered decisions, or delete one",
+            rank=8,
+            hint="delete N (optional)",
         ),
     ),
     Command(

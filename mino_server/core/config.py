@@ -78,6 +78,9 @@ class Config(Mutable):
     request_timeout_s: float = DEFAULT_TIMEOUT_S
     sandbox: str = "auto"
     sandbox_unix_sockets: bool = False  # true: sandboxed commands may use unix sockets (no seccomp filter)
+    # Hosts sandboxed commands may reach through Mino's proxy (tools/network.py); empty: no network.
+    # Only MINO_HOME's config.yaml sets it: nothing a project holds is read for it.
+    sandbox_network: tuple[str, ...] = ()
     soul: str = DEFAULT_SOUL
     # Where base_url and the key came from, for error lines and `mino doctor` (never the key itself).
     base_url_source: BaseUrlSource = "default"
@@ -179,6 +182,7 @@ CONFIG_KEYS = (
     "request_timeout_s",
     "sandbox",
     "sandbox_unix_sockets",
+    "sandbox_network",
     "wire_api",
     "reasoning_effort",
     "mcp_servers",
@@ -245,6 +249,13 @@ def load_config(
         if not isinstance(value, bool):
             raise ConfigError(f"{path}: 'sandbox_unix_sockets' must be true or false, got {value!r}")
         cfg.sandbox_unix_sockets = value
+    if "sandbox_network" in data:
+        from .tools.network import EntryError, parse_list  # only when the key is there
+
+        try:
+            cfg.sandbox_network = parse_list(data["sandbox_network"])
+        except EntryError as exc:
+            raise ConfigError(f"{path}: 'sandbox_network': {exc}") from None
     if "mcp_servers" in data and data["mcp_servers"] is not None:
         from .mcp import parse_servers  # no MCP SDK: only the shapes are checked here
 

@@ -19,6 +19,7 @@ from .values import Frozen, Mutable, frozen, mutable
 
 # The vocabularies (core/vocab.py), with the events and requests that use them. The tool names are
 # the registry's (core/tools/registry.py).
+from .vocab import ALLOW_ALWAYS as ALLOW_ALWAYS
 from .vocab import COMPLETED as COMPLETED
 from .vocab import DENIED as DENIED
 from .vocab import EFFORTS as EFFORTS
@@ -26,14 +27,18 @@ from .vocab import FAILED as FAILED
 from .vocab import INVALID_ARGUMENTS as INVALID_ARGUMENTS
 from .vocab import KINDS as KINDS
 from .vocab import MEMORY_TYPES as MEMORY_TYPES
+from .vocab import MODE_AFTER_PLAN as MODE_AFTER_PLAN
 from .vocab import MODE_HELP as MODE_HELP
 from .vocab import MODE_NAMES as MODE_NAMES
 from .vocab import MODES as MODES
+from .vocab import REJECT_ALWAYS as REJECT_ALWAYS
 from .vocab import TOOL_CATEGORIES as TOOL_CATEGORIES
 from .vocab import TOOL_STATUSES as TOOL_STATUSES
 from .vocab import TURN_STATUSES as TURN_STATUSES
 from .vocab import UNKNOWN as UNKNOWN
+from .vocab import Always as Always
 from .vocab import Decision as Decision
+from .vocab import Effect as Effect
 from .vocab import Effort as Effort
 from .vocab import Kind as Kind
 from .vocab import McpState as McpState
@@ -42,6 +47,7 @@ from .vocab import Mode as Mode
 from .vocab import Outcome as Outcome
 from .vocab import RewindAction as RewindAction
 from .vocab import Role as Role
+from .vocab import RuleKind as RuleKind
 from .vocab import SetupKind as SetupKind
 from .vocab import ToolCategory as ToolCategory
 from .vocab import ToolStatus as ToolStatus
@@ -73,6 +79,7 @@ APPROVAL_QUESTION = "Approve this operation?"
 # person reads before answering; docs/BEHAVIOUR.md, "Approval display").
 OUTSIDE_SANDBOX_QUESTION = "Run OUTSIDE the sandbox?"
 NO_SANDBOX_QUESTION = "Run without a sandbox, with your rights?"
+PLAN_QUESTION = "Carry out this plan?"  # exit_plan_mode: yes ends plan mode
 
 
 def protected_question(folder: str) -> str:
@@ -107,8 +114,17 @@ class ApprovalField(Frozen):
 
 
 @frozen(kw_only=True)
+class AlwaysOffer(Frozen):
+    """The rules an `always` answer keeps (docs/BEHAVIOUR.md, "Rules")."""
+
+    rules: list[str] = doc('what is kept, e.g. ["bash git status"]; escaped like a field value')
+    project: str = doc("the project they hold in: its working directory's real path, escaped")
+
+
+@frozen(kw_only=True)
 class ApprovalRequest(Frozen):
-    """A question for the person about one tool call; the answer is yes or no."""
+    """A question for the person about one tool call; the answer is yes or no, or `always` when
+    `always` is offered."""
 
     turnId: str
     callId: str
@@ -118,7 +134,7 @@ class ApprovalRequest(Frozen):
     question: str = doc(
         'what to answer, naming the risk: "Run OUTSIDE the sandbox?", "Run without a sandbox, with '
         'your rights?", "Write into .git/, where files run or instruct later?" (any protected folder), '
-        'else "Approve this operation?" (memory_save too: its screen is the one the user-memory '
+        '"Carry out this plan?" (exit_plan_mode, whose one field is the plan), else "Approve this operation?" (memory_save too: its screen is the one the user-memory '
         "chapter shows)",
         default=APPROVAL_QUESTION,
     )
@@ -126,6 +142,10 @@ class ApprovalRequest(Frozen):
     diff: FileDiff | None = optional(
         "write_file and edit_file: the whole file before and after, when both are UTF-8 text of at "
         "most 1 MiB (absent otherwise); the file on disk is untouched until approved"
+    )
+    always: AlwaysOffer | None = optional(
+        "where a rule can cover this call: the rules an `always` answer keeps for this project "
+        "(allow with a yes, deny with a no); absent where no rule can"
     )
 
 
@@ -188,7 +208,9 @@ class ToolCall(Frozen):
     fields: list[ApprovalField]
     warning: str | None = doc("shown after the fields (e.g. memory_save's warning)")
     decision: Decision = doc(
-        "run: read-only, shown quietly; ask: a mino/approve follows; show: runs without asking"
+        "run: read-only, shown quietly; ask: a mino/approve follows; show: runs without asking; "
+        "refuse: refused without asking, by plan mode or by a deny rule (its `Rule` field says "
+        "which); a denied tool_result follows"
     )
     diff: FileDiff | None = optional(
         "write_file and edit_file: as in mino/approve, also when no one is asked"
@@ -261,8 +283,27 @@ class Thinking(Frozen):
     text: str
 
 
+@frozen(kw_only=True)
+class ModeChanged(Frozen):
+    """The permission mode changed during a turn: the person approved a plan (exit_plan_mode), which
+    ends plan mode. Sent after the call's approval_resolved, before its tool_result."""
+
+    type: Literal["mode_changed"] = "mode_changed"
+    turnId: str
+    mode: Mode = doc("the mode now: the one the session had before plan mode (manual if none)")
+
+
 Event = Union[  # noqa: UP007  (a runtime union: docgen and the protocol parser read its members)
-    TextDelta, AssistantMessage, ToolCall, ToolResultEvent, ApprovalResolved, Notice, TurnEnd, Usage, Thinking
+    TextDelta,
+    AssistantMessage,
+    ToolCall,
+    ToolResultEvent,
+    ApprovalResolved,
+    Notice,
+    TurnEnd,
+    Usage,
+    ModeChanged,
+    Thinking,
 ]
 EVENT_TYPES: tuple[type, ...] = typing.get_args(Event)
 

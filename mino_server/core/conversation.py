@@ -26,6 +26,7 @@ from .cancel import CancelToken
 from .compaction import Compactor, TokenBudget
 from .config import Config
 from .contract import (
+    MODE_AFTER_PLAN,
     MODES,
     ContextItem,
     ContextUsage,
@@ -33,6 +34,7 @@ from .contract import (
     MemoryProblem,
     MemoryStatus,
     Mode,
+    ModeChanged,
     Notice,
     Startup,
     State,
@@ -77,6 +79,8 @@ class Conversation:
         self.workdir = workdir.resolve()
         self.ui = ui
         self.mode: Mode = mode or store.config.mode
+        # The mode /mode plan left, which an approved plan goes back to; None: manual (vocab.MODE_AFTER_PLAN).
+        self.before_plan: Mode | None = None
         self.model: str = store.config.model  # what this conversation's requests name (set_model)
         # what this conversation's requests ask of a reasoning model (set_reasoning_effort); None: nothing
         self.reasoning_effort: Effort | None = store.config.reasoning_effort
@@ -262,7 +266,21 @@ class Conversation:
     def set_mode(self, mode: str) -> None:
         if mode not in MODES:
             raise CommandError(f"Unknown permission mode {mode!r}. Modes: {', '.join(MODES)}.")
+        if mode == "plan" and self.mode != "plan":
+            self.before_plan = self.mode
+        elif mode != "plan":
+            self.before_plan = None  # the person left plan mode themselves
         self.mode = mode  # one of MODES: a Mode
+
+    def _leave_plan(self, turn_id: str) -> Mode:
+        """The person approved a plan (exit_plan_mode): back to the mode before plan mode. A mode the
+        person chose while the question was open stands (never widened to the one before plan)."""
+        if self.mode != "plan":
+            return self.mode
+        self.mode = self.before_plan or MODE_AFTER_PLAN
+        self.before_plan = None
+        self.ui.event(ModeChanged(turnId=turn_id, mode=self.mode))
+        return self.mode
 
     def set_model(self, model: str) -> None:
         """The model this conversation's next requests name: one of `config.model_choices`."""
@@ -373,7 +391,9 @@ class Conversation:
             index=None,
             instructions="",
             before_tools=None if self._sandbox_known else self._tools_ready,
+            rules=self.store.rules,
         )
+        turn.ctx.leave_plan = lambda: self._leave_plan(turn.turn_id)
         store = self.checkpoints
         if store is not None:  # every write of this turn keeps the file's previous state first
             from .checkpoints import CheckpointedFiles

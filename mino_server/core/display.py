@@ -259,7 +259,20 @@ def approval_fields(
 # thing read before answering (a reason faking `Sandbox: "bwrap"`). Labels named outside Mino (an
 # MCP tool's arguments) are never one of these: mcp.argument_label prefixes them with `argument `.
 DECIDING = frozenset(
-    {"Path", "Target", "Directory", "Memory", "Mode", "Type", "Lines", "Skill", "Sandbox", "Server"}
+    {
+        "Path",
+        "Target",
+        "Directory",
+        "Memory",
+        "Mode",
+        "Type",
+        "Lines",
+        "Skill",
+        "Sandbox",
+        "Network",
+        "Server",
+        "Rule",
+    }
 )
 
 

@@ -21,7 +21,7 @@ from .values import Frozen, frozen
 if TYPE_CHECKING:
     from .sessions.store import Holder, SessionStore
 
-CheckName = Literal["config", "key", "endpoint", "wire", "sandbox", "home", "vscode", "mcp"]
+CheckName = Literal["config", "key", "endpoint", "wire", "sandbox", "network", "home", "vscode", "mcp"]
 ENDPOINT_TIMEOUT_S = 10.0
 # Where VS Code, its remote server, code-server and VSCodium install extensions, under the home folder.
 EXTENSION_DIRS = (
@@ -81,6 +81,8 @@ def run_doctor(
     else:  # OpenAI's endpoint answers 401 to every request without a key: nothing more to learn
         checks.append(Check("endpoint", None, True, f"{config.base_url}: not asked until a key is set"))
     checks.append(check_sandbox(config))
+    if config.sandbox_network:
+        checks.append(check_network(config))
     checks.append(check_home(config))
     checks.append(check_vscode(env, protocol_version))
     if config.mcp_servers:
@@ -217,7 +219,7 @@ def check_sandbox(config: Config) -> Check:
     """The start-up probe's verdict and its reason (tools/sandbox.py detect)."""
     from .tools import sandbox
 
-    box, line = sandbox.detect(config.sandbox, config.sandbox_unix_sockets)
+    box, line = sandbox.detect(config.sandbox, config.sandbox_unix_sockets, config.sandbox_network)
     found = line.removeprefix("Sandbox: ")
     if box is not None and box.unready:
         fix = "free resources (open files, processes, memory) and run mino doctor again"
@@ -233,6 +235,112 @@ def check_sandbox(config: Config) -> Check:
     else:
         fix = "see docs/SECURITY.md; until then every command asks before it runs unsandboxed"
     return Check("sandbox", False, False, found, fix)
+
+
+# Run in the sandbox (python -I -S): CONNECT through the proxy to a listed and an unlisted target,
+# then a direct connection and a DNS lookup; one word each.
+NETWORK_PROBE = r"""
+import os, socket, sys
+host, port = os.environ["HTTPS_PROXY"].rsplit("/", 1)[-1].rsplit(":", 1)
+def through(target):
+    try:
+        s = socket.create_connection((host, int(port)), timeout=20)
+        s.sendall(("CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (target, target)).encode())
+        head = s.recv(300).decode("latin-1")
+        s.close()
+        return head.split(" ", 2)[1] if head.startswith("HTTP/") else "none"
+    except OSError:
+        return "none"
+def refused(f):
+    try:
+        f()
+    except OSError:
+        return "refused"
+    return "reached"
+print("listed", through(sys.argv[1]))
+print("unlisted", through(sys.argv[2]))
+print("direct", refused(lambda: socket.create_connection(("1.1.1.1", 443), timeout=5)))
+print("dns", refused(lambda: socket.getaddrinfo("example.com", 443)))
+"""
+NETWORK_PROBE_UNLISTED = "mino-doctor.invalid:443"
+NETWORK_PROBE_TIMEOUT_S = 60.0
+
+
+def check_network(config: Config) -> Check:
+    """config.yaml's sandbox_network: a sandboxed command reaches the first listed name (not a
+    wildcard) through the proxy, and not an unlisted one, nor anything directly, nor DNS."""
+    import subprocess
+    import sys
+    import tempfile
+
+    from .tools import sandbox
+    from .tools.network import parse_entry, proxy_for, show
+
+    box, line = sandbox.detect(config.sandbox, config.sandbox_unix_sockets, config.sandbox_network)
+    if box is None or not box.network:
+        return Check(
+            "network",
+            False,
+            False,
+            f"sandbox_network is set, but {line.removeprefix('Sandbox: ')}: sandboxed commands have no network",
+            "see the sandbox check above",
+        )
+    entries = [parse_entry(e) for e in box.network]
+    named = next((e for e in entries if not e.wildcard), None)
+    listed = show(named.host, named.port or 443) if named is not None else None
+    listener = proxy_for(box.network).listen()
+    workdir = Path(tempfile.mkdtemp(prefix="mino-doctor-"))
+    try:
+        command = [sys.executable, "-I", "-S", "-c", NETWORK_PROBE, listed or NETWORK_PROBE_UNLISTED]
+        argv, fds = box.wrap(
+            [*command, NETWORK_PROBE_UNLISTED], workdir, config.home, network=listener.folder
+        )
+        try:
+            done = subprocess.run(
+                argv, capture_output=True, text=True, pass_fds=fds, timeout=NETWORK_PROBE_TIMEOUT_S
+            )
+        finally:
+            for fd in fds:
+                os.close(fd)
+        seen = dict(line.split(" ", 1) for line in done.stdout.splitlines() if " " in line)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return Check("network", False, False, f"the test command did not run: {exc}", "see docs/SECURITY.md")
+    finally:
+        listener.close()
+        import shutil
+
+        shutil.rmtree(workdir, ignore_errors=True)
+    leaks = [
+        what
+        for what, bad in (
+            ("an unlisted name", seen.get("unlisted") != "403"),
+            ("a direct connection", seen.get("direct") != "refused"),
+            ("DNS", seen.get("dns") != "refused"),
+        )
+        if bad
+    ]
+    if leaks:
+        return Check(
+            "network",
+            False,
+            False,
+            f"a sandboxed command reached more than sandbox_network: {', '.join(leaks)}",
+            "do not rely on sandbox_network here; see docs/SECURITY.md",
+        )
+    rest = "an unlisted name, a direct connection and DNS refused"
+    if listed is None:
+        return Check("network", True, False, f"only wildcards listed, none tried; {rest}")
+    if seen.get("listed") != "200":
+        answer = seen.get("listed", "none")
+        return Check(
+            "network",
+            False,
+            False,
+            f"a sandboxed command could not reach {listed} through Mino's proxy "
+            f"(answer: {answer if answer != 'none' else 'no answer'}); {rest}",
+            f"check {listed} in sandbox_network and that this machine reaches it",
+        )
+    return Check("network", True, False, f"a sandboxed command reaches {listed} through Mino's proxy; {rest}")
 
 
 def check_home(config: Config) -> Check:

@@ -438,7 +438,9 @@ class McpTool:
             shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
             fields.append((argument_label(key), shown))
         # Bound to what was shown: the turn hands run() the very arguments these fields show.
-        return Prepared(fields=fields)
+        from .rules import Subject
+
+        return Prepared(fields=fields, subject=Subject("mcp", f"{spec.name}/{self.info.name}"))
 
     def run(self, args: dict[str, Any], ctx: ToolContext, prepared: Prepared[None]) -> ToolResult:
         server = self.server

@@ -28,6 +28,10 @@ _loop: asyncio.AbstractEventLoop | None = None
 _loop_lock = threading.Lock()
 STOP_TIMEOUT_S = 5.0  # a server's shutdown: stdin closed, then SIGTERM, then SIGKILL (the SDK's steps)
 STDERR_TAIL = 400  # the last characters of a failed server's stderr, in its one line
+# One message (one line) from a stdio server, bounded while it is read: the SDK's own reader holds
+# a line whole however long it grows (a 200 MiB result took 238 s and 1.3 GiB). A result the model
+# gets is cut at 256 KiB anyway (mcp.MAX_RESULT_CHARS); images are named, not passed on.
+MAX_MESSAGE_BYTES = 8 * 1024 * 1024
 
 
 def _runtime() -> asyncio.AbstractEventLoop:
@@ -51,8 +55,13 @@ class SdkConnection:
     def __init__(
         self, spec: ServerSpec, env: dict[str, str], cwd: str, on_exit: Callable[[str], None]
     ) -> None:
+        from .tools import orphans
+
         self.spec = spec
-        self.env = env
+        # A marker of its own in its environment: what the server starts (a `setsid` child too)
+        # is ended with it (orphans.end_service), never taken for a command's leftover.
+        self.marker = orphans.service(orphans.new_marker()) if spec.url is None else None
+        self.env = env if self.marker is None else {**env, orphans.MARKER: self.marker}
         self.cwd = cwd
         self.on_exit = on_exit
         self.tools: list[ToolInfo] = []
@@ -62,6 +71,7 @@ class SdkConnection:
         self._stop: asyncio.Event | None = None
         self._task: asyncio.Future[None] | None = None
         self._closing = False
+        self._ended: BaseException | None = None  # why the session's task ended, when it failed
 
     async def _serve(self, ready: asyncio.Future[None]) -> None:
         import anyio
@@ -92,6 +102,7 @@ class SdkConnection:
                     self.on_exit("stopped: the server closed its connection")
                     self._closing = True  # said once
         except BaseException as exc:  # noqa: B036 - the loop must outlive any server
+            self._ended = exc
             if not ready.done():
                 ready.set_exception(exc if isinstance(exc, Exception) else RuntimeError("stopped"))
             elif not self._closing:
@@ -107,8 +118,20 @@ class SdkConnection:
             from mcp.shared._httpx_utils import create_mcp_http_client
 
             return _http(spec.url, dict(spec.headers), streamable_http_client, create_mcp_http_client)
+        import mcp.client.stdio as sdk_stdio
         from mcp.client.stdio import StdioServerParameters, stdio_client
 
+        # The SDK reads the server's stdout through this one name: bounded lines instead. Checked,
+        # so that an SDK that reads otherwise refuses to start servers rather than lose the bound.
+        module: Any = sdk_stdio
+        if module.TextReceiveStream is not _BoundedLines:
+            from anyio.streams.text import TextReceiveStream
+
+            if module.TextReceiveStream is not TextReceiveStream:
+                raise RuntimeError(
+                    "this version of the MCP SDK reads stdio servers in a way Mino cannot bound"
+                )
+            module.TextReceiveStream = _BoundedLines
         params = StdioServerParameters(
             command=spec.command[0], args=list(spec.command[1:]), env=self.env, cwd=self.cwd
         )
@@ -137,7 +160,14 @@ class SdkConnection:
         try:
             _submit(begin()).result()
         except BaseException as exc:
+            self._end_leftovers()
             raise RuntimeError(self._failure(exc)) from None
+
+    def _end_leftovers(self) -> None:
+        if self.marker is not None:
+            from .tools import orphans
+
+            orphans.end_service(self.marker)
 
     def _failure(self, exc: BaseException) -> str:
         why = _describe(exc)
@@ -182,7 +212,7 @@ class SdkConnection:
             raise
         if not call.done():
             call.cancel()
-            raise ServerGone("the server exited")
+            raise ServerGone(self._gone("the server exited"))
         try:
             result = call.result()
         except Exception as exc:
@@ -190,7 +220,9 @@ class SdkConnection:
             from mcp.types import CONNECTION_CLOSED
 
             if self._task.done() or (isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED):
-                raise ServerGone(_describe(exc)) from None
+                # The session sees the stream close before its task has the reason: wait for it.
+                await asyncio.wait({self._task}, timeout=STOP_TIMEOUT_S)
+                raise ServerGone(self._gone(_describe(exc))) from None
             # An error answer, or a result the SDK refuses (structured content against the tool's
             # output schema, a result kind it does not take: RuntimeError) fails this call only;
             # the server is still running and keeps its tools.
@@ -201,6 +233,13 @@ class SdkConnection:
             (str(b.type), getattr(b, "text", None)) for b in result.content
         ]
         return CallOutcome(text=content_text(blocks), is_error=bool(result.is_error))
+
+    def _gone(self, otherwise: str) -> str:
+        """Why the connection ended, when Mino ended it (a message too large), else `otherwise`."""
+        ended = self._ended
+        while isinstance(ended, BaseExceptionGroup) and ended.exceptions:
+            ended = ended.exceptions[0]
+        return _describe(ended) if isinstance(ended, MessageTooLarge) else otherwise
 
     def close(self) -> None:
         self._closing = True
@@ -216,6 +255,7 @@ class SdkConnection:
 
         with contextlib.suppress(BaseException):
             _submit(stop()).result(STOP_TIMEOUT_S + 1)
+        self._end_leftovers()  # the SDK ends the server's process group; a `setsid` child left it
         with contextlib.suppress(OSError):
             self.errlog.close()
 
@@ -226,6 +266,69 @@ def connect(
     connection = SdkConnection(spec, env, cwd, on_exit)
     connection.start(timeout_s)
     return connection
+
+
+class MessageTooLarge(Exception):
+    """A stdio server sent a message over MAX_MESSAGE_BYTES, or one that would parse into too much
+    (inbound.too_much_json): its connection ends with this as the reason."""
+
+
+class _BoundedLines:
+    """What the SDK's stdio reader iterates over (in place of anyio's TextReceiveStream): the
+    server's stdout decoded, but only in whole lines, each at most MAX_MESSAGE_BYTES and within
+    inbound's JSON bounds. A longer line ends the connection as soon as the cap is passed, the pipe
+    closed first (the SDK then drains stdout until EOF: a server writing forever would hold it).
+    Whole lines also keep the SDK's `(buffer + chunk).split()` from going quadratic."""
+
+    def __init__(self, transport_stream: Any, encoding: str = "utf-8", errors: str = "strict") -> None:
+        import codecs
+
+        self._source = transport_stream
+        self._decoder = codecs.getincrementaldecoder(encoding)(errors=errors)
+        self._parts: list[bytes] = []  # the line being read
+        self._size = 0
+
+    def __aiter__(self) -> _BoundedLines:
+        return self
+
+    async def __anext__(self) -> str:
+        import anyio
+
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def receive(self) -> str:
+        while True:
+            chunk: bytes = await self._source.receive()  # at most 64 KiB
+            end = chunk.rfind(b"\n")
+            if end < 0:
+                self._size += len(chunk)
+                if self._size > MAX_MESSAGE_BYTES:
+                    await self._refuse(f"a message longer than {MAX_MESSAGE_BYTES // (1024 * 1024)} MiB")
+                self._parts.append(chunk)
+                continue
+            first = self._size + chunk.find(b"\n")  # the one line that may be long: the others fit a chunk
+            if first > MAX_MESSAGE_BYTES:
+                await self._refuse(f"a message longer than {MAX_MESSAGE_BYTES // (1024 * 1024)} MiB")
+            lines = b"".join((*self._parts, chunk[: end + 1]))
+            rest = chunk[end + 1 :]
+            self._parts, self._size = ([rest] if rest else []), len(rest)
+            from .inbound import too_much_json
+
+            crowded = too_much_json(lines[:first]) if first > 65536 else None
+            if crowded:
+                await self._refuse(crowded.replace("the message", "a message", 1))
+            return str(self._decoder.decode(lines))
+
+    async def _refuse(self, what: str) -> None:
+        import contextlib
+
+        self._parts, self._size = [], 0
+        with contextlib.suppress(Exception):
+            await self._source.aclose()
+        raise MessageTooLarge(f"the server sent {what}; its connection was closed")
 
 
 async def _relay(source: Any, sink: Any) -> None:

@@ -34,6 +34,7 @@ from urllib.parse import urlsplit
 
 from mino_server.core.cancel import Cancelled, CancelToken
 
+from .inbound import MAX_JSON_VALUES, too_much_json
 from .values import Mutable, mutable
 
 if TYPE_CHECKING:
@@ -42,6 +43,13 @@ if TYPE_CHECKING:
 __all__ = ["FunctionCall", "ModelClient", "ModelError", "ModelResponse", "alternating"]
 
 _RETRY_AFTER_CAP_S = 30.0
+# What one response may hold, bounded while it is read (a hostile or broken service, or a proxy,
+# could stream without end): one SSE event's data (`response.completed` repeats the whole
+# response: 16 MiB is far above a long answer with its tool calls), the whole body, and an error
+# answer's body (only its message is shown).
+MAX_EVENT_BYTES = 16 * 1024 * 1024
+MAX_RESPONSE_BYTES = 64 * 1024 * 1024
+MAX_ERROR_BODY_BYTES = 64 * 1024
 _ENDED_EARLY = "Model stream ended before the response completed"
 
 
@@ -145,9 +153,20 @@ def _body_message(raw: bytes) -> str | None:
     return _one_line(text, 200)
 
 
-def service_message(response: httpx.Response) -> str:
-    """The service's own error message, else the status's reason phrase."""
-    found = _body_message(response.content)
+def _read_capped(response: httpx.Response, limit: int) -> tuple[bytes, bool]:
+    """The body, read while counting: at most `limit` bytes, and whether there was more."""
+    body = bytearray()
+    for chunk in response.iter_bytes():
+        body += chunk
+        if len(body) > limit:
+            return bytes(body[:limit]), True
+    return bytes(body), False
+
+
+def service_message(response: httpx.Response, body: bytes | None = None) -> str:
+    """The service's own error message (in `body`, the start of the error answer; else the whole
+    body, read already), else the status's reason phrase."""
+    found = _body_message(response.content if body is None else body)
     if found:
         return found
     try:
@@ -262,19 +281,36 @@ _EOL = re.compile(rb"\r\n|\r|\n")
 
 def _sse_lines(response: httpx.Response) -> Iterator[str]:
     """The stream's lines. Only CR, LF and CRLF end a line (the SSE rule): httpx's iter_lines also
-    breaks on U+0085, U+2028 and U+2029, which a model's text may hold raw inside the JSON data."""
-    pending = b""
+    breaks on U+0085, U+2028 and U+2029, which a model's text may hold raw inside the JSON data.
+    Bounded while read: a line over MAX_EVENT_BYTES, or a body over MAX_RESPONSE_BYTES, ends it."""
+    pending = bytearray()  # the line being read (appended to in place: no quadratic copies)
+    total = 0
     for chunk in response.iter_bytes():
-        data = pending + chunk
-        hold = data.endswith(b"\r")  # maybe the first half of a CRLF split across chunks
-        *lines, pending = _EOL.split(data[:-1] if hold else data)
+        total += len(chunk)
+        if total > MAX_RESPONSE_BYTES:
+            raise ModelError(_too_large("response", MAX_RESPONSE_BYTES))
+        if not pending.endswith(b"\r") and not _EOL.search(chunk):  # no line ends in it
+            pending += chunk
+            if len(pending) > MAX_EVENT_BYTES:
+                raise ModelError(_too_large("line", MAX_EVENT_BYTES))
+            continue
+        pending += chunk
+        hold = pending.endswith(b"\r")  # maybe the first half of a CRLF split across chunks
+        *lines, rest = _EOL.split(pending[:-1] if hold else pending)
+        pending = bytearray(rest)
         if hold:
             pending += b"\r"
         for line in lines:
+            if len(line) > MAX_EVENT_BYTES:
+                raise ModelError(_too_large("line", MAX_EVENT_BYTES))
             yield line.decode("utf-8", "replace")
     for line in _EOL.split(pending):
         if line:
             yield line.decode("utf-8", "replace")
+
+
+def _too_large(what: str, limit: int) -> str:
+    return f"Model stream sent a {what} over {limit // (1024 * 1024)} MiB; it was not read further"
 
 
 class Job:
@@ -534,10 +570,10 @@ class ModelClient:
         status = response.status_code
         if status != 200:
             try:
-                response.read()
+                body, _ = _read_capped(response, MAX_ERROR_BODY_BYTES)
             except httpx.HTTPError as exc:
                 raise _Retryable(self._describe(exc), status) from None
-            message = f"Model request failed: HTTP {status}: {service_message(response)}"
+            message = f"Model request failed: HTTP {status}: {service_message(response, body)}"
             if status in (404, 405):  # no such endpoint: most often a base URL without its /v1
                 hint = "" if self.base_url.endswith("/v1") else ": does it need /v1?"
                 message += f" (POST {self.base_url}/{self.endpoint}; {self.origin or 'the base URL'}{hint}"
@@ -550,7 +586,13 @@ class ModelClient:
         if response.headers.get("content-type", "").startswith("application/json"):
             # A server that ignored `stream: true` and answered with the whole response object.
             try:
-                data = json.loads(response.read())
+                raw, more = _read_capped(response, MAX_RESPONSE_BYTES)
+                if more:
+                    raise ModelError(_too_large("response", MAX_RESPONSE_BYTES))
+                crowded = too_much_json(raw)
+                if crowded:
+                    raise ModelError(f"Model request failed: {crowded}")
+                data = json.loads(raw)
             except (ValueError, httpx.HTTPError):
                 raise ModelError("Model request failed: the service sent an unreadable response") from None
             return self._whole(data if isinstance(data, dict) else {})
@@ -605,22 +647,32 @@ class ModelClient:
     def _events(response: httpx.Response) -> Iterator[dict[str, Any]]:
         """Parse the SSE stream into event dicts (the `type` is inside the data; `event:` is a fallback)."""
         data: list[str] = []
+        size = 0  # of the event's data so far
         name = ""
         for line in _sse_lines(response):
             if line:
                 field, _, value = line.partition(":")
                 value = value[1:] if value.startswith(" ") else value
                 if field == "data":
+                    size += len(value) + 1
+                    if size > MAX_EVENT_BYTES:
+                        raise ModelError(_too_large("event", MAX_EVENT_BYTES))
                     data.append(value)
                 elif field == "event":
                     name = value
                 continue  # `id:`, comments (keep-alive pings)
             if not data:
                 continue
-            raw, data, event_name, name = "\n".join(data), [], name, ""
+            raw, data, size, event_name, name = "\n".join(data), [], 0, name, ""
             if raw.strip() == "[DONE]":  # Chat Completions' end (some Responses servers send it too)
                 yield {"type": "[DONE]"}
                 continue
+            # Fewer characters than the bound cannot hold more values than it: only long ones counted.
+            crowded = (
+                too_much_json(raw.encode("utf-8", "surrogatepass")) if len(raw) > MAX_JSON_VALUES else None
+            )
+            if crowded:
+                raise ModelError(f"Model stream sent an event that {crowded.removeprefix('the message ')}")
             try:
                 event = json.loads(raw)
             except ValueError:

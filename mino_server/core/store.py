@@ -28,6 +28,7 @@ from .sessions.store import Holder, SessionClaim, SessionInUse, SessionStore
 T = TypeVar("T")
 
 if TYPE_CHECKING:
+    from .rules import RuleStore
     from .tools.sandbox import Sandbox
 
 WATCH_INTERVAL_S = 0.5  # how often a watcher looks at the change counter: a few syscalls each time
@@ -41,6 +42,16 @@ class Store:
         self._sandbox: Background[tuple[Sandbox | None, str]] | None = None
         self._claims: dict[str, SessionClaim] = {}  # sessions this process has open
         self._own_changes: set[int] = set()  # counter values this process wrote (not news to it)
+        self._rules: RuleStore | None = None
+
+    @property
+    def rules(self) -> RuleStore:
+        """The remembered decisions under this home (core/rules.py), shared by its conversations."""
+        if self._rules is None:
+            from .rules import RuleStore
+
+            self._rules = RuleStore(self.config.home)
+        return self._rules
 
     def open(self) -> None:
         """Start what the first conversation needs (the sandbox probe). Nothing is locked for the
@@ -157,7 +168,9 @@ class Store:
 
         from .tools import orphans, sandbox  # noqa: F401
 
-        return sandbox.detect(self.config.sandbox, self.config.sandbox_unix_sockets)
+        return sandbox.detect(
+            self.config.sandbox, self.config.sandbox_unix_sockets, self.config.sandbox_network
+        )
 
 
 class Watcher:

@@ -10,21 +10,26 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .cancel import Cancelled, CancelToken
 from .compaction import Compactor, StreamingClient
 from .contract import (
+    ALLOW_ALWAYS,
     APPROVAL_QUESTION,
     COMPLETED,
     DENIED,
     FAILED,
     INVALID_ARGUMENTS,
+    REJECT_ALWAYS,
+    AlwaysOffer,
     ApprovalField,
     ApprovalRequest,
     ApprovalResolved,
     AssistantMessage,
+    Decision,
     Mode,
     Notice,
     Outcome,
@@ -37,7 +42,7 @@ from .contract import (
     TurnStatus,
     Usage,
 )
-from .decision import decide
+from .decision import ALLOW_RULE_MODES, DENY_RULE_MODES, decide
 from .errors import StorageError
 from .model_client import FunctionCall
 from .sessions.log import (
@@ -52,6 +57,11 @@ from .sessions.log import (
 from .tools.base import INTERRUPTED, ArgumentError, Tool, ToolContext, ToolFailure, ToolResult
 from .ui import UI
 from .values import Mutable, mutable
+from .words import rule_kept, rule_refused
+
+if TYPE_CHECKING:
+    from .rules import RuleStore, Subject, Verdict
+    from .vocab import Effect
 
 MAX_REQUESTS = 8
 MAX_TOOL_CALLS = 16
@@ -84,6 +94,9 @@ class Turn(Mutable):
     # Called once before the first tool call is looked at: completes ctx (the sandbox probe's verdict,
     # when the front end did not wait for it at start-up). None: ctx is complete.
     before_tools: Callable[[ToolContext], None] | None = None
+    # Remembered decisions (core/rules.py); None: no rule counts (tests that build a bare turn).
+    rules: RuleStore | None = None
+    _told: set[str] = field(default_factory=set)  # rules-file problems already shown this turn
     # images.Blobs, made when a message first has an image (a text-only turn imports nothing of it)
     _image_blobs: Any = None
 
@@ -125,12 +138,14 @@ class Turn(Mutable):
                             [r for r in log.replay_records() if r.get("turn_id") != turn_id], self._blobs
                         )
                         front = front_item(self.index, self.compactor.summary())
-                # Only the input grows from request to request: the instructions, the tools and
-                # the history before it stay byte for byte the same (the service's prompt cache).
+                # The mode may have changed since the last request. Otherwise only the input grows
+                # from request to request: the instructions, the tools and the history before it
+                # stay byte for byte the same (the service's prompt cache).
+                instructions, schemas = self._for_mode()  # the mode may have changed since the last request
                 body = {
-                    "instructions": self.instructions,
+                    "instructions": instructions,
                     "input": ([front] if front else []) + history_items + turn_items,
-                    "tools": self.schemas,
+                    "tools": schemas,
                     "prompt_cache_key": log.id,
                 }
                 requests += 1
@@ -262,6 +277,19 @@ class Turn(Mutable):
             self.ui.event(Notice(turnId=self.turn_id, text="Compacted the older history into a summary."))
         return done
 
+    def _for_mode(self) -> tuple[str, list[dict[str, Any]]]:
+        """The instructions and tools of the next request: in plan mode the model is told it is
+        planning and is offered exit_plan_mode; in any other mode both are as they always were."""
+        if self.mode() != "plan":
+            return self.instructions, self.schemas
+        from .tools.plan import PLAN_INSTRUCTIONS
+        from .tools.registry import tool_schemas
+
+        instructions = (
+            f"{self.instructions.rstrip()}\n\n{PLAN_INSTRUCTIONS}" if self.instructions else PLAN_INSTRUCTIONS
+        )
+        return instructions, tool_schemas(self.tools, plan=True)
+
     # ---- one function call ---------------------------------------------------------------------
     def _blobs(self) -> Any:
         """The session's kept images (core/images.py), read back for this turn's requests."""
@@ -313,15 +341,22 @@ class Turn(Mutable):
             return ToolResult(INVALID_ARGUMENTS, f"Invalid arguments: not valid JSON ({exc}).")
         except ArgumentError as exc:
             return ToolResult(INVALID_ARGUMENTS, f"Invalid arguments: {exc}")
+        mode = self.mode()  # one reading for the whole call: what prepare shows is what is decided
+        ctx.plan = mode == "plan"
         try:
             prepared = tool.prepare(args, ctx)
         except ArgumentError as exc:
             return ToolResult(INVALID_ARGUMENTS, f"Invalid arguments: {exc}")
         except ToolFailure as exc:
             return ToolResult(exc.status, str(exc))
-        decision = decide(prepared.kind or tool.kind(ctx), self.mode())
+        decision: Decision = decide(prepared.kind or tool.kind(ctx), mode)
+        verdict = self._rule_verdict(prepared.subject, decision, mode)
+        own = list(prepared.fields)
+        if verdict is not None:
+            decision = "show" if verdict.effect == "allow" else "refuse"
+            own.append(("Rule", ", ".join(verdict.rules)))
         shown, warning = approval_fields(
-            prepared.fields, prepared.warning, as_given=prepared.as_given
+            own, prepared.warning, as_given=prepared.as_given
         )  # shown the same everywhere
         fields = [ApprovalField(label=label, value=value) for label, value in shown]
         self.ui.event(
@@ -336,7 +371,15 @@ class Turn(Mutable):
                 arguments=raw,
             )
         )
+        if verdict is not None and verdict.effect == "deny":
+            return ToolResult(DENIED, rule_refused(", ".join(verdict.rules)))
+        if decision == "refuse":  # plan mode: not run, not asked; the model is told why
+            from .tools.plan import PLAN_REFUSED
+
+            return ToolResult(DENIED, PLAN_REFUSED)
         if decision == "ask":
+            kept = self._proposal(prepared.subject, mode)  # what an always answer keeps: what is shown
+            offer = self._shown_offer(kept)
             request = ApprovalRequest(
                 turnId=self.turn_id,
                 callId=call.call_id,
@@ -346,17 +389,24 @@ class Turn(Mutable):
                 question=prepared.question or APPROVAL_QUESTION,
                 workdir=str(self.workdir),
                 diff=prepared.diff,
+                always=offer,
             )
             try:
-                approved = bool(self.ui.approve(request, cancel))
+                answer = self.ui.approve(request, cancel)
             except Exception:
-                approved = False  # a front end that fails to ask has not approved
+                answer = False  # a front end that fails to ask has not approved
+            # Only an explicit yes approves (a front end's stray truthy value does not).
+            approved = answer is True or answer == ALLOW_ALWAYS
+            if kept and answer in (ALLOW_ALWAYS, REJECT_ALWAYS) and not cancel.cancelled:
+                self._keep_rules(kept, "allow" if approved else "deny")
             outcome: Outcome = "cancelled" if cancel.cancelled else ("approved" if approved else "denied")
             self.ui.event(ApprovalResolved(turnId=self.turn_id, callId=call.call_id, outcome=outcome))
             if cancel.cancelled:
                 return ToolResult(DENIED, "Not run: the user interrupted the turn before approving.")
             if not approved:
-                return ToolResult(DENIED, "The user denied this operation; nothing was done.")
+                return ToolResult(
+                    DENIED, prepared.denied or "The user denied this operation; nothing was done."
+                )
         try:
             return tool.run(args, ctx, prepared)
         except ToolFailure as exc:
@@ -365,6 +415,60 @@ class Turn(Mutable):
             return ToolResult(FAILED, INTERRUPTED)
         except OSError as exc:
             return ToolResult(FAILED, f"{call.name} failed: {exc.strerror or exc}")
+
+    # ---- remembered decisions (core/rules.py) ------------------------------------------------------
+    def _rule_verdict(self, subject: Subject | None, decision: Decision, mode: Mode) -> Verdict | None:
+        """The rule that decides this call, if any: a deny refuses it, an allow runs it unasked."""
+        if subject is None or self.rules is None or decision == "run" or mode not in DENY_RULE_MODES:
+            return None
+        try:
+            verdict, problems = self.rules.judge(subject, self.workdir)
+        except Exception as exc:  # an unreadable rules folder: the rules say nothing, the call asks
+            verdict, problems = None, [f"Rules could not be read: {one_line(exc)}."]
+        self._tell(problems)
+        if verdict is None or (verdict.effect == "allow" and mode not in ALLOW_RULE_MODES):
+            return None
+        if verdict.effect == "allow" and decision != "ask":
+            return None  # it runs unasked anyway; shown as it always was
+        return verdict
+
+    def _proposal(self, subject: Subject | None, mode: Mode) -> list[str]:
+        """The rules an always answer would keep for this call; empty where none may."""
+        if subject is None or self.rules is None or mode not in ALLOW_RULE_MODES:
+            return []
+        from .rules import propose
+
+        try:
+            return list(propose(subject, self.workdir) or ())
+        except Exception:  # the parser failing to load: no offer, the question stays yes or no
+            return []
+
+    def _shown_offer(self, texts: list[str]) -> AlwaysOffer | None:
+        if not texts:
+            return None
+        from .display import field_value
+        from .rules import project_key
+
+        return AlwaysOffer(
+            rules=[field_value(t)[0] for t in texts], project=field_value(project_key(self.workdir))[0]
+        )
+
+    def _keep_rules(self, texts: list[str], effect: Effect) -> None:
+        from .rules import project_key
+
+        assert self.rules is not None
+        try:
+            self.rules.add(texts, effect, self.workdir)
+        except (OSError, ValueError) as exc:
+            self.ui.event(Notice(turnId=self.turn_id, text=f"The rule was not kept: {one_line(exc)}"))
+            return
+        self.ui.event(Notice(turnId=self.turn_id, text=rule_kept(effect, texts, project_key(self.workdir))))
+
+    def _tell(self, problems: list[str]) -> None:
+        for line in problems:
+            if line not in self._told:
+                self._told.add(line)
+                self.ui.event(Notice(turnId=self.turn_id, text=line))
 
 
 def front_item(index: str | None, summary: str | None) -> dict[str, Any] | None:

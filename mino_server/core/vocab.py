@@ -10,15 +10,24 @@ from __future__ import annotations
 import typing
 from typing import Literal
 
-Mode = Literal["manual", "accept-edits", "bypass"]
+Mode = Literal["manual", "accept-edits", "bypass", "plan"]
 MODES: tuple[Mode, ...] = typing.get_args(Mode)
 # What each mode is called where a client shows a name, and what it does (`/mode`, ACP's modes).
-MODE_NAMES: dict[Mode, str] = {"manual": "Manual", "accept-edits": "Accept edits", "bypass": "Bypass"}
+MODE_NAMES: dict[Mode, str] = {
+    "manual": "Manual",
+    "accept-edits": "Accept edits",
+    "bypass": "Bypass",
+    "plan": "Plan",
+}
 MODE_HELP: dict[Mode, str] = {
     "manual": "asks before every command, file change and memory save",
     "accept-edits": "runs project file edits and sandboxed commands without asking; asks for the rest",
     "bypass": "runs everything without asking, showing each call",
+    "plan": "reads and runs read-only sandboxed commands without asking, refuses every change; "
+    "exit_plan_mode asks to carry out the plan",
 }
+# The mode a session goes back to when the person approves a plan and none was set before plan mode.
+MODE_AFTER_PLAN: Mode = "manual"
 
 # How hard a reasoning model is asked to think (config.yaml reasoning_effort; ACP's thought_level).
 Effort = Literal["minimal", "low", "medium", "high"]
@@ -29,10 +38,22 @@ WIRE_APIS: tuple[WireApi, ...] = typing.get_args(WireApi)
 
 # The rows of the permission decision table (mino_server/core/decision.py; docs/BEHAVIOUR.md).
 # "allowed": a tool config.yaml lets run without asking in accept-edits (an MCP server's `allow`).
-Kind = Literal["read_only", "project_write", "sandboxed", "other", "allowed"]
+# "plan_exit": exit_plan_mode, the person's yes to a plan: asked in every mode.
+Kind = Literal["read_only", "project_write", "sandboxed", "other", "allowed", "plan_exit"]
 KINDS: tuple[Kind, ...] = typing.get_args(Kind)
 
-Decision = Literal["run", "ask", "show"]
+# run: quietly; ask: the person answers first; show: runs without asking, shown; refuse: not run and
+# not asked (plan mode, or a deny rule), the model is told why.
+Decision = Literal["run", "ask", "show", "refuse"]
+# The answers to an approval besides yes and no: keep a rule (core/rules.py) and answer with it.
+Always = Literal["allow_always", "reject_always"]
+ALLOW_ALWAYS: Always = "allow_always"
+REJECT_ALWAYS: Always = "reject_always"
+# A remembered decision (core/rules.py): what it covers and what it decides.
+RuleKind = Literal["bash", "mcp", "write"]
+RULE_KINDS: tuple[RuleKind, ...] = typing.get_args(RuleKind)
+Effect = Literal["allow", "deny"]
+EFFECTS: tuple[Effect, ...] = typing.get_args(Effect)
 
 # What a tool does, as a client groups tool calls (an icon, a title): each tool names its own
 # (`category` on its class). The values are the Agent Client Protocol's tool kinds.

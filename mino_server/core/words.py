@@ -285,3 +285,29 @@ def context_cut(path: str, kept: int, size: int) -> str:
 def image_not_sent(placeholder: str) -> str:
     """An earlier message's image whose kept bytes are gone or changed (core/images.py)."""
     return f"An image of this session could not be sent again, only its name: {placeholder}"
+
+
+# ---- remembered decisions (core/rules.py) ---------------------------------------------------------
+def always_line(rules: list[str], project: str) -> str:
+    """Above a question a rule can cover (the values arrive escaped)."""
+    return f"a = always: {', '.join(rules)} in {project}"
+
+
+def rule_refused(rules: str) -> str:
+    return f'Refused by the rule "{rules}" (deny); nothing was done. /rules lists the rules.'
+
+
+def rule_kept(effect: str, rules: list[str], project: str) -> str:
+    from .display import field_value
+
+    shown = ", ".join(field_value(r)[0] for r in rules)
+    return f"Rule kept: {effect} {shown} in {field_value(project)[0]} (/rules lists and deletes rules)."
+
+
+def rule_line(n: int, effect: str, text: str, project: str) -> str:
+    from .display import field_value
+
+    return f"{n}. {effect} {field_value(text)[0]} in {field_value(project)[0]}"
+
+
+NO_RULES = "No rules. Answer `a` (always) to a question to keep one for this project."

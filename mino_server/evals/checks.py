@@ -172,6 +172,10 @@ def grade(case: Case, run: Run, live: bool) -> list[str]:
         failures.append(
             f"asked: approval was asked for {run.asked or 'nothing'}, expected {list(exp.asked) or 'nothing'}"
         )
+    if "questions" in keys and exp.questions is not None and exp.questions != len(run.asked):
+        failures.append(
+            f"questions: {len(run.asked)} approval questions were asked, expected {exp.questions}"
+        )
     if "request_count" in keys and exp.request_count != len(run.requests):
         failures.append(
             f"request_count: {len(run.requests)} requests were sent, expected {exp.request_count}"

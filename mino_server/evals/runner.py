@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from ..core.cancel import CancelToken
 from ..core.contract import (
+    ALLOW_ALWAYS,
+    Always,
     ApprovalRequest,
     Confirmation,
     Event,
@@ -102,9 +104,11 @@ class EvalUI:
             case Notice(text=text):
                 self.output.append(text)
 
-    def approve(self, request: ApprovalRequest, cancel: CancelToken) -> bool:
+    def approve(self, request: ApprovalRequest, cancel: CancelToken) -> bool | Always:
         self.asked.append(request.tool)
         approve = self.case.approve
+        if approve == "always":  # a person who answers `a` wherever it is offered, else yes
+            return ALLOW_ALWAYS if request.always is not None else True
         return approve == "all" or (isinstance(approve, tuple) and request.tool in approve)
 
     def confirm(self, question: Confirmation, cancel: CancelToken | None = None) -> bool:

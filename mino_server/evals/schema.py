@@ -68,6 +68,7 @@ EXPECT_KEYS = (
     "requests",
     "last_request",
     "request_count",
+    "questions",
     "files",
     "home_files",
     "memory_files",
@@ -76,7 +77,7 @@ EXPECT_KEYS = (
     "active_session",
 )
 # What depends on the script (the questions asked, the requests sent): not graded under --live.
-SCRIPTED_KEYS = ("asked", "requests", "last_request", "request_count")
+SCRIPTED_KEYS = ("asked", "requests", "last_request", "request_count", "questions")
 LIVE_KEYS = tuple(k for k in EXPECT_KEYS if k not in SCRIPTED_KEYS)
 REQUEST_KEYS = (
     "contains",
@@ -152,6 +153,7 @@ class Expect:
     requests: dict[int, RequestCheck] = field(default_factory=dict)
     last_request: RequestCheck | None = None
     request_count: int | None = None
+    questions: int | None = None  # approval questions asked in the whole case
     files: dict[str, FileCheck] = field(default_factory=dict)
     home_files: dict[str, FileCheck] = field(default_factory=dict)
     memory_files: dict[str, FileCheck] = field(default_factory=dict)
@@ -168,7 +170,8 @@ class Case:
     description: str = ""
     live: bool = False
     mode: str = "manual"
-    approve: str | tuple[str, ...] = "none"  # "all" | "none" | tool names
+    # "all" | "none" | "always" (yes, and `a` wherever a rule is offered) | tool names
+    approve: str | tuple[str, ...] = "none"
     confirm_recovery: bool = True
     confirm_clear: bool = False
     requires: tuple[str, ...] = ()
@@ -474,7 +477,7 @@ def _expect(value: object, turns: int) -> Expect:
             exp.requests[key] = _request_check(check, f"expect.requests.{key}")
     if "last_request" in spec:
         exp.last_request = _request_check(spec["last_request"], "expect.last_request")
-    for key in ("request_count", "memory_count", "session_count"):
+    for key in ("request_count", "questions", "memory_count", "session_count"):
         if key in spec:
             setattr(exp, key, _int(spec[key], f"expect.{key}"))
     for key in ("files", "home_files", "memory_files"):
@@ -518,9 +521,9 @@ def parse_case(data: object, file: str) -> Case:
         case.mode = _one_of(data["mode"], "mode", MODES)
     if "approve" in data:
         raw = data["approve"]
-        if isinstance(raw, str) and raw not in ("all", "none"):
-            raise CaseError("approve", f"must be all, none or a list of tool names, got {raw!r}")
-        case.approve = raw if raw in ("all", "none") else _tools(raw, "approve")
+        if isinstance(raw, str) and raw not in ("all", "none", "always"):
+            raise CaseError("approve", f"must be all, always, none or a list of tool names, got {raw!r}")
+        case.approve = raw if raw in ("all", "none", "always") else _tools(raw, "approve")
     for key in ("confirm_recovery", "confirm_clear"):
         if key in data:
             setattr(case, key, _bool(data[key], key))

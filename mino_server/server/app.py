@@ -34,7 +34,7 @@ from urllib.parse import unquote, urlsplit
 from .. import __version__
 from ..core.cancel import CancelToken
 from ..jsonrpc import Cancels, Outgoing, core_error, error_message, valid_id
-from ..stdio import Terminated, claim_stdio, configure_logging, raise_on_sigterm
+from ..stdio import Terminated, claim_stdio, configure_logging, end_what_mino_started, raise_on_sigterm
 from . import protocol as P
 from .handlers import EARLY, ROUTES
 from .opening import open_conversation
@@ -516,5 +516,7 @@ def serve(mode: str | None = None) -> int:
     code = server.run(stdin)
     sys.stderr.flush()
     # A tool stuck past the shutdown wait must not keep the process alive (pool threads are joined
-    # at interpreter exit); everything that matters (log, lock) is closed or fsynced by now.
+    # at interpreter exit); everything that matters (log, lock) is closed or fsynced by now. What
+    # Mino started (an MCP server still starting, what it left) goes with it.
+    end_what_mino_started()
     os._exit(code)

@@ -345,7 +345,7 @@ request against; `docs/protocol.schema.json` holds the same types as JSON Schema
 ## Lifecycle
 - `initialize`: the working directory is the first workspace folder (else `rootUri`, else the server's
   cwd); it must be a `file://` URI of an existing folder ({invalid_params} otherwise).
-  `initializationOptions` may carry `{{"mode": "manual" | "accept-edits" | "bypass"}}`, which
+  `initializationOptions` may carry `{{"mode": "manual" | "accept-edits" | "bypass" | "plan"}}`, which
   overrides `config.yaml` and `mino --stdio --mode`, and `{{"sessionId": ID}}`, the session the window
   showed before a reload ([Many windows on one home](#many-windows-on-one-home)). Result: `serverInfo {{name: "mino", version}}`,
   `capabilities.experimental.mino = {{protocolVersion: {version}, maxMessageBytes: {max_bytes}}}`.
@@ -474,11 +474,14 @@ them, to what the person typed (docs/BEHAVIOUR.md, "Editor context"):
   accepted them (a no, an error or an interrupt loads none for the session). Show `message` as it is.
 - notification `mino/event` `{{turnId, type, ...}}` with `type` one of `text_delta {{text}}`,
   `assistant_message {{text}}`, `tool_call {{callId, tool, fields, warning, decision: "run" | "ask" |
-  "show"}}`, `tool_result {{callId, tool, status, text}}`, `approval_resolved {{callId, outcome:
+  "show" | "refuse"}}` (`refuse`, from version 4: plan mode or a deny rule refused the call without
+  asking; its `denied` `tool_result` follows), `tool_result {{callId, tool, status, text}}`, `approval_resolved {{callId, outcome:
   "approved" | "denied" | "cancelled"}}` (sent whenever a pending approval ends, by answer, cancel or
   turn end, so every surface still showing it can dismiss it), `notice {{text}}`, `turn_end {{status}}`,
   `usage {{inputTokens, outputTokens, contextWindow}}` (after every model response that reported
-  usage; `State.usage` keeps the latest, restored on resume).
+  usage; `State.usage` keeps the latest, restored on resume), `mode_changed {{mode}}` (the person
+  approved a plan: `exit_plan_mode`'s `mino/approve`, question "Carry out this plan?", one field
+  `Plan`; plan mode ends and the mode is the one before it; `mino/stateChanged` follows at once).
   Events of a turn arrive in order and before the turn's result.
   A `tool_call` of `write_file` or `edit_file` carries `diff` too, also when nobody is asked.
 - notification `mino/stateChanged` State — after every change of session, mode or busy.
@@ -496,6 +499,16 @@ text without NUL bytes of at most 1 MiB (in UTF-8 bytes); otherwise it is absent
 alone describe the call. It is taken in the tool's prepare step from the same bytes the approval is
 bound to, and the file on disk is untouched until approved: if the file changes before the answer,
 nothing is written ("File changed after approval; nothing was written.").
+
+## Remembered decisions (rules, version 4)
+Where a rule can cover the call (docs/BEHAVIOUR.md, "Rules"), `mino/approve` params carry
+`always: {{rules, project}}`: the rules an always answer keeps and the project they hold in, both
+escaped like `fields`. Show them with an **Always in this project** action beside Approve and Deny;
+answer it `{{approved: true, always: true}}` (`{{approved: false, always: true}}` keeps deny rules).
+`always` in an answer to a request that offered none is ignored. A call a rule decides is not
+asked: its `tool_call` event has `decision: "show"` (allowed) or `"refuse"` (denied, a `denied`
+result follows) and the field `Rule` naming the rule. `mino/rules` lists every rule (numbered as
+`/rules` numbers them), `mino/rules/delete {{id}}` removes one; both work during a turn.
 
 ## Errors
 {error_table}

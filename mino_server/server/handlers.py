@@ -161,6 +161,30 @@ def memory_list(server: Connection, params: P.Empty, cancel: None) -> P.MemoryLi
     )
 
 
+def _rule_list(server: Connection) -> tuple[list[P.RuleInfo], list[str]]:
+    rules, problems = server.conversation.store.rules.load()
+    infos = [
+        P.RuleInfo(id=r.id, kind=r.kind, pattern=r.pattern, effect=r.effect, project=r.project) for r in rules
+    ]
+    return infos, problems
+
+
+def rules(server: Connection, params: P.Empty, cancel: None) -> P.RuleList:
+    infos, problems = _rule_list(server)
+    return P.RuleList(rules=infos, problems=problems)
+
+
+def rules_delete(server: Connection, params: P.RuleDeleteParams, cancel: None) -> P.RuleDeleteResult:
+    try:
+        deleted = server.conversation.store.rules.delete(params.id)
+    except OSError as exc:
+        from ..core.errors import CommandError
+
+        raise CommandError(f"The rule was not deleted: {exc.strerror or exc}.") from None
+    infos, _ = _rule_list(server)
+    return P.RuleDeleteResult(deleted=deleted is not None, rules=infos)
+
+
 def checkpoints(server: Connection, params: P.Empty, cancel: None) -> P.Checkpoints:
     from ..core.rewind import checkpoint_turns
 
@@ -257,6 +281,8 @@ ROUTES: dict[str, Route] = {
     "mino/checkpoints": Route(P.Empty, checkpoints, read_only=True),
     "mino/rewind": Route(P.RewindParams, rewind, lambda p: REWIND_RUNNING, cancellable=True),
     "mino/memory/list": Route(P.Empty, memory_list, read_only=True),
+    "mino/rules": Route(P.Empty, rules, read_only=True),
+    "mino/rules/delete": Route(P.RuleDeleteParams, rules_delete),
     "mino/files": Route(P.FilesParams, files, read_only=True),
     "mino/history": Route(P.HistoryParams, history, read_only=True),
 }

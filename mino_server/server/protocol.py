@@ -127,6 +127,7 @@ def internal_error_message(exc: BaseException) -> str:
 # ---- vocabularies, events and shared shapes: defined once in the core (core/contract.py) -------
 from ..core.contract import (  # noqa: E402, F401  (re-exported: the protocol's names for the core's classes)
     APPROVAL_QUESTION,
+    AlwaysOffer,
     ApprovalField,
     ApprovalRequest,
     ApprovalResolved,
@@ -135,6 +136,7 @@ from ..core.contract import (  # noqa: E402, F401  (re-exported: the protocol's 
     ConfirmFile,
     ContextItem,
     Decision,
+    Effect,
     Effort,
     Event,
     FileDiff,
@@ -148,6 +150,7 @@ from ..core.contract import (  # noqa: E402, F401  (re-exported: the protocol's 
     Notice,
     Outcome,
     Role,
+    RuleKind,
     State,
     TextDelta,
     ToolCall,
@@ -381,10 +384,40 @@ class History:
     more: bool = doc("earlier items exist: ask again with `before` = the first item's seq")
 
 
+@dataclass(kw_only=True)
+class RuleInfo:
+    id: str = doc("stable for as long as the rule is unchanged: what mino/rules/delete takes")
+    kind: RuleKind = doc("bash: a command's first words; mcp: SERVER/TOOL; write: a path glob in the project")
+    pattern: str = doc("the words, SERVER/TOOL or glob, as written in the rules file (not escaped)")
+    effect: Effect = doc("allow: runs without asking; deny: refused without asking")
+    project: str = doc("the project's real path the rule holds in")
+
+
+@dataclass(kw_only=True)
+class RuleList:
+    rules: list[RuleInfo] = doc("every rule under MINO_HOME/rules, numbered as /rules numbers them (1 first)")
+    problems: list[str] = doc("one line for each rules file that does not parse and is ignored")
+
+
+@dataclass(kw_only=True)
+class RuleDeleteParams:
+    id: str = doc("a rule's id from mino/rules")
+
+
+@dataclass(kw_only=True)
+class RuleDeleteResult:
+    deleted: bool = doc("false when no rule has this id (it changed or was deleted meanwhile)")
+    rules: list[RuleInfo] = doc("the rules after the delete, as mino/rules lists them")
+
+
 # ---- server → client ---------------------------------------------------------------------------
 @dataclass(kw_only=True)
 class ApproveResult:
     approved: bool
+    always: bool | None = optional(
+        "only when the request offered `always`: true keeps its rules for the project, allowing them "
+        "with `approved: true` (the panel's Always in this project), denying them with false"
+    )
 
 
 ConfirmKind = Literal["recovery", "skills", "rewind", "instructions"]
@@ -553,6 +586,14 @@ CLIENT_REQUESTS: list[Method] = [
         "the files back and leaves turns N and later out of every later request.",
     ),
     Method("mino/memory/list", "client", Empty, MemoryList, "The memory files, as loaded now."),
+    Method("mino/rules", "client", Empty, RuleList, "The remembered decisions (/rules), read now."),
+    Method(
+        "mino/rules/delete",
+        "client",
+        RuleDeleteParams,
+        RuleDeleteResult,
+        "Removes one rule (/rules delete N) by its id; later calls it covered ask again.",
+    ),
     Method(
         "mino/files",
         "client",

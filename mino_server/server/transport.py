@@ -12,7 +12,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
-from ..stdio import MessageWriter, too_many_containers
+from ..core.inbound import too_much_json
+from ..stdio import MessageWriter
 from . import protocol as P
 
 
@@ -98,7 +99,7 @@ def _show(raw: bytes, limit: int = 60) -> str:
 
 def decode(body: bytes) -> dict[str, Any] | FrameError:
     """The JSON object of a body, or the error to answer. Shape checks happen in the server."""
-    crowded = too_many_containers(body)
+    crowded = too_much_json(body)
     if crowded:
         return FrameError(P.INVALID_REQUEST, f"Invalid request: {crowded}; it was skipped.")
     try:

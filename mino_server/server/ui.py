@@ -7,7 +7,16 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from ..core.cancel import CancelToken
-from ..core.contract import ApprovalRequest, Confirmation, Event, MemoryProblem
+from ..core.contract import (
+    ALLOW_ALWAYS,
+    REJECT_ALWAYS,
+    Always,
+    ApprovalRequest,
+    Confirmation,
+    Event,
+    MemoryProblem,
+    ModeChanged,
+)
 from . import protocol as P
 
 
@@ -24,6 +33,8 @@ class Editor(Protocol):
 
     def log_message(self, text: str, kind: int = ...) -> None: ...
 
+    def state_changed(self, force: bool = False) -> None: ...
+
 
 class ServerUI:
     def __init__(self, server: Editor) -> None:
@@ -31,11 +42,16 @@ class ServerUI:
 
     def event(self, event: Event) -> None:
         self.server.notify("mino/event", P.dump(event))
+        if isinstance(event, ModeChanged):  # an approved plan ended plan mode: the mode picker follows now
+            self.server.state_changed()
 
-    def approve(self, request: ApprovalRequest, cancel: CancelToken) -> bool:
+    def approve(self, request: ApprovalRequest, cancel: CancelToken) -> bool | Always:
         answer = self.server.ask("mino/approve", P.dump(request), cancel)  # the core's question, as it is
         # Only an explicit yes approves: an error, a cancel or a malformed answer has denied.
-        return isinstance(answer, dict) and answer.get("approved") is True
+        approved = isinstance(answer, dict) and answer.get("approved") is True
+        if request.always is not None and isinstance(answer, dict) and answer.get("always") is True:
+            return ALLOW_ALWAYS if approved else REJECT_ALWAYS
+        return approved
 
     def confirm(self, question: Confirmation, cancel: CancelToken | None = None) -> bool:
         kind = question.kind

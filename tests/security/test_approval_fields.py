@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import math
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -31,6 +32,7 @@ CUT_WARNING = (
     "(cut from the middle). Deny unless you trust what you cannot see."
 )
 COLUMNS, ROWS = 200, 50  # cli_driver.spawn's terminal
+QUESTION = re.compile(r"Approve this operation\? \[y/N(?:/a)?\] ")
 
 
 def bash_call(command: str) -> dict:
@@ -44,7 +46,7 @@ def ask_through_the_pty(model: ScriptedModel, env: dict[str, str], workdir: Path
     child.logfile_read = transcript = io.StringIO()
     child.expect_exact("You> ")
     child.sendline("tidy up")
-    child.expect_exact("Approve this operation? [y/N] ")
+    child.expect(QUESTION)  # `[y/N/a]` where a rule could cover the command
     child.sendline("n")
     child.expect_exact("[Tool result: denied]")
     child.expect_exact("You> ")
@@ -52,7 +54,9 @@ def ask_through_the_pty(model: ScriptedModel, env: dict[str, str], workdir: Path
     child.expect(pexpect.EOF)
     out = transcript.getvalue()
     start = out.index("[Tool: bash]")
-    return out[start : out.index("Approve this operation? [y/N] ", start)]
+    found = QUESTION.search(out, start)
+    assert found is not None
+    return out[start : found.start()]
 
 
 def rows(block: str) -> int:

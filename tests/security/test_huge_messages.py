@@ -4,7 +4,7 @@ for notifications), with no traceback and no memory blow-up, and the process mus
 
 Found: `mino --acp` ended with a RecursionError traceback on a line of "[[[[…" 100,000 deep, and
 16 MiB of `[{},{},…]` would have become millions of dicts before any check (about 400 MB); both
-front ends now refuse a message with more than stdio.MAX_CONTAINERS objects and arrays unparsed.
+front ends now refuse a message with more than core/inbound.py MAX_CONTAINERS objects and arrays unparsed.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from acp_client import AcpClient
 from helpers import mino_env, quiet_home
 from server_client import Client
 
-from mino_server.stdio import MAX_CONTAINERS
+from mino_server.core.inbound import MAX_CONTAINERS
 from mino_server.testing.scripted_model import ScriptedModel
 
 

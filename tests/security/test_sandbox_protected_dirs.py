@@ -109,7 +109,7 @@ def test_outside_sandbox_asks_in_every_mode_but_bypass_and_shows_the_reason(work
         ("Reason", "write .git"),
     ]
     assert prepared.kind == "other"
-    assert [decide(prepared.kind or tool.kind(ctx), m) for m in MODES] == ["ask", "ask", "show"]
+    assert [decide(prepared.kind or tool.kind(ctx), m) for m in MODES] == ["ask", "ask", "show", "refuse"]
     plain = tool.prepare(tool.validate({"command": "ls"}), ctx)
     assert plain.kind is None and tool.kind(ctx) == "sandboxed"
     assert ("Sandbox", "bwrap") in plain.fields

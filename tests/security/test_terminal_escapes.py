@@ -65,7 +65,7 @@ def test_a_hostile_reply_cannot_hide_the_approval_block(
     child.expect_exact("You> ")
     child.sendline("check it")
     child.expect_exact("Command: \"printf '\\\\033[8mhidden")  # the real block
-    child.expect_exact("Approve this operation? [y/N] ")
+    child.expect_exact("Approve this operation? [y/N/a] ")
     child.sendline("y")
     child.expect_exact("[Tool result: completed]")
     child.expect_exact("You> ")

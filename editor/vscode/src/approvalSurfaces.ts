@@ -6,7 +6,7 @@
  */
 import * as vscode from 'vscode';
 import { errorMessage, type CancellationTokenLike } from './client/minoClient';
-import type { ApprovalBroker, ApprovalChange, PendingApproval } from './core/approvals';
+import type { ApprovalAnswer, ApprovalBroker, ApprovalChange, PendingApproval } from './core/approvals';
 import { isFileDiff } from './core/diffs';
 import type { PanelRoutes } from './core/panelRoutes';
 import type { Transcript } from './core/transcript';
@@ -45,14 +45,14 @@ export class ApprovalSurfaces implements vscode.Disposable {
   panelRoutes() {
     return {
       approval: (m) => {
-        const ok = this.host.broker.answer(m.key, m.approved, 'panel');
+        const ok = this.host.broker.answer(m.key, m.approved && m.always ? 'always' : m.approved, 'panel');
         if (!ok) this.host.channel.info('approval answer from the panel ignored: no longer pending');
       },
     } satisfies PanelRoutes;
   }
 
   /** `mino/approve`: held by the broker until someone answers (or the server withdraws it). */
-  request(p: ApprovalRequest, token: CancellationTokenLike): Promise<boolean> {
+  request(p: ApprovalRequest, token: CancellationTokenLike): Promise<ApprovalAnswer> {
     this.host.channel.info(`approval requested: ${p.tool} (call ${p.callId})`);
     return this.host.broker.request(p, token);
   }
@@ -62,10 +62,10 @@ export class ApprovalSurfaces implements vscode.Disposable {
     this.host.view.setBadge(this.host.broker.count);
   }
 
-  /** `mino.answerApproval`: Approve or Deny in the notification. */
+  /** `mino.answerApproval`: Approve, Always in this project (where offered) or Deny in the notification. */
   answerFromNotification(key: unknown, answer: unknown): void {
-    if (typeof key !== 'string' || (answer !== 'approve' && answer !== 'deny')) return;
-    if (!this.host.broker.answer(key, answer === 'approve', 'notification')) {
+    if (typeof key !== 'string' || (answer !== 'approve' && answer !== 'deny' && answer !== 'always')) return;
+    if (!this.host.broker.answer(key, answer === 'always' ? 'always' : answer === 'approve', 'notification')) {
       void vscode.window.showInformationMessage('Mino: this approval was already answered.');
     }
   }
@@ -110,6 +110,7 @@ export class ApprovalSurfaces implements vscode.Disposable {
     const risk = a.params.question && a.params.question !== APPROVAL_QUESTION ? `: ${a.params.question}` : '';
     const links = [
       commandLink('Approve', 'mino.answerApproval', [a.key, 'approve']),
+      ...(a.params.always ? [commandLink('Always in this project', 'mino.answerApproval', [a.key, 'always'])] : []),
       commandLink('Deny', 'mino.answerApproval', [a.key, 'deny']),
       commandLink('Show details', 'mino.showApproval', [a.key]),
     ].join('\u2002'); // an en space: does not collapse, keeps the toast on one line

@@ -484,6 +484,7 @@ export class Controller implements vscode.Disposable {
     this.registerCommand('mino.setReasoningEffort', () => this.sessions.setReasoningEffort());
     this.registerCommand('mino.compact', () => this.sessions.compact());
     this.registerCommand('mino.showMemories', () => this.sessions.showMemories());
+    this.registerCommand('mino.showRules', () => this.sessions.showRules());
     this.registerCommand('mino.openMemoryFolder', () => this.sessions.openMemoryFolder());
     this.registerCommand('mino.showLog', () => this.channel.show());
     this.registerCommand('mino.restartServer', () => this.server.restart());

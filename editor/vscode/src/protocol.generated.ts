@@ -23,12 +23,13 @@ export const MODE_HELP = {
   'manual': 'asks before every command, file change and memory save',
   'accept-edits': 'runs project file edits and sandboxed commands without asking; asks for the rest',
   'bypass': 'runs everything without asking, showing each call',
+  'plan': 'reads and runs read-only sandboxed commands without asking, refuses every change; exit_plan_mode asks to carry out the plan',
 } as const;
 
 // ---- vocabularies: each a union type and the list of its values ---------------------------------
 
-export type Mode = 'manual' | 'accept-edits' | 'bypass';
-export const MODES: readonly Mode[] = ['manual', 'accept-edits', 'bypass'];
+export type Mode = 'manual' | 'accept-edits' | 'bypass' | 'plan';
+export const MODES: readonly Mode[] = ['manual', 'accept-edits', 'bypass', 'plan'];
 
 export type Effort = 'minimal' | 'low' | 'medium' | 'high';
 export const EFFORTS: readonly Effort[] = ['minimal', 'low', 'medium', 'high'];
@@ -48,6 +49,12 @@ export const REWIND_ACTIONS: readonly RewindAction[] = ['restore', 'delete', 'ke
 export type MemoryType = 'user' | 'feedback' | 'project' | 'reference';
 export const MEMORY_TYPES: readonly MemoryType[] = ['user', 'feedback', 'project', 'reference'];
 
+export type RuleKind = 'bash' | 'mcp' | 'write';
+export const RULE_KINDS: readonly RuleKind[] = ['bash', 'mcp', 'write'];
+
+export type Effect = 'allow' | 'deny';
+export const EFFECTS: readonly Effect[] = ['allow', 'deny'];
+
 export type Role = 'user' | 'assistant' | 'tool';
 export const ROLES: readonly Role[] = ['user', 'assistant', 'tool'];
 
@@ -63,8 +70,8 @@ export const TOOL_STATUSES: readonly ToolStatus[] = [
 export type ConfirmKind = 'recovery' | 'skills' | 'rewind' | 'instructions';
 export const CONFIRM_KINDS: readonly ConfirmKind[] = ['recovery', 'skills', 'rewind', 'instructions'];
 
-export type Decision = 'run' | 'ask' | 'show';
-export const DECISIONS: readonly Decision[] = ['run', 'ask', 'show'];
+export type Decision = 'run' | 'ask' | 'show' | 'refuse';
+export const DECISIONS: readonly Decision[] = ['run', 'ask', 'show', 'refuse'];
 
 export type Outcome = 'approved' | 'denied' | 'cancelled';
 export const OUTCOMES: readonly Outcome[] = ['approved', 'denied', 'cancelled'];
@@ -435,6 +442,38 @@ export interface MemoryInfo {
   path: string;
 }
 
+export interface RuleList {
+  /** every rule under MINO_HOME/rules, numbered as /rules numbers them (1 first) */
+  rules: RuleInfo[];
+  /** one line for each rules file that does not parse and is ignored */
+  problems: string[];
+}
+
+export interface RuleInfo {
+  /** stable for as long as the rule is unchanged: what mino/rules/delete takes */
+  id: string;
+  /** bash: a command's first words; mcp: SERVER/TOOL; write: a path glob in the project */
+  kind: RuleKind;
+  /** the words, SERVER/TOOL or glob, as written in the rules file (not escaped) */
+  pattern: string;
+  /** allow: runs without asking; deny: refused without asking */
+  effect: Effect;
+  /** the project's real path the rule holds in */
+  project: string;
+}
+
+export interface RuleDeleteParams {
+  /** a rule's id from mino/rules */
+  id: string;
+}
+
+export interface RuleDeleteResult {
+  /** false when no rule has this id (it changed or was deleted meanwhile) */
+  deleted: boolean;
+  /** the rules after the delete, as mino/rules lists them */
+  rules: RuleInfo[];
+}
+
 export interface FilesParams {
   /** what follows the `@` typed so far (may be empty); matched ignoring case */
   prefix: string;
@@ -478,7 +517,10 @@ export interface HistoryItem {
   rewound?: boolean;
 }
 
-/** A question for the person about one tool call; the answer is yes or no. */
+/**
+ * A question for the person about one tool call; the answer is yes or no, or `always` when `always` is
+ * offered.
+ */
 export interface ApprovalRequest {
   turnId: string;
   callId: string;
@@ -487,8 +529,9 @@ export interface ApprovalRequest {
   warning: string | null;
   /**
    * what to answer, naming the risk: "Run OUTSIDE the sandbox?", "Run without a sandbox, with your rights?",
-   * "Write into .git/, where files run or instruct later?" (any protected folder), else "Approve this
-   * operation?" (memory_save too: its screen is the one the user-memory chapter shows)
+   * "Write into .git/, where files run or instruct later?" (any protected folder), "Carry out this plan?"
+   * (exit_plan_mode, whose one field is the plan), else "Approve this operation?" (memory_save too: its
+   * screen is the one the user-memory chapter shows)
    */
   question: string;
   workdir: string;
@@ -497,6 +540,11 @@ export interface ApprovalRequest {
    * (absent otherwise); the file on disk is untouched until approved
    */
   diff?: FileDiff;
+  /**
+   * where a rule can cover this call: the rules an `always` answer keeps for this project (allow with a yes,
+   * deny with a no); absent where no rule can
+   */
+  always?: AlwaysOffer;
 }
 
 /** One line of an approval display: `Label: "value"`. */
@@ -520,8 +568,21 @@ export interface FileDiff {
   after: string;
 }
 
+/** The rules an `always` answer keeps (docs/BEHAVIOUR.md, "Rules"). */
+export interface AlwaysOffer {
+  /** what is kept, e.g. ["bash git status"]; escaped like a field value */
+  rules: string[];
+  /** the project they hold in: its working directory's real path, escaped */
+  project: string;
+}
+
 export interface ApproveResult {
   approved: boolean;
+  /**
+   * only when the request offered `always`: true keeps its rules for the project, allowing them with
+   * `approved: true` (the panel's Always in this project), denying them with false
+   */
+  always?: boolean;
 }
 
 export interface ConfirmParams {
@@ -570,6 +631,7 @@ export type Event =
   | Notice
   | TurnEnd
   | Usage
+  | ModeChanged
   | Thinking;
 
 export type EventType = Event['type'];
@@ -583,6 +645,7 @@ export const EVENT_TYPES = {
   notice: 'Notice',
   turn_end: 'TurnEnd',
   usage: 'Usage',
+  mode_changed: 'ModeChanged',
   thinking: 'Thinking',
 } as const satisfies Record<EventType, string>;
 
@@ -609,7 +672,11 @@ export interface ToolCall {
   fields: ApprovalField[];
   /** shown after the fields (e.g. memory_save's warning) */
   warning: string | null;
-  /** run: read-only, shown quietly; ask: a mino/approve follows; show: runs without asking */
+  /**
+   * run: read-only, shown quietly; ask: a mino/approve follows; show: runs without asking; refuse: refused
+   * without asking, by plan mode or by a deny rule (its `Rule` field says which); a denied tool_result
+   * follows
+   */
   decision: Decision;
   /** write_file and edit_file: as in mino/approve, also when no one is asked */
   diff?: FileDiff;
@@ -666,6 +733,17 @@ export interface Usage {
   cachedTokens?: number;
   /** output tokens spent on reasoning, when reported */
   reasoningTokens?: number;
+}
+
+/**
+ * The permission mode changed during a turn: the person approved a plan (exit_plan_mode), which ends plan
+ * mode. Sent after the call's approval_resolved, before its tool_result.
+ */
+export interface ModeChanged {
+  type: 'mode_changed';
+  turnId: string;
+  /** the mode now: the one the session had before plan mode (manual if none) */
+  mode: Mode;
 }
 
 /** What the model was thinking (a reasoning summary): shown apart from the answer, never as it. */
@@ -750,6 +828,10 @@ export const Methods = {
   rewind: 'mino/rewind',
   /** Client request. The memory files, as loaded now. */
   memoryList: 'mino/memory/list',
+  /** Client request. The remembered decisions (/rules), read now. */
+  rules: 'mino/rules',
+  /** Client request. Removes one rule (/rules delete N) by its id; later calls it covered ask again. */
+  rulesDelete: 'mino/rules/delete',
   /**
    * Client request. Workspace files for `@` completion in the chat box; answers from a cached list (refreshed
    * in the background every few seconds), so it is quick in a large tree. Works during a turn.
@@ -827,6 +909,8 @@ export const METHOD_TABLE: { readonly [M in MethodName]: MethodInfo } = {
   'mino/checkpoints': { sender: 'client', kind: 'request', params: 'Empty', result: 'Checkpoints' },
   'mino/rewind': { sender: 'client', kind: 'request', params: 'RewindParams', result: 'RewindResult' },
   'mino/memory/list': { sender: 'client', kind: 'request', params: 'Empty', result: 'MemoryList' },
+  'mino/rules': { sender: 'client', kind: 'request', params: 'Empty', result: 'RuleList' },
+  'mino/rules/delete': { sender: 'client', kind: 'request', params: 'RuleDeleteParams', result: 'RuleDeleteResult' },
   'mino/files': { sender: 'client', kind: 'request', params: 'FilesParams', result: 'FileList' },
   'mino/history': { sender: 'client', kind: 'request', params: 'HistoryParams', result: 'History' },
   'mino/approve': { sender: 'server', kind: 'request', params: 'ApprovalRequest', result: 'ApproveResult' },
@@ -855,6 +939,8 @@ export interface ClientRequests {
   'mino/checkpoints': { params: Empty; result: Checkpoints };
   'mino/rewind': { params: RewindParams; result: RewindResult };
   'mino/memory/list': { params: Empty; result: MemoryList };
+  'mino/rules': { params: Empty; result: RuleList };
+  'mino/rules/delete': { params: RuleDeleteParams; result: RuleDeleteResult };
   'mino/files': { params: FilesParams; result: FileList };
   'mino/history': { params: HistoryParams; result: History };
 }

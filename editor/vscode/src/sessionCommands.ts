@@ -208,6 +208,37 @@ export class SessionCommands {
     void vscode.window.showInformationMessage(`Mino: ${r.message}`);
   }
 
+  /**
+   * The remembered decisions (`/rules`): every rule numbered, with its project; picking one offers
+   * to delete it, after which the calls it covered ask again.
+   */
+  async showRules(): Promise<void> {
+    const client = this.host.requireClient();
+    if (!client) return;
+    const r = await client.listRules();
+    for (const p of r.problems ?? []) void vscode.window.showWarningMessage(`Mino: ${p}`);
+    if (!r.rules.length) {
+      void vscode.window.showInformationMessage('Mino: no rules. Answer Always in this project to a question to keep one.');
+      return;
+    }
+    type Item = vscode.QuickPickItem & { id: string };
+    const items: Item[] = r.rules.map((rule, n) => ({
+      label: `${n + 1}. ${rule.effect} ${rule.kind} ${rule.pattern}`,
+      detail: rule.project,
+      id: rule.id,
+    }));
+    const pick = await vscode.window.showQuickPick(items, {
+      title: `Mino: Rules (${r.rules.length})`,
+      placeHolder: 'Pick a rule to delete it',
+      matchOnDetail: true,
+    });
+    if (!pick) return;
+    const sure = await vscode.window.showWarningMessage(`Mino: delete the rule "${pick.label}"?`, { modal: true }, 'Delete');
+    if (sure !== 'Delete') return;
+    const done = await client.deleteRule(pick.id);
+    void vscode.window.showInformationMessage(done.deleted ? `Mino: deleted ${pick.label}.` : 'Mino: that rule had already changed or gone.');
+  }
+
   async showMemories(): Promise<void> {
     const client = this.host.requireClient();
     if (!client) return;

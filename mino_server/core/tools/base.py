@@ -10,6 +10,7 @@ A call goes through four steps, each with its own rule:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
@@ -22,13 +23,14 @@ from ..contract import DENIED as DENIED
 from ..contract import FAILED as FAILED
 from ..contract import INVALID_ARGUMENTS as INVALID_ARGUMENTS
 from ..contract import UNKNOWN as UNKNOWN
-from ..contract import FileDiff, Kind, ToolCategory, ToolStatus
+from ..contract import FileDiff, Kind, Mode, ToolCategory, ToolStatus
 from ..errors import ArgumentError as ArgumentError
 from ..errors import ToolFailure as ToolFailure
 from ..values import Frozen, Mutable, frozen, mutable
 from .project_files import DISK, ProjectFiles
 
 if TYPE_CHECKING:
+    from ..rules import Subject
     from .sandbox import Sandbox
 
 A = TypeVar("A")  # a tool's validated arguments: validate() makes them, prepare() and run() take them
@@ -61,10 +63,15 @@ class Prepared(Generic[S], Mutable):
     diff: FileDiff | None = None
     # The question when this call asks, naming its risk (contract.py); None: APPROVAL_QUESTION.
     question: str | None = None
+    # What the model is told when the person says no; None: the turn's general denial.
+    denied: str | None = None
     # Shown in the order given, not with the deciding fields moved last: memory_save, whose screen
     # (Memory, Directory, Mode, Type, Summary, Details) is reproduced exactly as the user-memory
     # chapter shows it. Every value is still one escaped, quoted line, so none can pass for a field.
     as_given: bool = False
+    # What of this call a rule may cover (core/rules.py); None: no rule reaches it (memory saves,
+    # commands outside the sandbox or without one, writes into protected folders).
+    subject: Subject | None = None
 
 
 @mutable
@@ -82,6 +89,12 @@ class ToolContext(Mutable):
     files: ProjectFiles = DISK
     # Environment variables commands never see: Mino's own model API key must not be one `echo` away.
     hidden_env: frozenset[str] = frozenset({"MINO_API_KEY", "OPENAI_API_KEY"})
+    # The call is made in plan mode (set by the turn before each call): bash runs in a sandbox whose
+    # whole file system is read-only, the working directory too.
+    plan: bool = False
+    # Plan mode ends (exit_plan_mode, once the person said yes): the conversation goes back to the
+    # mode it had before and returns it. None: nothing can end plan mode here.
+    leave_plan: Callable[[], Mode] | None = None
 
 
 class ToolOf(Protocol[A, S]):

@@ -39,6 +39,9 @@ from .base import (
 if TYPE_CHECKING:
     from subprocess import Popen
 
+    from .network import Listener
+    from .sandbox import Sandbox
+
 DEFAULT_TIMEOUT_S = 120.0
 MAX_TIMEOUT_S = 600.0
 OUTPUT_CAP = 64 * 1024  # half for the start of the output, half for the end
@@ -144,30 +147,67 @@ class BashTool(ToolOf[BashArgs, protected.Found]):
                 f"The sandbox could not start ({ctx.sandbox.unready}); nothing was run. "
                 "The next turn tries to start it again."
             )
+        if ctx.plan:  # the whole file system read-only: the protected folders need no walk to stay so
+            return Prepared([*fields, ("Sandbox", f"{ctx.sandbox.name}, read-only (plan mode)")], state=found)
         fields.append(("Sandbox", ctx.sandbox.name))
+        if ctx.sandbox.network:
+            from .network import shown_list
+
+            fields.append(("Network", shown_list(ctx.sandbox.network)))
         if not found.complete:
             # Folders the walk missed cannot be kept read-only: not a sandbox to trust, so it asks.
             return Prepared(fields, protected_walk_incomplete(found.entries), state=found, kind="other")
-        return Prepared(fields, state=found)
+        from ..rules import Subject
+
+        return Prepared(fields, state=found, subject=Subject("bash", args.command))
 
     def run(self, args: BashArgs, ctx: ToolContext, prepared: Prepared[protected.Found]) -> ToolResult:
-        import subprocess  # here, not at import: the tool set is loaded on start-up paths that run nothing
-
-        from . import orphans  # with ctypes, ~2-4 ms: loaded by the sandbox probe before any command
-
         ctx.cancel.check()
         sandbox = None if args.outside_sandbox else ctx.sandbox
         argv = ["bash", "-c", args.command]
         fds: list[int] = []
+        listener = None
         if sandbox is not None:
             try:
+                # The proxy (started with the first such command) and its socket; plan mode has no network.
+                if sandbox.network and not ctx.plan:
+                    from .network import proxy_for
+
+                    listener = proxy_for(sandbox.network).listen()
                 argv, fds = sandbox.wrap(
-                    argv, ctx.workdir, ctx.home, protected.mount_sources(ctx.workdir, prepared.state)
+                    argv,
+                    ctx.workdir,
+                    ctx.home,
+                    protected.mount_sources(ctx.workdir, prepared.state),
+                    read_only=ctx.plan,
+                    network=listener.folder if listener is not None else None,
                 )
             except OSError as e:
+                if listener is not None:
+                    listener.close()
                 raise ToolFailure(
                     f"Cannot prepare the sandbox in {ctx.workdir}: {e.strerror or e}."
                 ) from None
+        try:
+            return self._run(args, ctx, prepared, sandbox, argv, fds, listener)
+        finally:
+            if listener is not None:
+                listener.close()
+
+    def _run(
+        self,
+        args: BashArgs,
+        ctx: ToolContext,
+        prepared: Prepared[protected.Found],
+        sandbox: Sandbox | None,
+        argv: list[str],
+        fds: list[int],
+        listener: Listener | None,
+    ) -> ToolResult:
+        import subprocess  # here, not at import: the tool set is loaded on start-up paths that run nothing
+
+        from . import orphans  # with ctypes, ~2-4 ms: loaded by the sandbox probe before any command
+
         marker = orphans.new_marker()
         env = {k: v for k, v in os.environ.items() if k not in ctx.hidden_env}
         env[orphans.MARKER] = marker  # how a leftover that left the session is traced to this command
@@ -193,7 +233,11 @@ class BashTool(ToolOf[BashArgs, protected.Found]):
                 os.close(fd)
         outcome, output = _supervise(proc, ctx.cancel, args.timeout_s, lambda: orphans.end(run))
         changed = protected.changes(prepared.state, protected.find(ctx.workdir, prepared.state.skip))
-        notice = protected_folders_changed(changed) if changed else None
+        # One line per refused destination, then the protected folders' notice: both the person sees.
+        lines = listener.close() if listener is not None else []
+        if changed:
+            lines.append(protected_folders_changed(changed))
+        notice = "\n".join(lines) or None
         told = f"\n{notice}" if notice else ""
         if outcome == "cancelled":
             if notice:  # what it made before the interrupt is told all the same

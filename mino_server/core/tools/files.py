@@ -142,7 +142,10 @@ def _write_prepared(
     protected = _protected_warning(target)
     warning = " ".join(w for w in (protected, preview_note) if w) or None
     if not protected:
-        return Prepared(fields, warning=warning, state=state, diff=diff)
+        from ..rules import Subject
+
+        subject = Subject("write", "/".join(target.parts))
+        return Prepared(fields, warning=warning, state=state, diff=diff, subject=subject)
     question = protected_question(escape_value(target.protected or ""))  # `.git` in the case written
     return Prepared(fields, warning=warning, state=state, kind="other", diff=diff, question=question)
 

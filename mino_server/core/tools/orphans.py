@@ -13,8 +13,15 @@ Which command an adopted child came from (several may run at once, one per conve
 3. neither (setsid with a cleared environment, or a marker no running command has: anyone can
    write one): it started while this command ran and no other running command had started
    before it; otherwise it is left for the last of those to end.
-Every child process Mino starts goes through start() (commands, the sandbox probe), so an adopted
-child that is none of them is some command's. Elsewhere (macOS), only the process group is killed.
+Every child process Mino starts goes through start() (commands, the sandbox probe) or is a service
+(an MCP server: service() gives it a marker of its own, and what carries that marker is never a
+command's), so an adopted child that is none of them is some command's. Elsewhere (macOS), only the
+process group is killed.
+
+Nothing Mino starts outlives it: end_service() ends what a stopped server left (its `setsid`
+children, adopted by Mino once the server is gone), and when Mino's process exits, end_all() kills
+every descendant it still has (atexit, and every front end's os._exit, which skips atexit). What
+this cannot cover (Mino itself killed with SIGKILL) is in docs/SECURITY.md.
 """
 
 from __future__ import annotations
@@ -52,6 +59,7 @@ class Run(Frozen):
 
 _lock = threading.Lock()  # held while a command's process is started and registered
 _running: dict[int, Run] = {}
+_services: set[bytes] = set()  # the markers of the services (MCP servers) that run now
 _adopting: bool | None = None  # None: not tried yet
 _children_files = True  # /proc/PID/task/TID/children (CONFIG_PROC_CHILDREN); else a /proc scan
 
@@ -84,6 +92,10 @@ def prepare() -> None:
             except (OSError, AttributeError):
                 ok = False
             _children_files = os.path.exists(f"/proc/{os.getpid()}/task/{threading.get_native_id()}/children")
+            if ok:
+                import atexit
+
+                atexit.register(end_all)
         _adopting = ok
 
 
@@ -129,6 +141,53 @@ def end(run: Run) -> None:
         time.sleep(0.001)
 
 
+def service(marker: str) -> str:
+    """Register a long-lived child (an MCP server) whose environment carries MARKER=`marker`:
+    what carries it belongs to no command. Returns `marker`. Makes Mino a subreaper first, so that
+    what the service leaves when it ends is Mino's to end (end_service)."""
+    prepare()
+    with _lock:
+        _services.add(_MARKER_KEY + marker.encode() + b"\0")
+    return marker
+
+
+def end_service(marker: str) -> None:
+    """After the service was stopped: kill and reap every process Mino adopted that carries its
+    marker (and everything below each), the service itself if it is still there."""
+    key = _MARKER_KEY + marker.encode() + b"\0"
+    with _lock:
+        _services.discard(key)
+    if _adopting:
+        _sweep(lambda pid: key in _environ(pid))
+
+
+def end_all() -> None:
+    """Mino is exiting: kill every descendant it still has, and reap them. No lock taken (this may
+    run while another thread is stuck holding one), nothing but /proc reads and signals."""
+    if _adopting:
+        _sweep(lambda pid: True)
+
+
+def _sweep(chosen: Callable[[int], bool]) -> None:
+    """Kill the children of Mino that `chosen` picks, each with its tree, until none is left."""
+    me = os.getpid()
+    killed: dict[int, int] = {}
+    deadline = time.monotonic() + REAP_WAIT_S
+    while True:
+        busy = False
+        for pid in _children(me):
+            state, _, _, start = _stat_of(pid)
+            if not state or (killed.get(pid) != start and not chosen(pid)):
+                continue
+            if state != "Z" and killed.get(pid) != start:
+                _kill_tree(pid, start, killed, me)
+            _reap(pid)
+            busy = True
+        if not (busy or _any_left(killed)) or time.monotonic() > deadline:
+            return
+        time.sleep(0.001)
+
+
 def _linux() -> bool:
     return sys.platform.startswith("linux")
 
@@ -141,6 +200,8 @@ def _belongs(pid: int, sid: int, start: int, run: Run, others: list[Run]) -> boo
         return True
     if any(other.marker in env for other in others):
         return False  # a command's that runs now: it ends with that one
+    if any(key in env for key in _services):
+        return False  # a running MCP server or what it started: it ends with that server
     # No marker, or one no running command has (forged, or copied from an ended command): only
     # the order of starts can tell.
     return start >= run.start and not any(other.start <= start for other in others)

@@ -19,6 +19,7 @@ def default_tools() -> dict[str, Tool]:
     from .bash import BashTool
     from .files import EditFileTool, ReadFileTool, WriteFileTool
     from .memory_tools import MemorySaveTool, MemoryViewTool
+    from .plan import ExitPlanModeTool
     from .skill_view import SkillViewTool
 
     tools: list[Tool] = [
@@ -29,15 +30,18 @@ def default_tools() -> dict[str, Tool]:
         SkillViewTool(),
         MemoryViewTool(),
         MemorySaveTool(),
+        ExitPlanModeTool(),
     ]
     return {t.name: t for t in tools}
 
 
-def tool_schemas(tools: dict[str, Tool]) -> list[dict[str, Any]]:
-    """Function tools for the Responses API request."""
+def tool_schemas(tools: dict[str, Tool], plan: bool = False) -> list[dict[str, Any]]:
+    """Function tools for the Responses API request; a tool marked `plan_only` (exit_plan_mode) only
+    when `plan`, so the list other modes send is the same as before plan mode existed."""
     return [
         {"type": "function", "name": t.name, "description": t.description, "parameters": t.parameters}
         for t in tools.values()
+        if plan or not getattr(t, "plan_only", False)
     ]
 
 

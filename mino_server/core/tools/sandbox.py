@@ -4,8 +4,9 @@ Inside bubblewrap: the whole file system read-only except the working directory;
 `.mino` and `.vscode` read-only at any depth (what they hold runs later, outside the sandbox: git
 hooks and core.fsmonitor, project skills, editor tasks; found by protected.py's bounded walk);
 MINO_HOME read-only like the rest, or hidden (an empty read-only folder) when it is inside the
-working directory (Mino started in ~); a private /tmp; no network; a fresh /proc of its own pid
-namespace, in which the files that change the kernel (/proc/sys, /proc/sysrq-trigger, ...) are
+working directory (Mino started in ~); a private /tmp; no network; its own IPC, UTS and (where the
+kernel has them) cgroup namespaces, so the host's SysV and POSIX IPC objects are out of reach; a
+fresh /proc of its own pid namespace, in which the files that change the kernel (/proc/sys, /proc/sysrq-trigger, ...) are
 read-only, since a root without capabilities may still write them; no capabilities, even when Mino
 runs as root; no new privileges; and a seccomp filter (built with libseccomp) that refuses unix
 sockets, which read-only mounts do not stop (connect() on a socket file needs no write access), and
@@ -14,11 +15,12 @@ the command.
 
 detect() runs one probe that reads /proc/self/status inside the sandbox and opens a few kernel
 settings for writing, so a machine where the sandbox cannot start, or starts weaker than that
-(capabilities kept, no seccomp, a writable kernel setting), says why at start-up and bash runs
-unsandboxed — asking first — instead of trusting a weak sandbox. A probe that fails for want of
-resources (too many open files or processes, no memory, no answer within PROBE_TIMEOUT_S on a busy
-machine) says "not now", not "no sandbox": the sandbox is kept, marked `unready`, no command runs
-until a later probe succeeds, and nothing falls back to running unsandboxed (bypass included).
+(capabilities kept, no seccomp, a writable kernel setting, a namespace shared with the host), says
+why at start-up and bash runs unsandboxed — asking first — instead of trusting a weak sandbox. A
+probe that fails for want of resources (too many open files or processes, no memory, no answer
+within PROBE_TIMEOUT_S on a busy machine) says "not now", not "no sandbox": the sandbox is kept,
+marked `unready`, no command runs until a later probe succeeds, and nothing falls back to running
+unsandboxed (bypass included).
 """
 
 from __future__ import annotations
@@ -91,6 +93,9 @@ class Sandbox(Frozen):
     # Why the probe could not run yet (SandboxBusy): no command runs in it, or around it, until a
     # later probe succeeds. None: the probe passed.
     unready: str | None = None
+    # bwrap: config.yaml's sandbox_network; with entries, commands reach them through network.py's
+    # proxy (and nothing else).
+    network: tuple[str, ...] = ()
 
     def wrap(
         self,
@@ -99,23 +104,48 @@ class Sandbox(Frozen):
         home: Path | None = None,
         protected: list[str] | None = None,
         masked: bool = True,
+        read_only: bool = False,
+        network: str | None = None,
     ) -> tuple[list[str], list[int]]:
         """`argv` as run inside the sandbox, with `workdir` writable and current, and MINO_HOME
         (`home`) out of reach; plus the descriptors to pass to it (pass_fds), which the caller
         closes once the process is started. `protected`: the paths to keep read-only in the working
         directory (protected.mount_sources, at any depth); None: the top-level ones. `masked`:
-        False for the start-up probe only (see proc_protections)."""
+        False for the start-up probe only (see proc_protections). `read_only`: plan mode, the
+        working directory read-only too (bwrap keeps its private, empty /tmp writable: it is
+        discarded with the command and holds none of the person's files), System V IPC of its own,
+        and unix sockets refused even when config.yaml allows them: through one, a service (Docker,
+        D-Bus) changes what the mounts keep read-only. Raises OSError when that filter cannot be
+        built. `network`: the proxy's folder for this command (network.py's Listener): the command
+        then starts behind network.py's relay, which installs the seccomp filter itself once the
+        relay runs (bwrap would filter both); never with `read_only` (plan mode has no network)."""
         if self.name == "bwrap":
-            fds = [_filter_fd(self.seccomp)] if self.seccomp is not None else []
+            program = self.seccomp
+            if program is None and read_only:
+                try:
+                    program = seccomp_filter()
+                except SandboxError as exc:
+                    raise OSError(f"cannot refuse unix sockets in plan mode: {exc}") from None
+            fds = [_filter_fd(program)] if program is not None else []
             try:
                 seccomp_fd = fds[0] if fds else None
-                return bwrap_argv(argv, workdir, home, seccomp_fd, protected, masked, self.bind_covered), fds
+                if network is not None and not read_only:
+                    from . import network as net
+
+                    argv = net.relay_argv(sys.executable, seccomp_fd, argv)
+                    return bwrap_argv(
+                        argv, workdir, home, None, protected, masked, self.bind_covered, False, network
+                    ), fds
+                return bwrap_argv(
+                    argv, workdir, home, seccomp_fd, protected, masked, self.bind_covered, read_only
+                ), fds
             except BaseException:
                 for fd in fds:
                     os.close(fd)
                 raise
         if self.name == "sandbox-exec":
-            return ["sandbox-exec", "-p", macos_profile(workdir, home=home, protected=protected), *argv], []
+            profile = macos_profile(workdir, home=home, protected=protected, read_only=read_only)
+            return ["sandbox-exec", "-p", profile, *argv], []
         raise ValueError(f"unknown sandbox {self.name!r}")
 
 
@@ -127,6 +157,8 @@ def bwrap_argv(
     protected: list[str] | None = None,
     masked: bool = True,
     bind_covered: bool = False,
+    read_only: bool = False,
+    network: str | None = None,
 ) -> list[str]:
     wd = str(workdir)
     out = [
@@ -137,24 +169,44 @@ def bwrap_argv(
         *proc_protections(bind_covered),
         *(proc_masks() if masked else ()),
         "--tmpfs", "/tmp",
-        "--bind", wd, wd,  # after the /tmp tmpfs, so a working directory under /tmp stays visible
+        # After the /tmp tmpfs, so a working directory under /tmp stays visible; read-only in plan mode.
+        "--ro-bind" if read_only else "--bind", wd, wd,
     ]  # fmt: skip
-    # After the workdir bind: read-only over the writable.
-    for source in protected_paths(workdir) if protected is None else protected:
+    # After the workdir bind: read-only over the writable (nothing to cover when it is read-only).
+    for source in () if read_only else protected_paths(workdir) if protected is None else protected:
         out += ["--ro-bind", source, source]
     hide = _home_to_hide(workdir, home)
     if hide is not None:  # empty and read-only: a write fails instead of vanishing
         out += ["--tmpfs", hide, "--remount-ro", hide]
+    if network is not None:  # the proxy's socket, read-only (connect() needs no write access)
+        from .network import SOCKET_DIR
+
+        out += ["--ro-bind", network, SOCKET_DIR]
     out += [
         "--unshare-net",
         "--unshare-pid",  # when the shell ends, the namespace's init ends every process left in it
+        "--unshare-ipc",  # the host's SysV shared memory, semaphores, message queues and POSIX queues
+        "--unshare-uts",  # sethostname() would otherwise rename the host (a capless root may not, still)
+        *_UNSHARE_CGROUP,  # the cgroup paths of the host's processes, as /proc/self/cgroup shows them
         "--die-with-parent",  # Mino (or our kill of bwrap) ending takes the sandbox with it
         "--new-session",  # no TIOCSTI into a terminal; the outer bwrap stays in our process group
         "--cap-drop", "ALL",  # root keeps every capability otherwise (and could remount / read-write)
     ]  # fmt: skip
     if seccomp_fd is not None:
         out += ["--seccomp", str(seccomp_fd)]
+    if network is not None:
+        # No bwrap init in the namespace: without --seccomp it would run unfiltered and dumpable,
+        # so a command could ptrace it into opening unix sockets. The relay's launcher is pid 1
+        # and becomes the command; when it ends, the kernel ends every process left in the namespace.
+        out.append("--as-pid-1")
     return [*out, "--chdir", wd, "--", *argv]
+
+
+# Namespaces every command gets a fresh one of, and the probe proves it (_probe: `-ef` against
+# the host's own, passed in as descriptors). cgroup only where the kernel has cgroup namespaces.
+_HAS_CGROUP_NS = os.path.exists("/proc/self/ns/cgroup")
+_UNSHARE_CGROUP = ("--unshare-cgroup",) if _HAS_CGROUP_NS else ()
+UNSHARED_NAMESPACES = ("ipc", "uts", "net", "pid", *(("cgroup",) if _HAS_CGROUP_NS else ()))
 
 
 # /proc entries that change the kernel when written, made read-only: root without capabilities
@@ -246,16 +298,21 @@ def macos_profile(
     temp_dirs: list[Path] | None = None,
     home: Path | None = None,
     protected: list[str] | None = None,
+    read_only: bool = False,
 ) -> str:
     """A Seatbelt (SBPL) profile: everything allowed but network (unix sockets included) and writes
-    outside the workdir and temp, or into MINO_HOME and the workdir's `.git`, `.mino`, `.vscode`."""
-    if temp_dirs is None:
+    outside the workdir and temp, or into MINO_HOME and the workdir's `.git`, `.mino`, `.vscode`.
+    `read_only` (plan mode): no writes at all but to the device files below (macOS has no private
+    temp folder to give a command, so temp is read-only too)."""
+    if read_only:
+        temp_dirs = []
+    elif temp_dirs is None:
         temp_dirs = [
             Path("/private/tmp"),
             Path("/private/var/folders"),
             Path(tempfile.gettempdir()).resolve(),
         ]
-    writable = [workdir, *temp_dirs]
+    writable = [] if read_only else [workdir, *temp_dirs]
     subpaths = "\n".join(f"  (subpath {_sbpl_string(str(p))})" for p in dict.fromkeys(writable))
     denied = list(protected_paths(workdir) if protected is None else protected)
     if home is not None:
@@ -271,9 +328,7 @@ def macos_profile(
         "(allow default)\n"
         "(deny network*)\n"
         "(deny file-write*)\n"
-        "(allow file-write*\n"
-        f"{subpaths}\n"
-        '  (literal "/dev/null")\n'
+        "(allow file-write*\n" + (f"{subpaths}\n" if subpaths else "") + '  (literal "/dev/null")\n'
         '  (literal "/dev/zero")\n'
         '  (literal "/dev/tty")\n'
         '  (regex #"^/dev/fd/[0-9]+$"))\n'
@@ -472,9 +527,12 @@ def _filter_fd(program: bytes) -> int:
 # --- detection -------------------------------------------------------------------------------------
 
 
-def detect(setting: str = "auto", unix_sockets: bool = False) -> tuple[Sandbox | None, str]:
+def detect(
+    setting: str = "auto", unix_sockets: bool = False, network: tuple[str, ...] = ()
+) -> tuple[Sandbox | None, str]:
     """The sandbox to use and the start-up line that says so (`unix_sockets`: config.yaml's
-    sandbox_unix_sockets, which lets sandboxed commands use unix sockets: no seccomp filter then)."""
+    sandbox_unix_sockets, which lets sandboxed commands use unix sockets: no seccomp filter then;
+    `network`: its sandbox_network, which bwrap commands reach through network.py's proxy)."""
     if setting == "off":
         return None, "Sandbox: unavailable (sandbox: off in config)"
     if setting != "auto":
@@ -505,6 +563,10 @@ def detect(setting: str = "auto", unix_sockets: bool = False) -> tuple[Sandbox |
         return unready, f"Sandbox: {sandbox.name}, not started yet ({e}); commands wait for it"
     if problem:
         return None, f"Sandbox: unavailable ({problem})"
+    if network and sandbox.name == "bwrap":
+        sandbox = Sandbox("bwrap", sandbox.seccomp, sandbox.bind_covered, network=network)
+    elif network:
+        return sandbox, f"Sandbox: {sandbox.name} (sandbox_network is not supported here: no network)"
     if sandbox.name == "bwrap" and unix_sockets:
         return sandbox, "Sandbox: bwrap (unix sockets allowed by config.yaml)"
     return sandbox, f"Sandbox: {sandbox.name}"
@@ -514,6 +576,7 @@ def _probe(sandbox: Sandbox) -> str | None:
     """Run one command in the sandbox; the reason it failed or is too weak, or None."""
     import subprocess  # only here: most start-ups (--version, --help) never need it
 
+    # The namespace checks name the descriptors' numbers: the script is completed once they are open.
     command = ["bash", "-c", PROBE_SCRIPT] if sandbox.name == "bwrap" else ["true"]
     try:
         argv, fds = sandbox.wrap(command, Path(tempfile.gettempdir()).resolve(), masked=False)
@@ -525,6 +588,10 @@ def _probe(sandbox: Sandbox) -> str | None:
     from . import orphans
 
     try:
+        if PROBE_SCRIPT in argv:
+            host_ns = _host_namespaces()
+            fds += host_ns
+            argv[argv.index(PROBE_SCRIPT)] += _namespace_script(host_ns)
         # Registered like a command: a command's leftovers are told apart from it.
         proc, run = orphans.start(
             lambda: subprocess.Popen(
@@ -565,14 +632,41 @@ def _probe(sandbox: Sandbox) -> str | None:
     return None
 
 
+def _host_namespaces() -> list[int]:
+    """Descriptors of Mino's own namespaces (UNSHARED_NAMESPACES), passed to the probe: inside, a
+    `-ef` against its own tells whether it has a fresh one. A descriptor, not a path: the host's
+    /proc is not visible in the sandbox, and its own fds need no access check."""
+    fds: list[int] = []
+    try:
+        for name in UNSHARED_NAMESPACES:
+            fds.append(os.open(f"/proc/self/ns/{name}", os.O_RDONLY | os.O_CLOEXEC))
+    except OSError:
+        for fd in fds:
+            os.close(fd)
+        raise
+    return fds
+
+
+def _namespace_script(fds: list[int]) -> str:
+    """Bash builtins: "Shared:NAME" for each namespace the sandbox shares with Mino, and for one
+    it cannot compare (the descriptor did not arrive)."""
+    return "".join(
+        f"; [ -e /proc/self/fd/{fd} ] && ! [ /proc/self/ns/{name} -ef /proc/self/fd/{fd} ] || echo Shared:{name}"
+        for name, fd in zip(UNSHARED_NAMESPACES, fds, strict=True)
+    )
+
+
 def _too_weak(status: str, want_seccomp: bool, bind_covered: bool = True) -> str | None:
     """Why the probe's /proc/self/status lines show a sandbox too weak to trust, or None."""
     seen = {}
     writable = []
+    shared = []
     for line in status.splitlines():
         key, _, value = line.partition(":")
         if key == "Writable":
             writable.append(value.strip())
+        elif key == "Shared":
+            shared.append(value.strip())
         else:
             seen[key.strip()] = value.strip()
     caps = seen.get("CapEff")
@@ -582,6 +676,8 @@ def _too_weak(status: str, want_seccomp: bool, bind_covered: bool = True) -> str
         return "bwrap does not set no_new_privs here"
     if want_seccomp and seen.get("Seccomp") != "2":
         return f"bwrap did not apply the seccomp filter (Seccomp {seen.get('Seccomp') or 'unknown'})"
+    if shared:
+        return f"sandboxed commands share the host's {', '.join(shared)} namespace here"
     if writable and not bind_covered and all(_covered(path) for path in writable):
         return _COVERS_WRITABLE
     if writable:

@@ -22,6 +22,8 @@ import type {
   History,
   HistoryParams,
   MemoryList,
+  RuleDeleteResult,
+  RuleList,
   Mode,
   SessionList,
   State,
@@ -47,7 +49,8 @@ export interface RpcEndpoint {
   onNotification(method: string, handler: (params: never) => void): DisposableLike;
 }
 
-export type ApproveHandler = (params: ApprovalRequest, token: CancellationTokenLike) => Promise<boolean>;
+/** true: yes; 'always': yes, and keep the rules the request offers (`always`); anything else: no. */
+export type ApproveHandler = (params: ApprovalRequest, token: CancellationTokenLike) => Promise<boolean | 'always'>;
 export type ConfirmHandler = (params: ConfirmParams, token: CancellationTokenLike) => Promise<boolean>;
 
 /** A JSON-RPC error as thrown by vscode-jsonrpc (`ResponseError`) or the language client. */
@@ -144,6 +147,13 @@ export class MinoClient {
   listMemories(): Promise<MemoryList> {
     return this.request(Methods.memoryList, {});
   }
+  /** The remembered decisions (protocol 4). */
+  listRules(): Promise<RuleList> {
+    return this.request(Methods.rules, {});
+  }
+  deleteRule(id: string): Promise<RuleDeleteResult> {
+    return this.request(Methods.rulesDelete, { id });
+  }
   /** Workspace files for `@` completion (protocol 2). */
   files(prefix: string): Promise<FileList> {
     return this.request(Methods.files, { prefix });
@@ -191,8 +201,10 @@ export class MinoClient {
       this.rpc.onRequest(Methods.approve, (async (params: unknown, token: CancellationTokenLike): Promise<ApproveResult> => {
         if (!isApprovalRequest(params)) return { approved: false };
         try {
-          const approved = await handler(params, token);
-          return { approved: approved === true && !token.isCancellationRequested };
+          const answer = await handler(params, token);
+          const approved = (answer === true || answer === 'always') && !token.isCancellationRequested;
+          // `always` keeps the offered rules for the project: only with a yes, only where offered.
+          return approved && answer === 'always' && params.always ? { approved, always: true } : { approved };
         } catch {
           return { approved: false };
         }

@@ -9,6 +9,9 @@
 import type { CancellationTokenLike } from '../client/minoClient';
 import type { ApprovalRequest, Outcome } from '../protocol';
 
+/** A person's answer: yes, no, or yes and keep the offered rules (`always`, only when offered). */
+export type ApprovalAnswer = boolean | 'always';
+
 /** Where an answer came from: a person ('notification', 'panel', 'diff': the diff editor's title) or not. */
 export type AnswerSource = 'notification' | 'panel' | 'diff' | 'server' | 'cancelled' | 'shutdown';
 export type PersonSource = 'notification' | 'panel' | 'diff';
@@ -25,7 +28,7 @@ export type ApprovalChange =
 
 interface Entry {
   approval: PendingApproval;
-  resolve: (approved: boolean) => void;
+  resolve: (answer: ApprovalAnswer) => void;
   /** the subscription to the request's cancellation, dropped when it settles */
   cancellation?: { dispose(): unknown };
 }
@@ -51,13 +54,13 @@ export class ApprovalBroker {
     }
   }
 
-  /** Registers a request; the promise resolves with the first answer (true only when approved). */
-  request(params: ApprovalRequest, token?: CancellationTokenLike): Promise<boolean> {
+  /** Registers a request; the promise resolves with the first answer (true or 'always' only when approved). */
+  request(params: ApprovalRequest, token?: CancellationTokenLike): Promise<ApprovalAnswer> {
     // A repeated request for the same call replaces the old one, which ends denied.
     const old = this.findByCallId(params.callId);
     if (old) this.settle(old.key, 'cancelled', 'cancelled');
     const approval: PendingApproval = { key: this.newKey(), params };
-    return new Promise<boolean>((resolve) => {
+    return new Promise<ApprovalAnswer>((resolve) => {
       const entry: Entry = { approval, resolve };
       this.entries.set(approval.key, entry);
       const cancel = () => this.settle(approval.key, 'cancelled', 'cancelled');
@@ -71,20 +74,21 @@ export class ApprovalBroker {
     });
   }
 
-  private settle(key: string, outcome: Outcome, source: AnswerSource): boolean {
+  private settle(key: string, outcome: Outcome, source: AnswerSource, always = false): boolean {
     const e = this.entries.get(key);
     if (!e) return false;
     this.entries.delete(key);
     e.cancellation?.dispose();
-    // Only a person's explicit answer approves.
-    e.resolve(outcome === 'approved' && (source === 'notification' || source === 'panel' || source === 'diff'));
+    // Only a person's explicit answer approves; `always` only where the request offered it.
+    const approved = outcome === 'approved' && (source === 'notification' || source === 'panel' || source === 'diff');
+    e.resolve(approved && always && e.approval.params.always ? 'always' : approved);
     this.fire({ kind: 'settled', approval: e.approval, outcome, source });
     return true;
   }
 
   /** A person's answer. Returns false when the approval is no longer pending (someone was first). */
-  answer(key: string, approved: boolean, source: PersonSource): boolean {
-    return this.settle(key, approved ? 'approved' : 'denied', source);
+  answer(key: string, approved: ApprovalAnswer, source: PersonSource): boolean {
+    return this.settle(key, approved ? 'approved' : 'denied', source, approved === 'always');
   }
 
   /** `mino/event approval_resolved`: the server has ended it (answer, cancel, turn end). */

@@ -13,6 +13,8 @@ export interface ApprovalView {
   question: string;
   workdir: string;
   state: 'pending' | Outcome;
+  /** where a rule can cover the call: what Always in this project keeps (escaped by the server) */
+  always?: { rules: string[]; project: string } | null;
 }
 
 export type ChatItem =
@@ -117,7 +119,7 @@ export type WebviewToHost =
   | { type: 'ready' }
   | { type: 'submit'; text: string }
   | { type: 'stop' }
-  | { type: 'approval'; key: string; approved: boolean }
+  | { type: 'approval'; key: string; approved: boolean; always?: boolean }
   | { type: 'removeContext'; id: string }
   /** `@` completion: files whose path or name starts with `prefix` */
   | { type: 'files'; requestId: number; prefix: string }
@@ -205,8 +207,9 @@ export function parseWebviewMessage(m: unknown): WebviewToHost | undefined {
       return typeof o.turnId === 'string' && /^[0-9a-f]{1,64}$/u.test(o.turnId) ? { type: 'rewind', turnId: o.turnId } : undefined;
     case 'approval':
       // strictly a boolean: a missing or truthy-but-not-true value is not an approval
+      // `always` strictly true too: the panel's Always in this project
       return typeof o.key === 'string' && typeof o.approved === 'boolean'
-        ? { type: 'approval', key: o.key, approved: o.approved }
+        ? { type: 'approval', key: o.key, approved: o.approved, ...(o.approved && o.always === true ? { always: true } : {}) }
         : undefined;
     case 'command':
       return typeof o.command === 'string' && (WEBVIEW_COMMANDS as readonly string[]).includes(o.command)

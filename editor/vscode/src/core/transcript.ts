@@ -327,6 +327,7 @@ export class Transcript {
       question: p.question,
       workdir: p.workdir,
       state: 'pending',
+      ...(p.always ? { always: p.always } : {}),
     };
     this.put({ ...item, tool: p.tool, approval }, patches);
     this.emit(patches);

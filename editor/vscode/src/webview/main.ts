@@ -279,10 +279,10 @@ document.addEventListener('click', (e) => {
   if (!target) return;
   const action = target.dataset.action;
   const key = target.dataset.key;
-  if ((action === 'approve' || action === 'deny') && key) {
+  if ((action === 'approve' || action === 'deny' || action === 'always') && key) {
     // Only a person's click or key press on the button itself answers (never a scripted event).
     if (!e.isTrusted) return;
-    post({ type: 'approval', key, approved: action === 'approve' });
+    post({ type: 'approval', key, approved: action !== 'deny', ...(action === 'always' ? { always: true } : {}) });
     target.closest('.actions')?.querySelectorAll('button').forEach((b) => ((b).disabled = true));
     return;
   }

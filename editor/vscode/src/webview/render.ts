@@ -72,6 +72,11 @@ const OUTCOME_TEXT: Record<ApprovalView['state'], string> = {
   cancelled: 'Cancelled',
 };
 
+/** What Always in this project keeps, worded as the terminal's `a = always: …` line. */
+export function alwaysText(always: { rules: string[]; project: string }): string {
+  return `Always in this project: ${always.rules.join(', ')} in ${always.project}`;
+}
+
 export function renderApproval(toolName: string, a: ApprovalView, id: string, extraHtml = '', diffButton = ''): string {
   const pending = a.state === 'pending';
   // The server's order (the deciding fields last), then Mino's own lines: the working directory, the
@@ -91,9 +96,16 @@ export function renderApproval(toolName: string, a: ApprovalView, id: string, ex
   if (pending) {
     parts.push(
       body,
+      a.always ? `<div class="always-rule">${escapeHtml(alwaysText(a.always))}</div>` : '',
       `<div class="question"><span class="question-tool">[Tool: ${escapeHtml(toolName)}]</span> ${escapeHtml(a.question)}</div>`,
       `<div class="actions">`,
       `<button type="button" class="btn approve" data-action="approve" data-key="${escapeHtml(a.key)}">Approve</button>`,
+      ...(a.always
+        ? [
+            `<button type="button" class="btn secondary always" data-action="always" data-key="${escapeHtml(a.key)}" ` +
+              `title="${escapeHtml(alwaysText(a.always))}">Always in this project</button>`,
+          ]
+        : []),
       `<button type="button" class="btn secondary deny" data-action="deny" data-key="${escapeHtml(a.key)}">Deny</button>`,
       diffButton,
       `</div>`,
@@ -142,7 +154,9 @@ export function renderTool(item: Extract<ChatItem, { kind: 'tool' }>): string {
   if (item.approval) {
     return renderApproval(item.tool, item.approval, item.id, renderResult(item.status, item.result, false), diffButton);
   }
-  const shown = item.decision === 'show' || item.decision === 'ask';
+  // A refused call (plan mode, a deny rule) is shown in full too: the person sees what was not done.
+  const shown = item.decision === 'show' || item.decision === 'ask' || item.decision === 'refuse';
+  const byRule = (item.fields ?? []).some((f) => f.label === 'Rule'); // a deny rule names itself in its Rule field
   const fields =
     renderFields(item.fields) + (item.warning ? `<div class="warning" role="note">${escapeHtml(item.warning)}</div>` : '');
   const body = shown ? fields : fields ? `<details class="call-fields"><summary>Details</summary>${fields}</details>` : '';
@@ -150,6 +164,9 @@ export function renderTool(item: Extract<ChatItem, { kind: 'tool' }>): string {
     `<div class="card tool decision-${escapeHtml(item.decision ?? 'history')}" data-id="${escapeHtml(item.id)}">` +
     `<div class="card-head"><span class="card-icon" aria-hidden="true">⚙</span><span class="card-title">[Tool: ${escapeHtml(item.tool)}]</span>` +
     (item.decision === 'show' ? '<span class="pill pill-show">Ran without asking</span>' : '') +
+    (item.decision === 'refuse'
+      ? `<span class="pill pill-denied">${byRule ? 'Refused by a rule' : 'Refused in plan mode'}</span>`
+      : '') +
     `</div>${body}${diffButton ? `<div class="actions">${diffButton}</div>` : ''}${renderResult(item.status, item.result, false)}</div>`
   );
 }

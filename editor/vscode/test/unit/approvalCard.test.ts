@@ -127,6 +127,17 @@ test('run-and-show calls show their fields without a question', () => {
   assert.ok(!/<button/.test(html));
 });
 
+test('a call refused in plan mode shows its fields, says it was refused, and asks nothing', () => {
+  const html = renderItem({
+    kind: 'tool', id: 't-4', turnId: 't', callId: 'c4', tool: 'write_file', fields: [{ label: 'Path', value: 'a.txt' }], decision: 'refuse',
+    status: 'denied', result: 'Plan mode refused this call without asking the user',
+  });
+  assert.ok(html.includes('"a.txt"'));
+  assert.ok(html.includes('Refused in plan mode'));
+  assert.ok(!html.includes('Ran without asking'));
+  assert.ok(!/<button/.test(html));
+});
+
 test('a user message whose turn can be rewound has "Rewind to here"; a rewound one is marked and has none', () => {
   const offered = renderItem({ kind: 'user', id: 'u-1', text: 'change <it>', turnId: 'ab12', rewind: true });
   assert.match(offered, /<button type="button" class="btn secondary rewind" data-action="rewind" data-turn="ab12"/);
@@ -145,4 +156,15 @@ test('thinking renders as a collapsed block of plain text', () => {
   assert.ok(!html.includes(' open'), 'collapsed');
   assert.ok(!html.includes('<img'), 'escaped');
   assert.ok(html.includes('&lt;img src=x onerror=alert(1)&gt;'));
+});
+
+test('Always in this project only where a rule is offered, with what it keeps shown and escaped', () => {
+  assert.ok(!renderApproval('bash', approval, 't-1').includes('data-action="always"'));
+  const offered = { ...approval, always: { rules: ['bash git status', 'bash <b>x</b>'], project: '/work/ws' } };
+  const html = renderApproval('bash', offered, 't-1');
+  assert.match(html, /data-action="always" data-key="k123"[^>]*>Always in this project<\/button>/);
+  assert.ok(html.includes('Always in this project: bash git status, bash &lt;b&gt;x&lt;/b&gt; in /work/ws'));
+  assert.ok(!html.includes('<b>x</b>'));
+  // the deny button stays last of the answers, after Always
+  assert.ok(html.indexOf('data-action="always"') < html.indexOf('data-action="deny"'));
 });

@@ -141,3 +141,16 @@ test('a repeated request for the same call replaces the old one, which is denied
   b.answer(b.list()[0].key, true, 'notification');
   assert.equal(await second, true);
 });
+
+test('always answers only where the request offered it, and only with a yes', async () => {
+  const { b } = broker();
+  const plain = b.request(params('c1'));
+  assert.equal(b.answer(b.list()[0].key, 'always', 'panel'), true);
+  assert.equal(await plain, true); // not offered: a plain yes
+  const offered = b.request({ ...params('c2'), always: { rules: ['bash ls'], project: '/ws' } });
+  b.answer(b.list()[0].key, 'always', 'notification');
+  assert.equal(await offered, 'always');
+  const denied = b.request({ ...params('c3'), always: { rules: ['bash ls'], project: '/ws' } });
+  b.answer(b.list()[0].key, false, 'panel');
+  assert.equal(await denied, false);
+});

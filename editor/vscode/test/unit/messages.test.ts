@@ -66,3 +66,14 @@ test('"Rewind to here" sends a turn ID, and only one that looks like one', () =>
   assert.equal(parseWebviewMessage({ type: 'rewind', turnId: '../x' }), undefined);
   assert.equal(parseWebviewMessage({ type: 'rewind', turnId: 7 }), undefined);
 });
+
+test('the panel\'s Always in this project: always only as strictly true, and only with a yes', () => {
+  assert.deepEqual(parseWebviewMessage({ type: 'approval', key: 'k', approved: true, always: true }), {
+    type: 'approval',
+    key: 'k',
+    approved: true,
+    always: true,
+  });
+  assert.deepEqual(parseWebviewMessage({ type: 'approval', key: 'k', approved: false, always: true }), { type: 'approval', key: 'k', approved: false });
+  assert.deepEqual(parseWebviewMessage({ type: 'approval', key: 'k', approved: true, always: 'yes' }), { type: 'approval', key: 'k', approved: true });
+});

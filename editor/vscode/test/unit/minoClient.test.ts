@@ -217,3 +217,14 @@ test('busy errors carry their code and message', async () => {
   assert.equal(errorMessage(e), 'busy');
   close();
 });
+
+test('approve: always is sent only where the request offered it', async () => {
+  const { client, clientConn, server, close } = pair();
+  client.onApprove(async () => 'always');
+  server.listen();
+  clientConn.listen();
+  assert.deepEqual(await server.sendRequest('mino/approve', approveParams), { approved: true });
+  const offered = { ...approveParams, always: { rules: ['bash ls'], project: '/ws' } };
+  assert.deepEqual(await server.sendRequest('mino/approve', offered), { approved: true, always: true });
+  close();
+});
