@@ -326,6 +326,27 @@ def test_consecutive_requests_extend_the_previous_one(
     assert all(r["prompt_cache_key"] == sid for r in model.requests)
     assert "uses-pnpm" in json.dumps(model.requests[-1]["input"][0])  # the memory index leads the input
     assert sum(1 for i in model.requests[-1]["input"] if i.get("type") == "reasoning") == 8  # 1 + 3 * 2 + 1
+    # Plan mode changes the instructions and the tools (exit_plan_mode): the request after the switch
+    # starts a new prefix, and the plan-mode requests after it extend each other again.
+    before = len(model.requests)
+    for n in range(2):
+        model.add(
+            {"reasoning": f"Plan ({n}).", "calls": [{"name": "read_file", "arguments": {"path": "a.txt"}}]},
+            {"reasoning": f"Planned ({n}).", "text": f"plan {n}"},
+        )
+        done = subprocess.run(
+            [*MINO, "-p", f"plan {n}", "--resume", sid, "--mode", "plan"],
+            env=env,
+            cwd=work,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+    assert model.errors == []
+    plan = model.requests[before:]
+    assert plan[0]["instructions"] != model.requests[before - 1]["instructions"]
+    assert prefix_report(plan)[:2] == (3, 3)
 
 
 # ---- thinking in the terminal and in mino -p ---------------------------------------------------------
