@@ -1572,7 +1572,68 @@ def _cancel_token() -> Any:
     return CancelToken()
 
 
+def prefix_kept(requests: list[dict[str, Any]]) -> tuple[int, int]:
+    """(consecutive pairs, pairs where the next request extends the previous one): the same
+    instructions and tools, and the previous input, item by item as JSON, at the start of the next."""
+    pairs = kept = 0
+    for before, after in zip(requests, requests[1:], strict=False):
+        pairs += 1
+        a = [json.dumps(i, ensure_ascii=False) for i in before["input"]]
+        b = [json.dumps(i, ensure_ascii=False) for i in after["input"]]
+        same = before["instructions"] == after["instructions"] and before["tools"] == after["tools"]
+        kept += same and b[: len(a)] == a
+    return pairs, kept
+
+
+def bench_prefix(ctx: Context, model_cls: type) -> None:
+    """`mino -p --resume` turns with a memory, a read_file call and a reasoning item each: how many
+    consecutive requests extend the previous one (what a prompt cache can reuse), and their size."""
+    kept_row = ctx.row(
+        "prefix_kept", "Requests that extend the previous one (`-p --resume` turns)", "%", "100", digits=0
+    )
+    first = ctx.row("prefix_first", "Request size, first turn", "KB", "", digits=1)
+    last = ctx.row("prefix_last", "Request size, last turn", "KB", "", digits=1)
+    per_turn = ctx.row("prefix_turn", "Request growth per turn", "KB", "", digits=2)
+    turns = 4 if ctx.quick else 10
+    home, work = ctx.scratch("prefix")
+    write_config(home, sandbox="off", mode="bypass", reasoning_effort="low")
+    (home / "memory").mkdir()
+    (home / "memory" / "uses-pnpm.md").write_text(
+        "---\nname: uses-pnpm\ntype: project\nsummary: the project uses pnpm, never npm\n---\n"
+    )
+    (work / "notes.txt").write_text("the build runs `pnpm build`\n")
+    env = env_for(home, "")
+    with model_cls() as model:
+        env["MINO_BASE_URL"] = model.base_url
+        session: str | None = None
+        for n in range(turns):
+            model.add(
+                {
+                    "reasoning": f"Check the notes ({n}).",
+                    "calls": [{"name": "read_file", "arguments": {"path": "notes.txt"}}],
+                },
+                {"reasoning": f"Answer ({n}).", "text": f"It runs pnpm build ({n})."},
+            )
+            argv = [*ctx.mino, "-p", f"question {n}: how is it built?", "--output-format", "json"]
+            run = run_process([*argv, *(["--resume", session] if session else [])], env, work, b"")
+            check(run.returncode == 0, f"prefix turn {n}", run, model)
+            session = session or json.loads(run.stdout)["sessionId"]
+        requests = model.requests
+        pairs, kept = prefix_kept(requests)
+        check(kept == pairs, f"prefix: {kept} of {pairs} requests extend the previous one", None, model)
+    sizes = [len(json.dumps(r, ensure_ascii=False).encode()) / 1024 for r in requests]
+    kept_row.mino.add(100 * kept / pairs)
+    first.mino.add(sizes[0])
+    last.mino.add(sizes[-1])
+    per_turn.mino.add((sizes[-1] - sizes[0]) / max(turns - 1, 1))
+    ctx.notes.append(
+        f"Prefix: {kept} of {pairs} consecutive requests over {turns} `-p --resume` turns extend the previous "
+        f"one; {sizes[0]:.1f} → {sizes[-1]:.1f} KB per request."
+    )
+
+
 BENCHMARKS: list[tuple[str, Callable[[Context, type], None]]] = [
+    ("prefix", bench_prefix),
     ("cli", bench_cli),
     ("tool", bench_tool),
     ("sandbox", bench_sandbox),
@@ -1664,7 +1725,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--only",
         action="append",
-        help="run only these benchmarks (cli, tool, sandbox, server, acp, turn, resume, million, rewind, mcp)",
+        help="run only these benchmarks (cli, tool, sandbox, server, acp, turn, resume, million, rewind, mcp, prefix)",
     )
     parser.add_argument(
         "--tree",

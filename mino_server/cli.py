@@ -36,6 +36,7 @@ from .core.contract import (
     ModeChanged,
     Notice,
     TextDelta,
+    Thinking,
     ToolCall,
     ToolResultEvent,
     TurnEnd,
@@ -44,7 +45,7 @@ from .core.contract import (
 )
 from .core.display import approval_lines, escape_value, fit_approval, terminal_text
 from .core.values import Mutable, mutable
-from .core.words import NO_SESSION, always_line, context_line, mode_line, startup_lines
+from .core.words import NO_SESSION, always_line, context_line, mode_line, startup_lines, usage_detail
 
 if TYPE_CHECKING:
     from .core.context import ResolvedItem
@@ -147,7 +148,8 @@ class TerminalUI:
         self._fresh = True  # the last character written ended a line (or nothing was written yet)
         self._held_cr = False  # a text delta ended in CR: a CR LF split across deltas is a line end
         self._before = ""  # the end of the previous text delta, for terminal_text
-        self._usage: tuple[int, int] | None = None  # this turn's latest (input tokens, context window)
+        # this turn's latest (input tokens, context window, cached tokens, reasoning tokens)
+        self._usage: tuple[int, int, int | None, int | None] | None = None
         # Lines that come before anything else is written, not printed yet: a callable gives its lines
         # when they are due (the sandbox's start-up line waits for the probe's verdict).
         self._held: list[str | Callable[[], list[str]]] = []
@@ -267,8 +269,17 @@ class TerminalUI:
                         self.write("\n")
                         self._in_text = False
                     self.line(text)
+                case Thinking(text=text):
+                    if self._in_text:
+                        self.write("\n")
+                        self._in_text = False
+                    self._erase_waiting()
+                    self._control(DIM)  # quiet, and apart from the answer; each line sanitised by write()
+                    for part in text.splitlines() or [""]:
+                        self.line(f"Thinking: {part}")
+                    self._control(RESET)
                 case Usage(inputTokens=used, contextWindow=window):
-                    self._usage = (used, window)
+                    self._usage = (used, window, event.cachedTokens, event.reasoningTokens)
                 case TurnEnd():
                     if self._in_text:
                         self.write("\n\n")
@@ -277,7 +288,8 @@ class TerminalUI:
                         self.write("")
                     if self._usage is not None and self.interactive and self.out.isatty():
                         self._control(DIM)  # a quiet line on a terminal only: scripts see no change
-                        self.line(context_line(*self._usage))
+                        used, window, cached, reasoning = self._usage
+                        self.line(context_line(used, window) + usage_detail(cached, reasoning))
                         self._control(RESET)
                     self._usage = None
                 case ApprovalResolved():
@@ -405,7 +417,9 @@ def _input_waiting() -> bool:
         return True
 
 
-def run_cli(model: str | None, base_url: str | None, mode: str | None) -> int:
+def run_cli(
+    model: str | None, base_url: str | None, mode: str | None, reasoning_effort: str | None = None
+) -> int:
     from .core.config import load_config
     from .core.conversation import Conversation
     from .core.errors import ConfigError, RecoveryRefused, StorageError, StoreLocked
@@ -415,7 +429,7 @@ def run_cli(model: str | None, base_url: str | None, mode: str | None) -> int:
     ui = TerminalUI(interactive)
     ui.interrupts.install(interactive)
     try:
-        config = load_config(model=model, base_url=base_url, mode=mode)
+        config = load_config(model=model, base_url=base_url, mode=mode, reasoning_effort=reasoning_effort)
     except ConfigError as exc:
         ui.error_line(f"mino: {exc}")
         return 2
@@ -623,6 +637,7 @@ DOCTOR_LABELS = {
     "config": "Config file",
     "key": "API key",
     "endpoint": "Model endpoint",
+    "wire": "Model API",
     "sandbox": "Sandbox",
     "network": "Sandbox network",
     "home": "Mino home",

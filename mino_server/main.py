@@ -20,6 +20,8 @@ usage: mino [--model MODEL] [--base-url URL] [--mode MODE]   chat in the termina
        mino doctor [--json] [--model MODEL] [--base-url URL] check what a turn needs, with fixes
        mino --version | --help
 
+--reasoning-effort minimal|low|medium|high (terminal, -p, --acp): how hard a reasoning model thinks.
+
 Modes: manual (default), accept-edits, bypass, plan. Home: $MINO_HOME (default ~/.mino).
 Environment: MINO_MODEL, MINO_BASE_URL, MINO_API_KEY (or the variable named by api_key_env,
 default OPENAI_API_KEY).
@@ -50,6 +52,7 @@ def _parse(argv: list[str]) -> dict[str, object]:
         "print": None,
         "resume": None,
         "output_format": None,
+        "reasoning_effort": None,
     }
     i = 0
     while i < len(argv):
@@ -68,8 +71,17 @@ def _parse(argv: list[str]) -> dict[str, object]:
             if opts["print"] is not None:
                 raise UsageError(f"{name} given twice")
             opts["print"] = value
-        elif arg in ("--model", "--base-url", "--mode", "--resume", "--output-format") or arg.startswith(
-            ("--model=", "--base-url=", "--mode=", "--resume=", "--output-format=")
+        elif arg in (
+            "--model",
+            "--base-url",
+            "--mode",
+            "--resume",
+            "--output-format",
+            "--reasoning-effort",
+        ) or (
+            arg.startswith(
+                ("--model=", "--base-url=", "--mode=", "--resume=", "--output-format=", "--reasoning-effort=")
+            )
         ):
             name, eq, value = arg.partition("=")
             if not eq:
@@ -132,6 +144,9 @@ def main(argv: list[str] | None = None) -> int:
     if opts["stdio"] and opts["acp"]:
         sys.stderr.write(f"mino: --stdio and --acp are two protocols; choose one\n{USAGE}")
         return 2
+    if opts["stdio"] and opts["reasoning_effort"] is not None:
+        sys.stderr.write(f"mino: --reasoning-effort is chosen in the editor's picker with --stdio\n{USAGE}")
+        return 2
     problem = _print_usage_problem(opts)
     if problem:
         from .core.display import terminal_text
@@ -149,6 +164,7 @@ def main(argv: list[str] | None = None) -> int:
                 model=opts["model"],  # type: ignore[arg-type]
                 base_url=opts["base_url"],  # type: ignore[arg-type]
                 mode=opts["mode"],  # type: ignore[arg-type]
+                reasoning_effort=opts["reasoning_effort"],  # type: ignore[arg-type]
             )
         except KeyboardInterrupt:  # before or after the turn (during it, Ctrl-C interrupts the turn)
             code = 130
@@ -158,7 +174,12 @@ def main(argv: list[str] | None = None) -> int:
     if opts["acp"]:
         from .acp.app import serve as serve_acp
 
-        return serve_acp(opts["mode"], opts["model"], opts["base_url"])  # type: ignore[arg-type]
+        return serve_acp(
+            opts["mode"],  # type: ignore[arg-type]
+            opts["model"],  # type: ignore[arg-type]
+            opts["base_url"],  # type: ignore[arg-type]
+            opts["reasoning_effort"],  # type: ignore[arg-type]
+        )
     if opts["stdio"]:
         from .server.app import serve
 
@@ -166,7 +187,12 @@ def main(argv: list[str] | None = None) -> int:
     from .cli import run_cli
 
     try:
-        code = run_cli(opts["model"], opts["base_url"], opts["mode"])  # type: ignore[arg-type]
+        code = run_cli(
+            opts["model"],  # type: ignore[arg-type]
+            opts["base_url"],  # type: ignore[arg-type]
+            opts["mode"],  # type: ignore[arg-type]
+            opts["reasoning_effort"],  # type: ignore[arg-type]
+        )
     except KeyboardInterrupt:
         code = 130
     if as_program:

@@ -130,6 +130,10 @@ class PrintUI:
                     "outputTokens": event.outputTokens,
                     "contextWindow": event.contextWindow,
                 }
+                if event.cachedTokens is not None:
+                    self.usage["cachedTokens"] = event.cachedTokens
+                if event.reasoningTokens is not None:
+                    self.usage["reasoningTokens"] = event.reasoningTokens
         if self.format == "stream-json":
             from .core.contract import dump  # as the editor server writes them: the same payloads
 
@@ -170,6 +174,7 @@ def run_print(
     model: str | None,
     base_url: str | None,
     mode: str | None,
+    reasoning_effort: str | None = None,
 ) -> int:
     from .core.config import load_config
     from .core.errors import ConfigError
@@ -192,7 +197,7 @@ def run_print(
             )
             return 2
     try:
-        config = load_config(model=model, base_url=base_url, mode=mode)
+        config = load_config(model=model, base_url=base_url, mode=mode, reasoning_effort=reasoning_effort)
     except ConfigError as exc:
         err(f"mino: {exc}")
         return 2

@@ -1037,7 +1037,9 @@ def test_config_options_pick_the_mode_and_the_model_per_session(
     client = spawn()
     result = client.request("session/new", {"cwd": str(ws), "mcpServers": []})
     sid = result["sessionId"]
-    mode, model_option = result["configOptions"]
+    mode, model_option, thought = result["configOptions"]
+    assert thought["id"] == thought["category"] == "thought_level" and thought["currentValue"] == "default"
+    assert [o["value"] for o in thought["options"]] == ["default", "minimal", "low", "medium", "high"]
     assert mode == {
         "id": "mode",
         "name": "Mode",
@@ -1063,7 +1065,7 @@ def test_config_options_pick_the_mode_and_the_model_per_session(
     answer = client.request(
         "session/set_config_option", {"sessionId": sid, "configId": "model", "value": "large-model"}
     )
-    assert [o["currentValue"] for o in answer["configOptions"]] == ["manual", "large-model"]
+    assert [o["currentValue"] for o in answer["configOptions"]] == ["manual", "large-model", "default"]
     other = client.new_session(ws)  # another session keeps the configured model
     model.add({"text": "from large"}, {"text": "from small"})
     client.prompt(sid, "hello")
@@ -1073,7 +1075,7 @@ def test_config_options_pick_the_mode_and_the_model_per_session(
     answer = client.request(
         "session/set_config_option", {"sessionId": sid, "configId": "mode", "value": "bypass"}
     )
-    assert [o["currentValue"] for o in answer["configOptions"]] == ["bypass", "large-model"]
+    assert [o["currentValue"] for o in answer["configOptions"]] == ["bypass", "large-model", "default"]
     client.wait_for(lambda: client.updates(sid, "current_mode_update"))
     assert client.updates(sid, "current_mode_update") == [
         {"sessionUpdate": "current_mode_update", "currentModeId": "bypass"}
@@ -1083,20 +1085,35 @@ def test_config_options_pick_the_mode_and_the_model_per_session(
         {"configId": "mode", "value": "yolo"},
         {"configId": "temperature", "value": "1"},
         {"configId": "model", "value": 3},
+        {"configId": "thought_level", "value": "max"},
     ):
         assert client.error("session/set_config_option", {"sessionId": sid, **bad}).code == -32602
+    # the thought level: sent as the reasoning effort, and the summaries come back as thoughts
+    answer = client.request(
+        "session/set_config_option", {"sessionId": sid, "configId": "thought_level", "value": "high"}
+    )
+    assert [o["currentValue"] for o in answer["configOptions"]] == ["bypass", "large-model", "high"]
+    model.add({"reasoning": "Greeting; keep it short.", "text": "hi"})
+    client.prompt(sid, "hello again")
+    assert model.requests[-1]["reasoning"] == {"effort": "high", "summary": "auto"}
+    thoughts = client.updates(sid, "agent_thought_chunk")
+    assert [t["content"]["text"] for t in thoughts] == ["Greeting; keep it short.\n"]
+    assert "Greeting" not in json.dumps(client.updates(sid, "agent_message_chunk"))
+    client.request(
+        "session/set_config_option", {"sessionId": sid, "configId": "thought_level", "value": "default"}
+    )
     # session/set_mode stays, and the config options follow it
     client.request("session/set_mode", {"sessionId": sid, "modeId": "accept-edits"})
     client.wait_for(lambda: client.updates(sid, "config_option_update"))
     (update,) = client.updates(sid, "config_option_update")
-    assert [o["currentValue"] for o in update["configOptions"]] == ["accept-edits", "large-model"]
+    assert [o["currentValue"] for o in update["configOptions"]] == ["accept-edits", "large-model", "default"]
     assert client.close() == 0
 
     # the model picked in a session is picked again when it is resumed or loaded
     again = spawn()
     for method in ("session/resume", "session/load"):
         result = again.request(method, {"sessionId": sid, "cwd": str(ws), "mcpServers": []})
-        assert [o["currentValue"] for o in result["configOptions"]] == ["manual", "large-model"]
+        assert [o["currentValue"] for o in result["configOptions"]] == ["manual", "large-model", "default"]
     model.add({"text": "still large"})
     again.prompt(sid, "and now?")
     assert model.requests[-1]["model"] == "large-model"
@@ -1152,7 +1169,7 @@ def test_resume_is_load_without_the_replay(spawn: Spawn, model: ScriptedModel, w
     assert first.close() == 0
     second = spawn()
     result = second.request("session/resume", {"sessionId": sid, "cwd": str(ws), "mcpServers": []})
-    assert result["modes"]["currentModeId"] == "manual" and len(result["configOptions"]) == 2
+    assert result["modes"]["currentModeId"] == "manual" and len(result["configOptions"]) == 3
     second.wait_for(lambda: second.updates(sid, "available_commands_update"))
     assert (
         second.updates(sid, "user_message_chunk") == [] and second.updates(sid, "agent_message_chunk") == []

@@ -46,7 +46,10 @@ def test_all_there_exits_0_and_never_shows_the_key(
     env = env_for(mino_home, MINO_BASE_URL=model.base_url, MINO_API_KEY="sk-secret-value")
     code, checks, ready = doctor(env, workdir)
     assert (code, ready) == (0, True)
-    assert [c for c in checks] == ["config", "key", "endpoint", "sandbox", "home", "vscode"]
+    assert [c for c in checks] == ["config", "key", "endpoint", "wire", "sandbox", "home", "vscode"]
+    assert checks["wire"]["ok"] and checks["wire"]["found"] == (
+        "/responses answers; /chat/completions answers (wire_api: responses)"
+    )
     assert checks["key"]["ok"] and checks["key"]["found"] == "from MINO_API_KEY (the value is not shown)"
     assert checks["endpoint"] == {
         "name": "endpoint",
@@ -57,6 +60,7 @@ def test_all_there_exits_0_and_never_shows_the_key(
     }
     assert model.model_lists[0]["authorization"] == "Bearer sk-secret-value"  # the key was tried
     assert model.requests == []  # no model ran
+    assert model.probes == ["/v1/responses", "/v1/chat/completions"]
     code, lines = doctor_text(env, workdir)
     assert code == 0
     assert lines[0] == f"✓ Config file: {mino_home / 'config.yaml'}: none (defaults)"
@@ -93,6 +97,49 @@ def test_local_server_without_a_key_is_ready(model: ScriptedModel, mino_home: Pa
         checks["key"]["found"] == f"none set (MINO_API_KEY, OPENAI_API_KEY); none is sent to {model.base_url}"
     )
     assert "authorization" not in model.model_lists[0]
+
+
+def test_a_server_with_only_chat_completions_gets_the_wire_api_fix(mino_home: Path, workdir: Path) -> None:
+    import http.server
+    import threading
+
+    class ChatOnly(http.server.BaseHTTPRequestHandler):
+        """As llama-cpp-python's server: a model list, /chat/completions, no /responses."""
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def _send(self, status: int) -> None:
+            body = b'{"data": []}' if status == 200 else b'{"detail": "x"}'
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_GET(self) -> None:
+            self._send(200 if self.path == "/v1/models" else 404)
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["Content-Length"]))
+            self._send(422 if self.path == "/v1/chat/completions" else 404)
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), ChatOnly)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    try:
+        code, checks, _ = doctor(env_for(mino_home, MINO_BASE_URL=url), workdir)
+        assert code == 1 and checks["wire"]["ok"] is False
+        assert (
+            checks["wire"]["found"] == "/responses not found; /chat/completions answers (wire_api: responses)"
+        )
+        assert checks["wire"]["fix"] == "set wire_api: chat in config.yaml"
+        (mino_home / "config.yaml").write_text("wire_api: chat\n")
+        code, checks, _ = doctor(env_for(mino_home, MINO_BASE_URL=url), workdir)
+        assert checks["wire"]["ok"] is True and checks["wire"]["found"].endswith("(wire_api: chat)")
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def test_unreachable_port(mino_home: Path, workdir: Path) -> None:
@@ -145,7 +192,7 @@ def test_sandbox_verdict_is_the_probes_and_does_not_stop_a_turn(
         "fix": "set sandbox: auto in config.yaml to sandbox commands",
     }
     code, lines = doctor_text(env_for(mino_home, MINO_BASE_URL=model.base_url), workdir)
-    assert lines[3].endswith("(a turn runs without it)")
+    assert lines[4].endswith("(a turn runs without it)")
     (mino_home / "config.yaml").write_text("sandbox: auto\n")
     from mino_server.core.tools.sandbox import detect
 

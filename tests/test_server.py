@@ -244,13 +244,17 @@ def test_busy(spawn: Spawn, model: ScriptedModel) -> None:
     # Reads, the mode and harmless commands work during a turn.
     assert client.request("mino/state")["busy"] is True
     assert client.request("mino/mode", {"mode": "bypass"})["mode"] == "bypass"
+    assert client.request("mino/reasoning", {"effort": "high"})["reasoningEffort"] == "high"
     assert client.request("mino/command", {"line": "/help"})["output"] == HELP
     assert not turn.done
     model.release()
     assert turn.result()["status"] == "completed"
-    # Sent right after the result: never busy.
-    model.add({"text": "ok"})
+    # Sent right after the result: never busy. The effort set during the turn applies to the next.
+    model.add({"reasoning": "Quick.", "text": "ok"})
     assert client.request("mino/turn", {"text": "now"})["status"] == "completed"
+    assert model.requests[-1]["reasoning"] == {"effort": "high", "summary": "auto"}
+    assert [e["text"] for e in client.events("thinking")] == ["Quick."]
+    assert client.request("mino/reasoning", {"effort": None})["reasoningEffort"] is None
 
 
 # ---- sessions ---------------------------------------------------------------------------------
@@ -443,6 +447,7 @@ def test_invalid_params_are_explained(spawn: Spawn) -> None:
         ("mino/turn", {"text": "/new"}, "slash command"),
         ("mino/command", {"line": "hello"}, "must start with /"),
         ("mino/mode", {"mode": "turbo"}, 'one of "manual", "accept-edits", "bypass", "plan"'),
+        ("mino/reasoning", {"effort": "max"}, '"minimal", "low", "medium", "high"'),
         ("mino/sessions/resume", {"id": "ABC"}, "32 lowercase hexadecimal"),
         ("mino/state", [1, 2], "params must be an object"),
     ]

@@ -78,10 +78,16 @@ class AcpAgent(AcpPeer):
     close, set_mode, set_config_option and prompt, on the peer (peer.py) that reads and writes."""
 
     def __init__(
-        self, writer: Writer, mode: str | None, model: str | None = None, base_url: str | None = None
+        self,
+        writer: Writer,
+        mode: str | None,
+        model: str | None = None,
+        base_url: str | None = None,
+        reasoning_effort: str | None = None,
     ) -> None:
         super().__init__(writer)
         self.mode = mode
+        self.reasoning_effort = reasoning_effort
         self.model = model
         self.base_url = base_url
         self.client_reads = False  # clientCapabilities.fs: the client reads and writes files for Mino
@@ -131,7 +137,12 @@ class AcpAgent(AcpPeer):
         with self._store_lock:
             if self._config is None:
                 try:
-                    self._config = load_config(model=self.model, base_url=self.base_url, mode=self.mode)
+                    self._config = load_config(
+                        model=self.model,
+                        base_url=self.base_url,
+                        mode=self.mode,
+                        reasoning_effort=self.reasoning_effort,
+                    )
                 except ConfigError as exc:
                     raise RpcError(UNAVAILABLE, f"Mino cannot start: {exc}", {"kind": "config"}) from None
             return self._config
@@ -443,9 +454,17 @@ class AcpAgent(AcpPeer):
             conversation.set_model(value)
             self.remember(session.id, conversation.workdir, model=value)  # picked again on resume
             return Reply({"configOptions": session.config_options()})
+        if config_id == M.THOUGHT_CONFIG_ID:
+            if value not in M.THOUGHT_LEVELS:
+                raise M.ParamsError(
+                    f"Invalid params: the thought level must be one of {', '.join(M.THOUGHT_LEVELS)}; "
+                    f"got {M.short(value)!r}."
+                )
+            conversation.set_reasoning_effort(None if value == M.THOUGHT_DEFAULT else value)
+            return Reply({"configOptions": session.config_options()})
         raise M.ParamsError(
             f"Invalid params: unknown configId {M.short(config_id)!r}; Mino has "
-            f"{M.MODE_CONFIG_ID!r} and {M.MODEL_CONFIG_ID!r}."
+            f"{M.MODE_CONFIG_ID!r}, {M.MODEL_CONFIG_ID!r} and {M.THOUGHT_CONFIG_ID!r}."
         )
 
     def close_session(self, params: dict[str, Any]) -> dict[str, Any]:
@@ -493,11 +512,16 @@ class AcpAgent(AcpPeer):
             session.close()
 
 
-def serve(mode: str | None = None, model: str | None = None, base_url: str | None = None) -> int:
+def serve(
+    mode: str | None = None,
+    model: str | None = None,
+    base_url: str | None = None,
+    reasoning_effort: str | None = None,
+) -> int:
     """Serve ACP on stdin/stdout until EOF or SIGTERM. Ends the process (see the end)."""
     configure_logging("mino --acp")
     stdin, stdout = claim_stdio()
-    agent = AcpAgent(Writer(stdout), mode, model, base_url)
+    agent = AcpAgent(Writer(stdout), mode, model, base_url, reasoning_effort)
     raise_on_sigterm()
     try:
         agent.run(stdin)

@@ -134,9 +134,25 @@ MODE_CONFIG_ID = "mode"
 MODEL_CONFIG_ID = "model"
 
 
-def config_options(mode: str, model: str, models: list[str]) -> list[dict[str, Any]]:
-    """The session's choices as ACP config options: the mode (category "mode") and the model
-    (category "model": the one a client offers as its model picker)."""
+THOUGHT_CONFIG_ID = "thought_level"
+# The reasoning effort a session asks of the model; "default" sends no reasoning settings at all.
+THOUGHT_DEFAULT = "default"
+THOUGHT_LEVELS = (THOUGHT_DEFAULT, "minimal", "low", "medium", "high")
+THOUGHT_NAMES = {
+    THOUGHT_DEFAULT: "Model default",
+    "minimal": "Minimal",
+    "low": "Low",
+    "medium": "Medium",
+    "high": "High",
+}
+
+
+def config_options(
+    mode: str, model: str, models: list[str], effort: str | None = None
+) -> list[dict[str, Any]]:
+    """The session's choices as ACP config options: the mode (category "mode"), the model
+    (category "model": the one a client offers as its model picker) and the reasoning effort
+    (category "thought_level")."""
     return [
         {
             "id": MODE_CONFIG_ID,
@@ -155,6 +171,14 @@ def config_options(mode: str, model: str, models: list[str]) -> list[dict[str, A
             "type": "select",
             "currentValue": model,
             "options": [{"value": m, "name": m} for m in models],
+        },
+        {
+            "id": THOUGHT_CONFIG_ID,
+            "name": "Thinking",
+            "category": "thought_level",
+            "type": "select",
+            "currentValue": effort or THOUGHT_DEFAULT,
+            "options": [{"value": v, "name": THOUGHT_NAMES[v]} for v in THOUGHT_LEVELS],
         },
     ]
 
@@ -204,6 +228,11 @@ def current_mode_update(mode: str) -> dict[str, Any]:
 def text_chunk(text: str, role: str = "agent") -> dict[str, Any]:
     kind = "agent_message_chunk" if role == "agent" else "user_message_chunk"
     return {"sessionUpdate": kind, "content": {"type": "text", "text": text}}
+
+
+def thought_chunk(text: str) -> dict[str, Any]:
+    """What the model was thinking (a reasoning summary), apart from its answer."""
+    return {"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": text + "\n"}}
 
 
 def absolute_dir(value: Any, field: str) -> Path:

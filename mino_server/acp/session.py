@@ -76,7 +76,12 @@ class AcpSession:
 
     def config_options(self) -> list[dict[str, Any]]:
         conversation = self.conversation
-        return M.config_options(conversation.mode, conversation.model, conversation.config.model_choices)
+        return M.config_options(
+            conversation.mode,
+            conversation.model,
+            conversation.config.model_choices,
+            conversation.reasoning_effort,
+        )
 
     def close_when_idle(self, timeout: float) -> bool:
         """Take the session from its turn for good (cancelled by the caller) and close it; False
@@ -136,6 +141,7 @@ class SessionUI:
             ModeChanged,
             Notice,
             TextDelta,
+            Thinking,
             ToolCall,
             ToolResultEvent,
             TurnEnd,
@@ -144,6 +150,8 @@ class SessionUI:
 
         if isinstance(event, TextDelta):
             self.update(M.text_chunk(event.text))
+        elif isinstance(event, Thinking):
+            self.update(M.thought_chunk(event.text))
         elif isinstance(event, ToolCall):
             self._announced.add(event.callId)
             self.update(

@@ -23,7 +23,11 @@ class StreamingClient(Protocol):
     request."""
 
     def stream(
-        self, body: dict[str, Any], on_text: Callable[[str], None], cancel: CancelToken
+        self,
+        body: dict[str, Any],
+        on_text: Callable[[str], None],
+        cancel: CancelToken,
+        on_thinking: Callable[[str], None] | None = None,
     ) -> ModelResponse: ...
 
 

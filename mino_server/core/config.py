@@ -16,6 +16,7 @@ from .contract import MODES, Mode, SetupProblem
 from .durable import ensure_private_dir
 from .errors import ConfigError
 from .values import Mutable, mutable
+from .vocab import EFFORTS, WIRE_APIS, Effort, WireApi
 
 if TYPE_CHECKING:
     from .mcp import ServerSpec
@@ -41,6 +42,7 @@ You are Mino, a small, careful coding agent working in the user's project throug
 
 
 BaseUrlSource = Literal["flag", "environment", "config", "default"]
+
 OPENAI_HOST = "api.openai.com"
 FIRST_RUN = 'README.md, "First run"'
 
@@ -88,6 +90,8 @@ class Config(Mutable):
     base_url_source: BaseUrlSource = "default"
     api_key_source: str | None = None  # the environment variable that held the key; None: no key
     mcp_servers: tuple[ServerSpec, ...] = ()  # config.yaml's `mcp_servers` (core/mcp.py), checked
+    wire_api: WireApi = "responses"  # which API the server speaks: /responses or /chat/completions
+    reasoning_effort: Effort | None = None  # None: no reasoning settings are sent
 
     @property
     def base_url_origin(self) -> str:
@@ -184,6 +188,8 @@ CONFIG_KEYS = (
     "sandbox",
     "sandbox_unix_sockets",
     "sandbox_network",
+    "wire_api",
+    "reasoning_effort",
     "mcp_servers",
 )
 
@@ -193,6 +199,7 @@ def load_config(
     model: str | None = None,
     base_url: str | None = None,
     mode: str | None = None,
+    reasoning_effort: str | None = None,
     env: Mapping[str, str] | None = None,
 ) -> Config:
     """Read MINO_HOME, config.yaml, SOUL.md and the overrides. Creates MINO_HOME (0700) if missing."""
@@ -262,6 +269,10 @@ def load_config(
             cfg.mcp_servers = parse_servers(data["mcp_servers"], "mcp_servers")
         except ValueError as exc:
             raise ConfigError(f"{path}: {exc}") from None
+    if "wire_api" in data:
+        cfg.wire_api = _choice(data["wire_api"], WIRE_APIS, f"{path}: 'wire_api'")
+    if "reasoning_effort" in data and data["reasoning_effort"] is not None:
+        cfg.reasoning_effort = _choice(data["reasoning_effort"], EFFORTS, f"{path}: 'reasoning_effort'")
     # Environment, then flags.
     if "base_url" in data:
         cfg.base_url_source = "config"
@@ -278,6 +289,8 @@ def load_config(
     cfg.base_url = cfg.base_url.rstrip("/")
     if mode is not None:
         cfg.mode = _mode(mode, "--mode")
+    if reasoning_effort is not None:
+        cfg.reasoning_effort = _choice(reasoning_effort, EFFORTS, "--reasoning-effort")
     if not cfg.base_url.startswith(("http://", "https://")):
         raise ConfigError(
             f"base_url must start with http:// or https://, got {cfg.base_url!r} ({cfg.base_url_origin})"
@@ -321,3 +334,10 @@ def _mode(value: object, where: str) -> Mode:
         if value == mode:
             return mode
     raise ConfigError(f"{where} must be one of {', '.join(MODES)}, got {value!r}")
+
+
+def _choice(value: object, choices: tuple[T, ...], where: str) -> T:
+    for choice in choices:
+        if value == choice:
+            return choice
+    raise ConfigError(f"{where} must be one of {', '.join(map(str, choices))}, got {value!r}")

@@ -22,6 +22,7 @@ from .values import Frozen, Mutable, frozen, mutable
 from .vocab import ALLOW_ALWAYS as ALLOW_ALWAYS
 from .vocab import COMPLETED as COMPLETED
 from .vocab import DENIED as DENIED
+from .vocab import EFFORTS as EFFORTS
 from .vocab import FAILED as FAILED
 from .vocab import INVALID_ARGUMENTS as INVALID_ARGUMENTS
 from .vocab import KINDS as KINDS
@@ -38,6 +39,7 @@ from .vocab import UNKNOWN as UNKNOWN
 from .vocab import Always as Always
 from .vocab import Decision as Decision
 from .vocab import Effect as Effect
+from .vocab import Effort as Effort
 from .vocab import Kind as Kind
 from .vocab import McpState as McpState
 from .vocab import MemoryType as MemoryType
@@ -268,6 +270,17 @@ class Usage(Frozen):
     inputTokens: int = doc("the whole input of the request: how full the context is")
     outputTokens: int
     contextWindow: int = doc("the configured budget (config.yaml context_window)")
+    cachedTokens: int | None = optional("input tokens the service read from its prompt cache, when reported")
+    reasoningTokens: int | None = optional("output tokens spent on reasoning, when reported")
+
+
+@frozen(kw_only=True)
+class Thinking(Frozen):
+    """What the model was thinking (a reasoning summary): shown apart from the answer, never as it."""
+
+    type: Literal["thinking"] = "thinking"
+    turnId: str
+    text: str
 
 
 @frozen(kw_only=True)
@@ -290,6 +303,7 @@ Event = Union[  # noqa: UP007  (a runtime union: docgen and the protocol parser 
     TurnEnd,
     Usage,
     ModeChanged,
+    Thinking,
 ]
 EVENT_TYPES: tuple[type, ...] = typing.get_args(Event)
 
@@ -400,6 +414,11 @@ class State(Mutable):
     mode: Mode
     workdir: str = doc("where tools act; fixed at initialize")
     model: str
+    reasoningEffort: Effort | None = doc(
+        "what the requests ask of a reasoning model (mino/reasoning; config.yaml reasoning_effort); "
+        "null: no reasoning settings are sent",
+        default=None,
+    )
     busy: bool = doc("a turn or a compaction is running")
     sandbox: str | None = doc('"bwrap" or "sandbox-exec"; null when commands run unsandboxed')
     memory: MemoryStatus

@@ -52,6 +52,7 @@ from .store import Background, Store
 from .tools.base import Tool, ToolContext
 from .tools.project_files import DISK, ProjectFiles
 from .ui import UI
+from .vocab import EFFORTS, Effort
 from .words import (
     CANNOT_RESTORE,
     NO_SESSION,
@@ -82,6 +83,8 @@ class Conversation:
         # The mode /mode plan left, which an approved plan goes back to; None: manual (vocab.MODE_AFTER_PLAN).
         self.before_plan: Mode | None = None
         self.model: str = store.config.model  # what this conversation's requests name (set_model)
+        # what this conversation's requests ask of a reasoning model (set_reasoning_effort); None: nothing
+        self.reasoning_effort: Effort | None = store.config.reasoning_effort
         self.log: SessionLog | None = None
         self.claim: SessionClaim | None = None  # this conversation has `log`'s session open
         self.restore_problem: str | None = None
@@ -303,6 +306,14 @@ class Conversation:
         if self._client is not None:
             self._client.model = model
 
+    def set_reasoning_effort(self, effort: str | None) -> None:
+        """How hard the next requests ask the model to think: one of EFFORTS, or None (not sent)."""
+        if effort is not None and effort not in EFFORTS:
+            raise CommandError(f"Unknown reasoning effort {effort!r}. Choices: {', '.join(EFFORTS)}.")
+        self.reasoning_effort = effort
+        if self._client is not None:
+            self._client.reasoning_effort = effort
+
     def check_idle(self) -> None:
         if self.busy:
             raise CommandError(TURN_RUNNING)
@@ -318,14 +329,19 @@ class Conversation:
 
     def _client_for_turn(self) -> ModelClient:
         if self._client is None:
-            from .model_client import ModelClient
+            kind: type[ModelClient]
+            if self.config.wire_api == "chat":
+                from .chat_client import ChatClient as kind  # only sessions on that wire import it
+            else:
+                from .model_client import ModelClient as kind
 
-            self._client = ModelClient(
+            self._client = kind(
                 self.config.base_url,
                 self.config.api_key,
                 self.model,
                 timeout_s=self.config.request_timeout_s,
                 origin=self.config.base_url_origin,
+                reasoning_effort=self.reasoning_effort,
             )
         return self._client
 
@@ -466,6 +482,7 @@ class Conversation:
             mode=self.mode,
             workdir=str(self.workdir),
             model=self.model,
+            reasoningEffort=self.reasoning_effort,
             busy=self.busy,
             sandbox=self._sandbox.name if self._sandbox is not None else None,
             usage=self.usage,

@@ -21,7 +21,7 @@ from .values import Frozen, frozen
 if TYPE_CHECKING:
     from .sessions.store import Holder, SessionStore
 
-CheckName = Literal["config", "key", "endpoint", "sandbox", "network", "home", "vscode", "mcp"]
+CheckName = Literal["config", "key", "endpoint", "wire", "sandbox", "network", "home", "vscode", "mcp"]
 ENDPOINT_TIMEOUT_S = 10.0
 # Where VS Code, its remote server, code-server and VSCodium install extensions, under the home folder.
 EXTENSION_DIRS = (
@@ -76,6 +76,8 @@ def run_doctor(
     checks.append(check_key(config))
     if config.setup_problem() is None:
         checks.append(check_endpoint(config))
+        if checks[-1].ok:
+            checks.append(check_wire(config))
     else:  # OpenAI's endpoint answers 401 to every request without a key: nothing more to learn
         checks.append(Check("endpoint", None, True, f"{config.base_url}: not asked until a key is set"))
     checks.append(check_sandbox(config))
@@ -174,6 +176,43 @@ def check_endpoint(config: Config) -> Check:
     else:
         fix = "see the server's log; Mino retries 429 and 5xx answers in a turn"
     return Check("endpoint", False, True, found, fix)
+
+
+WIRE_PATHS = {"responses": "responses", "chat": "chat/completions"}
+
+
+def check_wire(config: Config) -> Check:
+    """Which API the server answers: `POST {base_url}/responses` and `/chat/completions` with an
+    empty body. A server with the endpoint refuses the body (400, 422); one without answers 404 or
+    405. No model runs, nothing is billed."""
+    import httpx
+
+    from .model_client import is_loopback
+
+    headers = {"Authorization": f"Bearer {config.api_key}"} if config.api_key else {}
+    answers: dict[str, bool | None] = {}
+    with httpx.Client(timeout=ENDPOINT_TIMEOUT_S, trust_env=not is_loopback(config.base_url)) as client:
+        for wire, path in WIRE_PATHS.items():
+            try:
+                status = client.post(f"{config.base_url}/{path}", json={}, headers=headers).status_code
+            except httpx.HTTPError:
+                answers[wire] = None  # unknown: the endpoint check already said whether it is reachable
+                continue
+            answers[wire] = status not in (404, 405)
+    said = "; ".join(
+        f"/{WIRE_PATHS[w]} {'answers' if a else 'not found' if a is False else 'no answer'}"
+        for w, a in answers.items()
+    )
+    found = f"{said} (wire_api: {config.wire_api})"
+    if answers[config.wire_api] is not False:
+        return Check("wire", True, True, found)
+    other = next((w for w, a in answers.items() if a and w != config.wire_api), None)
+    fix = (
+        f"set wire_api: {other} in config.yaml"
+        if other
+        else "correct the base URL: the server answers neither API"
+    )
+    return Check("wire", False, True, found, fix)
 
 
 def check_sandbox(config: Config) -> Check:

@@ -12,6 +12,11 @@ Design notes:
 - Many servers behind `base_url` bridge to chat completions and apply strict chat templates: the
   input goes out with adjacent messages of one role merged (`alternating`), an answer cut short
   (`response.incomplete`) comes back as a result, not an error, and usage of 0 means "not counted".
+- This is the one model port: `chat_client.ChatClient` speaks the same requests and answers over
+  `/chat/completions` (config.yaml `wire_api: chat`); only the wire differs.
+- Reasoning (`reasoning_effort` set): the request asks for the encrypted reasoning items (Responses
+  is used statelessly, `store: false`); they come back in `ModelResponse.reasoning` for the caller
+  to keep and send back in place, and their summaries go to `on_thinking`, never into the answer.
 """
 
 from __future__ import annotations
@@ -71,9 +76,17 @@ class ModelResponse(Mutable):
     # numbers; None when it gave none
     usage: dict[str, int] | None
     incomplete: str | None = None  # why the answer was cut short (e.g. max_output_tokens); no calls then
+    # The response's reasoning items as the service sent them (with encrypted_content), in output
+    # order; they precede the answer and are sent back before it. None when cut short.
+    reasoning: list[dict[str, Any]] = field(default_factory=list)
 
 
-# What the worker hands the caller's thread: a text delta, the answer, the failure, or None when aborted.
+class Thought(str):
+    """A reasoning summary (or a chat server's reasoning text) for `on_thinking`, not the answer."""
+
+
+# What the worker hands the caller's thread: a text delta, a thought, the answer, the failure, or
+# None when aborted.
 _Event = str | ModelResponse | ModelError | None
 
 
@@ -95,14 +108,14 @@ def _one_line(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _message_in(data: object) -> str | None:
+def message_in(data: object) -> str | None:
     """The human message inside an error object: OpenAI's {"error": {"message"}}, a bare
     {"error": "..."}, {"message"}, FastAPI's {"detail": "..." | [{"msg"}]}, or a failed response."""
     if not isinstance(data, dict):
         return None
     error = data.get("error")
     if isinstance(error, dict):
-        found = _message_in(error) or _message_in({"message": error.get("code")})
+        found = message_in(error) or message_in({"message": error.get("code")})
         if found:
             return found
     detail = data.get("detail")
@@ -112,7 +125,7 @@ def _message_in(data: object) -> str | None:
         if isinstance(candidate, str) and candidate.strip():
             return _one_line(candidate)
     response = data.get("response")  # an SSE `response.failed` event sent as the error body
-    return _message_in(response) if isinstance(response, dict) else None
+    return message_in(response) if isinstance(response, dict) else None
 
 
 def _body_message(raw: bytes) -> str | None:
@@ -122,7 +135,7 @@ def _body_message(raw: bytes) -> str | None:
     if not text or text.startswith("<"):  # skip HTML error pages from proxies
         return None
     try:
-        return _message_in(json.loads(text)) or _one_line(text, 200)
+        return message_in(json.loads(text)) or _one_line(text, 200)
     except ValueError:
         pass
     lines = text.splitlines()
@@ -131,7 +144,7 @@ def _body_message(raw: bytes) -> str | None:
         for payload in data:
             if payload and payload != "[DONE]":
                 try:
-                    found = _message_in(json.loads(payload))
+                    found = message_in(json.loads(payload))
                 except ValueError:
                     found = _one_line(payload, 200)
                 if found:
@@ -162,7 +175,7 @@ def service_message(response: httpx.Response, body: bytes | None = None) -> str:
         return "error"
 
 
-def _usage(raw: object) -> dict[str, int] | None:
+def usage_counts(raw: object) -> dict[str, int] | None:
     """The token counts the service reported. A 0 or a missing count means it did not count (llama.cpp
     servers report none; LiteLLM's bridge passes 0s): it is left out, and with nothing left, None."""
     if not isinstance(raw, dict):
@@ -172,6 +185,13 @@ def _usage(raw: object) -> dict[str, int] | None:
         for key in ("input_tokens", "output_tokens", "total_tokens")
         if type(count := raw.get(key)) is int and count > 0
     }
+    for details, key, name in (
+        ("input_tokens_details", "cached_tokens", "cached_tokens"),
+        ("output_tokens_details", "reasoning_tokens", "reasoning_tokens"),
+    ):
+        inner = raw.get(details)
+        if isinstance(inner, dict) and type(count := inner.get(key)) is int and count > 0:
+            usage[name] = count
     return usage if "input_tokens" in usage or "output_tokens" in usage else None
 
 
@@ -293,7 +313,7 @@ def _too_large(what: str, limit: int) -> str:
     return f"Model stream sent a {what} over {limit // (1024 * 1024)} MiB; it was not read further"
 
 
-class _Job:
+class Job:
     """One `stream()` call: the queue between worker and caller, and the in-flight socket to cut on abort."""
 
     def __init__(self) -> None:
@@ -330,7 +350,7 @@ class _Job:
 
 
 @mutable
-class _Accumulator(Mutable):
+class Accumulator(Mutable):
     """What the events said so far, for when `response.completed` carries no output."""
 
     text: list[str] = field(default_factory=list)
@@ -338,13 +358,19 @@ class _Accumulator(Mutable):
     # item_id -> function_call item being built
     calls: dict[str, dict[str, Any]] = field(default_factory=dict)
     events: int = 0
+    thought: set[str] = field(default_factory=set)  # reasoning items whose summary went to on_thinking
+    # Chat Completions (chat_client.py): the finish_reason, the usage chunk, [DONE] seen, reasoning text
+    finish: str | None = None
+    usage: Any = None
+    done: bool = False
+    reasoning_text: list[str] = field(default_factory=list)
     half: str = ""  # a high surrogate that ended the last text delta: its pair may begin the next
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _valid(text: str) -> str:
+def valid_text(text: str) -> str:
     """`text` as valid Unicode: surrogate pairs joined, lone surrogates as U+FFFD (JSON escapes
     can carry either; neither can be printed or saved as UTF-8)."""
     if not _SURROGATE.search(text):
@@ -353,6 +379,8 @@ def _valid(text: str) -> str:
 
 
 class ModelClient:
+    endpoint = "responses"  # POST {base_url}/<endpoint>
+
     def __init__(
         self,
         base_url: str,
@@ -362,7 +390,9 @@ class ModelClient:
         max_retries: int = 3,
         backoff_s: float = 0.5,
         origin: str = "",
+        reasoning_effort: str | None = None,
     ) -> None:
+        self.reasoning_effort = reasoning_effort  # one of EFFORTS; None: no reasoning settings sent
         self.base_url = base_url.rstrip("/")
         # Where base_url came from ("base URL from MINO_BASE_URL", ...): said with it in errors, so a
         # typo is found at once.
@@ -421,18 +451,21 @@ class ModelClient:
     # -- the call ----------------------------------------------------------------------------
 
     def stream(
-        self, body: dict[str, Any], on_text: Callable[[str], None], cancel: CancelToken
+        self,
+        body: dict[str, Any],
+        on_text: Callable[[str], None],
+        cancel: CancelToken,
+        on_thinking: Callable[[str], None] | None = None,
     ) -> ModelResponse:
-        """Send one request and stream the answer; `on_text` gets each text delta as it arrives.
+        """Send one request and stream the answer; `on_text` gets each text delta as it arrives,
+        `on_thinking` each reasoning summary.
 
+        `body` is a Responses request: instructions, input items, tools, and `prompt_cache_key`.
         Raises ModelError (one line) or Cancelled.
         """
         cancel.check()
-        payload = {**body, "model": self.model, "stream": True, "store": False}
-        if isinstance(payload.get("input"), list):
-            payload["input"] = alternating(payload["input"])
-        content = json.dumps(payload, ensure_ascii=False).encode("utf-8")
-        job = _Job()
+        content = json.dumps(self.payload(body), ensure_ascii=False).encode("utf-8")
+        job = Job()
         unregister = cancel.on_cancel(job.abort)
         worker = threading.Thread(target=self._work, args=(content, job), name="model-stream", daemon=True)
         try:
@@ -441,7 +474,10 @@ class ModelClient:
                 event = job.events.get()
                 if cancel.cancelled:
                     raise Cancelled()
-                if isinstance(event, str):
+                if isinstance(event, Thought):
+                    if on_thinking is not None:
+                        on_thinking(str(event))
+                elif isinstance(event, str):
                     on_text(event)
                 elif isinstance(event, ModelResponse):
                     return event
@@ -453,7 +489,17 @@ class ModelClient:
             unregister()
             job.abort()  # no-op after success; stops the worker if we leave early
 
-    def _work(self, content: bytes, job: _Job) -> None:
+    def payload(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The request as sent: stateless, streamed, with reasoning settings only when configured."""
+        payload = {**body, "model": self.model, "stream": True, "store": False}
+        if isinstance(payload.get("input"), list):
+            payload["input"] = alternating(payload["input"])
+        if self.reasoning_effort is not None:
+            payload["reasoning"] = {"effort": self.reasoning_effort, "summary": "auto"}
+            payload["include"] = ["reasoning.encrypted_content"]
+        return payload
+
+    def _work(self, content: bytes, job: Job) -> None:
         try:
             job.events.put(self._attempts(content, job))
         except _Aborted:
@@ -463,7 +509,7 @@ class ModelClient:
         except Exception as exc:  # never leave the caller waiting
             job.events.put(ModelError(f"Model request failed: {type(exc).__name__}: {exc}"))
 
-    def _attempts(self, content: bytes, job: _Job) -> ModelResponse:
+    def _attempts(self, content: bytes, job: Job) -> ModelResponse:
         attempt = 0
         while True:
             if job.aborted.is_set():
@@ -479,14 +525,16 @@ class ModelClient:
                 if job.aborted.wait(delay):  # set on cancel, so a backoff never delays an interrupt
                     raise _Aborted() from None
 
-    def _attempt(self, content: bytes, job: _Job) -> ModelResponse:
+    def _attempt(self, content: bytes, job: Job) -> ModelResponse:
         import httpx
 
         client = self._http()
         headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
-        request = client.build_request("POST", f"{self.base_url}/responses", content=content, headers=headers)
+        request = client.build_request(
+            "POST", f"{self.base_url}/{self.endpoint}", content=content, headers=headers
+        )
         try:
             response = client.send(request, stream=True)
         except httpx.HTTPError as exc:
@@ -516,7 +564,7 @@ class ModelClient:
                 text = "cannot resolve the host name"
         return f"Model request failed: {_one_line(text or type(exc).__name__, 200)} ({self.where})"
 
-    def _read(self, response: httpx.Response, job: _Job) -> ModelResponse:
+    def _read(self, response: httpx.Response, job: Job) -> ModelResponse:
         import httpx
 
         status = response.status_code
@@ -526,9 +574,12 @@ class ModelClient:
             except httpx.HTTPError as exc:
                 raise _Retryable(self._describe(exc), status) from None
             message = f"Model request failed: HTTP {status}: {service_message(response, body)}"
-            if status in (404, 405):  # no /responses there: most often a base URL without its /v1
+            if status in (404, 405):  # no such endpoint: most often a base URL without its /v1
                 hint = "" if self.base_url.endswith("/v1") else ": does it need /v1?"
-                message += f" (POST {self.base_url}/responses; {self.origin or 'the base URL'}{hint})"
+                message += f" (POST {self.base_url}/{self.endpoint}; {self.origin or 'the base URL'}{hint}"
+                if self.endpoint == "responses" and not hint:
+                    message += "; a server with only /chat/completions needs wire_api: chat in config.yaml"
+                message += ")"
             if status == 429 or status >= 500:
                 raise _Retryable(message, status, _retry_after(response))
             raise ModelError(message, status)
@@ -544,18 +595,15 @@ class ModelClient:
                 data = json.loads(raw)
             except (ValueError, httpx.HTTPError):
                 raise ModelError("Model request failed: the service sent an unreadable response") from None
-            data = data if isinstance(data, dict) else {}
-            if data.get("error") and not data.get("output"):
-                raise ModelError(f"Model request failed: {_message_in(data) or 'the service sent an error'}")
-            return self._finish(data, _Accumulator(), _incomplete_reason(data))
-        acc = _Accumulator()
+            return self._whole(data if isinstance(data, dict) else {})
+        acc = Accumulator()
         result: ModelResponse | None = None
         try:
             for event in self._events(response):
                 if job.aborted.is_set():
                     raise _Aborted()
                 if result is None:
-                    acc.events += 1
+                    acc.events += event.get("type") != "[DONE]"
                     result = self._handle(event, acc, job)
                 # After response.completed keep reading to the end of the body: a fully read
                 # response returns its connection to the pool (keep-alive).
@@ -573,6 +621,8 @@ class ModelClient:
             raise _Retryable(self._describe(exc)) from None
         if job.aborted.is_set():
             raise _Aborted()
+        if result is None:
+            result = self._end(acc)
         if result is not None:
             return result
         if not acc.events:
@@ -580,6 +630,16 @@ class ModelClient:
                 f"Model request failed: the service closed the stream without data ({self.where})"
             )
         raise ModelError(_ENDED_EARLY)
+
+    def _whole(self, data: dict[str, Any]) -> ModelResponse:
+        """A whole (not streamed) response object."""
+        if data.get("error") and not data.get("output"):
+            raise ModelError(f"Model request failed: {message_in(data) or 'the service sent an error'}")
+        return self._finish(data, Accumulator(), _incomplete_reason(data))
+
+    def _end(self, acc: Accumulator) -> ModelResponse | None:
+        """The answer when the stream ended without a final event; None: it ended early."""
+        return None
 
     # -- SSE ---------------------------------------------------------------------------------
 
@@ -604,7 +664,8 @@ class ModelClient:
             if not data:
                 continue
             raw, data, size, event_name, name = "\n".join(data), [], 0, name, ""
-            if raw.strip() == "[DONE]":  # a Chat-Completions habit of some compatible servers
+            if raw.strip() == "[DONE]":  # Chat Completions' end (some Responses servers send it too)
+                yield {"type": "[DONE]"}
                 continue
             # Fewer characters than the bound cannot hold more values than it: only long ones counted.
             crowded = (
@@ -622,7 +683,7 @@ class ModelClient:
                 event["type"] = event_name  # the type is in the data for OpenAI; some servers only name it
             yield event
 
-    def _handle(self, event: dict[str, Any], acc: _Accumulator, job: _Job) -> ModelResponse | None:
+    def _handle(self, event: dict[str, Any], acc: Accumulator, job: Job) -> ModelResponse | None:
         """Apply one event; returns the result on response.completed, raises on a failure event."""
         kind = event.get("type")
         if kind in ("response.output_text.delta", "response.refusal.delta"):
@@ -632,7 +693,7 @@ class ModelClient:
                 delta, acc.half = acc.half + delta, ""
                 if "\ud800" <= delta[-1] <= "\udbff":
                     delta, acc.half = delta[:-1], delta[-1]
-                delta = _valid(delta)
+                delta = valid_text(delta)
                 if delta:
                     acc.text.append(delta)
                     job.events.put(delta)
@@ -649,9 +710,19 @@ class ModelClient:
             call = acc.calls.get(str(event.get("item_id")))
             if call is not None and isinstance(event.get("arguments"), str):
                 call["arguments"] = event["arguments"]
+        elif kind == "response.reasoning_summary_text.done":
+            text, item_id = event.get("text"), event.get("item_id")
+            if isinstance(text, str) and text.strip():
+                acc.thought.add(str(item_id))
+                job.events.put(Thought(valid_text(text)))
         elif kind == "response.output_item.done":
-            if isinstance(event.get("item"), dict) and isinstance(event.get("output_index"), int):
-                acc.items[event["output_index"]] = event["item"]
+            item = event.get("item")
+            if isinstance(item, dict) and isinstance(event.get("output_index"), int):
+                acc.items[event["output_index"]] = item
+                if item.get("type") == "reasoning" and str(item.get("id")) not in acc.thought:
+                    acc.thought.add(str(item.get("id")))  # a server that sent no summary events
+                    for text in _summaries(item):
+                        job.events.put(Thought(text))
         elif kind in ("response.completed", "response.incomplete"):
             response = event.get("response")
             response = response if isinstance(response, dict) else {}
@@ -661,21 +732,21 @@ class ModelClient:
             return self._finish(response, acc, reason)
         elif kind == "response.failed":
             response = event.get("response")
-            message = _message_in(response) if isinstance(response, dict) else None
+            message = message_in(response) if isinstance(response, dict) else None
             raise ModelError(f"Model request failed: {message or 'the response failed'}")
         elif kind == "error" or (kind is None and "error" in event):
             # OpenAI: {"type": "error", "message"}; some proxies: {"error": {"message"}} with no type.
-            message = _message_in(event) or _message_in({"message": event.get("code")}) or "unknown error"
+            message = message_in(event) or message_in({"message": event.get("code")}) or "unknown error"
             raise ModelError(f"Model request failed: {message}")
         return None
 
     @staticmethod
-    def _finish(response: dict[str, Any], acc: _Accumulator, incomplete: str | None = None) -> ModelResponse:
+    def _finish(response: dict[str, Any], acc: Accumulator, incomplete: str | None = None) -> ModelResponse:
         """Prefer the final output; else the finished items; else what the deltas built.
 
         An answer cut short keeps the text the person saw streamed, and no calls: their arguments
         may be cut too, and a half-made call must never run."""
-        usage = _usage(response.get("usage"))
+        usage = usage_counts(response.get("usage"))
         output = response.get("output")
         items = [i for i in output if isinstance(i, dict)] if isinstance(output, list) else []
         if not any(i.get("type") in ("message", "function_call") for i in items):
@@ -688,8 +759,14 @@ class ModelClient:
                 )
         text: list[str] = []
         calls: list[FunctionCall] = []
+        reasoning: list[dict[str, Any]] = []
         for item in items:
-            if item.get("type") == "message" and isinstance(item.get("content"), str):
+            if item.get("type") == "reasoning":
+                # Only an item that carries its encrypted reasoning can be sent back: with store:
+                # false the service keeps nothing, so an item by id alone would not be found.
+                if isinstance(item.get("encrypted_content"), str) and item["encrypted_content"]:
+                    reasoning.append(item)
+            elif item.get("type") == "message" and isinstance(item.get("content"), str):
                 text.append(item["content"])  # some compatible servers answer with string content
             elif item.get("type") == "message" and isinstance(item.get("content"), list):
                 for part in item["content"]:
@@ -701,19 +778,34 @@ class ModelClient:
                 arguments = item.get("arguments")
                 if not isinstance(arguments, str):
                     arguments = json.dumps(arguments if arguments is not None else {}, ensure_ascii=False)
-                call_id = _valid(str(item.get("call_id") or item.get("id") or ""))
+                call_id = valid_text(str(item.get("call_id") or item.get("id") or ""))
                 calls.append(
-                    FunctionCall(call_id=call_id, name=_valid(item["name"]), arguments=_valid(arguments))
+                    FunctionCall(
+                        call_id=call_id, name=valid_text(item["name"]), arguments=valid_text(arguments)
+                    )
                 )
         if incomplete is not None:
             shown = "".join(acc.text)
             return ModelResponse(
-                text=shown or _valid("".join(text)),
+                text=shown or valid_text("".join(text)),
                 calls=[],
                 usage=usage,
                 incomplete=_one_line(incomplete, 80),
             )
-        return ModelResponse(text=_valid("".join(text)), calls=calls, usage=usage)
+        # A reasoning item must be followed by the output it led to: with neither text nor calls
+        # there is nothing to send it back before.
+        kept = reasoning if (text or calls) else []
+        return ModelResponse(text=valid_text("".join(text)), calls=calls, usage=usage, reasoning=kept)
+
+
+def _summaries(item: dict[str, Any]) -> list[str]:
+    """The summary texts of a reasoning item."""
+    summary = item.get("summary")
+    return [
+        valid_text(part["text"])
+        for part in (summary if isinstance(summary, list) else ())
+        if isinstance(part, dict) and isinstance(part.get("text"), str) and part["text"].strip()
+    ]
 
 
 def _incomplete_reason(response: dict[str, Any]) -> str | None:

@@ -34,6 +34,7 @@ from .contract import (
     Notice,
     Outcome,
     TextDelta,
+    Thinking,
     ToolCall,
     ToolResultEvent,
     TurnEnd,
@@ -138,11 +139,15 @@ class Turn(Mutable):
                             [r for r in log.replay_records() if r.get("turn_id") != turn_id], self._blobs
                         )
                         front = front_item(self.index, self.compactor.summary())
+                # The mode may have changed since the last request. Otherwise only the input grows
+                # from request to request: the instructions, the tools and the history before it
+                # stay byte for byte the same (the service's prompt cache).
                 instructions, schemas = self._for_mode()  # the mode may have changed since the last request
                 body = {
                     "instructions": instructions,
                     "input": ([front] if front else []) + history_items + turn_items,
                     "tools": schemas,
+                    "prompt_cache_key": log.id,
                 }
                 requests += 1
 
@@ -150,21 +155,35 @@ class Turn(Mutable):
                     streamed.append(delta)
                     self.ui.event(TextDelta(turnId=turn_id, text=delta))
 
-                response = self.client.stream(body, shown, cancel)
+                response = self.client.stream(
+                    body,
+                    shown,
+                    cancel,
+                    lambda text: self.ui.event(Thinking(turnId=turn_id, text=text)),
+                )
                 streamed.clear()  # the whole answer is recorded below
                 self.compactor.observe_usage(response.usage)
                 counted = reported_usage(response.usage)
                 if counted is not None:
                     self.usage = counted
                     window = self.compactor.budget.context_window
+                    assert response.usage is not None
                     self.ui.event(
                         Usage(
                             turnId=turn_id,
                             inputTokens=counted[0],
                             outputTokens=counted[1],
                             contextWindow=window,
+                            cachedTokens=response.usage.get("cached_tokens"),
+                            reasoningTokens=response.usage.get("reasoning_tokens"),
                         )
                     )
+                if not response.incomplete:
+                    # Kept and sent back in place, before the answer they led to (Responses is
+                    # used statelessly: the service keeps nothing between requests).
+                    for item in response.reasoning:
+                        log.append("reasoning", turn_id, item=item)
+                        turn_items.append(item)
                 if response.text:
                     answer.append(response.text)
                     cut = {"incomplete": True, "reason": response.incomplete} if response.incomplete else {}

@@ -29,6 +29,13 @@ MODE_HELP: dict[Mode, str] = {
 # The mode a session goes back to when the person approves a plan and none was set before plan mode.
 MODE_AFTER_PLAN: Mode = "manual"
 
+# How hard a reasoning model is asked to think (config.yaml reasoning_effort; ACP's thought_level).
+Effort = Literal["minimal", "low", "medium", "high"]
+EFFORTS: tuple[Effort, ...] = typing.get_args(Effort)
+# Which API the model server answers (config.yaml wire_api).
+WireApi = Literal["responses", "chat"]
+WIRE_APIS: tuple[WireApi, ...] = typing.get_args(WireApi)
+
 # The rows of the permission decision table (mino_server/core/decision.py; docs/BEHAVIOUR.md).
 # "allowed": a tool config.yaml lets run without asking in accept-edits (an MCP server's `allow`).
 # "plan_exit": exit_plan_mode, the person's yes to a plan: asked in every mode.

@@ -42,6 +42,13 @@ def context_line(input_tokens: int, context_window: int) -> str:
     return f"Context: {percent}% full ({input_tokens:,} of {context_window:,} tokens)"
 
 
+def usage_detail(cached: int | None, reasoning: int | None) -> str:
+    """What follows the context line when the service reported it, e.g. "; 40,960 cached, 512 reasoning"."""
+    parts = [f"{cached:,} cached"] if cached else []
+    parts += [f"{reasoning:,} reasoning"] if reasoning else []
+    return f"; {', '.join(parts)}" if parts else ""
+
+
 def restore_problem_line(problem: str) -> str:
     return CANNOT_RESTORE + problem
 

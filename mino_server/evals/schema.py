@@ -22,8 +22,9 @@ T = TypeVar("T")
 # Tool names are the registry's (docs/BEHAVIOUR.md, "Tools"), checked so that a typo in
 # tools_not_called cannot make an expectation pass vacuously.
 CAPABILITIES = ("sandbox",)
-ITEM_TYPES = ("message", "function_call", "function_call_output")
+ITEM_TYPES = ("message", "function_call", "function_call_output", "reasoning")
 MAX_MEMORIES = 32
+# wire_api: chat sends `messages`, not `input`: request checks read the Responses wire's input items.
 _RUNNER = "is set by the runner (cases talk to the scripted model, or the configured one with --live)"
 # config.yaml's keys (core/config.py) a case may not set in its `config`, each with why; a case may
 # set every other one, so a new config key is open to cases unless it is listed here.

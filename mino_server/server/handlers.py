@@ -134,6 +134,12 @@ def mode(server: Connection, params: P.ModeParams, cancel: None) -> P.State:
     return server.state()
 
 
+def reasoning(server: Connection, params: P.ReasoningParams, cancel: None) -> P.State:
+    server.conversation.set_reasoning_effort(params.effort)
+    server.state_changed()
+    return server.state()
+
+
 def compact(server: Connection, params: P.Empty, cancel: CancelToken) -> P.CompactResult:
     compacted, message = server.conversation.compact(cancel)
     return P.CompactResult(compacted=compacted, message=message)
@@ -270,6 +276,7 @@ ROUTES: dict[str, Route] = {
     "mino/sessions/resume": Route(P.ResumeParams, sessions_resume, lambda p: SESSION_CHANGING),
     "mino/sessions/clear": Route(P.ClearParams, sessions_clear, lambda p: SESSION_CHANGING),
     "mino/mode": Route(P.ModeParams, mode),
+    "mino/reasoning": Route(P.ReasoningParams, reasoning),
     "mino/compact": Route(P.Empty, compact, lambda p: COMPACT_RUNNING, lambda p: True, cancellable=True),
     "mino/checkpoints": Route(P.Empty, checkpoints, read_only=True),
     "mino/rewind": Route(P.RewindParams, rewind, lambda p: REWIND_RUNNING, cancellable=True),

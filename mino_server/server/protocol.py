@@ -137,6 +137,7 @@ from ..core.contract import (  # noqa: E402, F401  (re-exported: the protocol's 
     ContextItem,
     Decision,
     Effect,
+    Effort,
     Event,
     FileDiff,
     HistoryItem,
@@ -316,6 +317,11 @@ class ClearResult:
 @dataclass(kw_only=True)
 class ModeParams:
     mode: Mode
+
+
+@dataclass(kw_only=True)
+class ReasoningParams:
+    effort: Effort | None = doc("null: send no reasoning settings (the model's default)")
 
 
 @dataclass(kw_only=True)
@@ -558,6 +564,13 @@ CLIENT_REQUESTS: list[Method] = [
         "exactly; -32006 when `id` is open elsewhere.",
     ),
     Method("mino/mode", "client", ModeParams, State, "Sets the permission mode (allowed during a turn)."),
+    Method(
+        "mino/reasoning",
+        "client",
+        ReasoningParams,
+        State,
+        "Sets the reasoning effort of this conversation's next requests (allowed during a turn).",
+    ),
     Method("mino/compact", "client", Empty, CompactResult, "Summarises older history; cancellable."),
     Method(
         "mino/checkpoints",

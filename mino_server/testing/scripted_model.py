@@ -1,4 +1,5 @@
-"""A scripted OpenAI Responses-API server on loopback, for tests, `mino eval` and benchmarks.
+"""A scripted OpenAI Responses-API (and Chat Completions) server on loopback, for tests, `mino eval`
+and benchmarks.
 
 `ScriptedModel` is a real HTTP/1.1 server (keep-alive, chunked SSE) on 127.0.0.1 with an ephemeral
 port, running in background threads. Every `POST /v1/responses` consumes the next scripted reply and
@@ -39,9 +40,27 @@ Reply keys (all optional; validated by `parse_reply`):
 - `incomplete` (str, e.g. "max_output_tokens"): stream the text (and calls) as given, then end with
   `response.incomplete` (status "incomplete", `incomplete_details.reason`) instead of completed.
 - `chunk` (int): stream the text in deltas of this many characters (a big answer in few events).
+- `reasoning` (str): a reasoning item before the answer whose summary is this text
+  (`response.reasoning_summary_text.delta`/`.done` events), carrying `encrypted_content` when the
+  request asked for it (`include: ["reasoning.encrypted_content"]`). On chat: `reasoning_content`
+  deltas before the answer.
+- `usage` may also give `cached_tokens` and `reasoning_tokens` (reported in the usage details).
+
+`POST /v1/chat/completions` answers the same replies as Chat Completions chunks (`data: {json}`
+lines, `chat.completion.chunk` objects, `data: [DONE]` at the end): the text as `delta.content`,
+each call as `delta.tool_calls` pieces by `index` (id and name first, then the arguments in
+pieces), `finish_reason` `stop`, `tool_calls` or (with `incomplete`) `length`, and a last chunk with
+`usage` when the request asked for it (`stream_options.include_usage`). `fail` sends a
+`data: {"error": ...}` chunk. Strict input checks the messages as a strict chat template would:
+alternating user/assistant roles, string content for assistant and system messages, each `tool`
+message answering a call of the assistant message before it. `paths` records each request's path. A POST of an empty object (`mino doctor`'s question which API
+this is) gets HTTP 400 and is recorded in `probes`, not `requests`.
 - `error_format` ("json", "sse" or "text"; with `status`): the error body's shape. "sse" sends
   `data: {"error": {...}}` then `data: [DONE]` as text/event-stream, as LiteLLM's proxy does when a
   streamed request fails before it starts; "text" sends the message as text/plain.
+
+Reasoning items sent back on /responses are checked too (strict or not): each must be one this
+server returned, unchanged, and be followed by the item it led to (as OpenAI checks them).
 
 Strict input (`ScriptedModel(strict=True)`, the default): every request is checked as a strict
 chat-completions bridge would take it (LiteLLM in front of llama-cpp-python, with a chat template
@@ -97,7 +116,9 @@ _KEYS = (
     "incomplete",
     "error_format",
     "chunk",
+    "reasoning",
 )
+_USAGE_KEYS = ("input_tokens", "output_tokens", "cached_tokens", "reasoning_tokens")
 _ERROR_FORMATS = ("json", "sse", "text")
 _TEXT_PARTS = ("input_text", "output_text")
 _CALL_KEYS = ("name", "arguments", "call_id")
@@ -168,7 +189,7 @@ def parse_reply(obj: object, where: str = "reply") -> dict:
         if "text" in obj or "calls" in obj:
             raise bad("status", "cannot be combined with 'text' or 'calls' (an error has no stream)")
         reply["status"] = status
-    for key in ("error", "fail"):
+    for key in ("error", "fail", "reasoning"):
         if key in obj:
             if not isinstance(obj[key], str):
                 raise bad(key, "must be a string")
@@ -222,8 +243,8 @@ def parse_reply(obj: object, where: str = "reply") -> dict:
         if not isinstance(usage, dict):
             raise bad("usage", "must be a mapping with input_tokens and/or output_tokens, or null")
         for key, value in usage.items():
-            if key not in ("input_tokens", "output_tokens"):
-                raise bad(f"usage.{key}", "is not a known key (input_tokens, output_tokens)")
+            if key not in _USAGE_KEYS:
+                raise bad(f"usage.{key}", f"is not a known key ({', '.join(_USAGE_KEYS)})")
             if not isinstance(value, int) or not _number(value):
                 raise bad(f"usage.{key}", "must be a non-negative integer")
         reply["usage"] = dict(usage)
@@ -310,8 +331,71 @@ def _image_problems(part: dict, where: str, role: object) -> list[str]:
     return problems
 
 
+def chat_problems(body: dict) -> list[str]:
+    """What a strict chat template would refuse in a chat request's `messages` (module doc)."""
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        return ["'messages' must be a non-empty list"]
+    problems: list[str] = []
+    previous: object = None
+    open_calls: set[str] = set()
+    for i, message in enumerate(messages):
+        role = message.get("role") if isinstance(message, dict) else None
+        if role not in ("system", "user", "assistant", "tool"):
+            problems.append(f"messages[{i}]: unknown role {role!r}")
+            continue
+        content = message.get("content")
+        if role in ("system", "assistant") and not (
+            isinstance(content, str)
+            or (role == "assistant" and content is None and message.get("tool_calls"))
+        ):
+            problems.append(f"messages[{i}]: {role} content must be a string")
+        if role == "system" and i:
+            problems.append(f"messages[{i}]: a system message after the first")
+        if role in ("user", "assistant") and role == previous:
+            problems.append(f"messages[{i}]: two {role} messages in a row (roles must alternate)")
+        if role == "user" and isinstance(content, list):
+            for part in content:
+                kind = part.get("type") if isinstance(part, dict) else None
+                if kind == "image_url":
+                    url = part.get("image_url")
+                    if not (isinstance(url, dict) and isinstance(url.get("url"), str)):
+                        problems.append(f"messages[{i}]: an image_url part without image_url.url")
+                elif kind != "text" or not isinstance(part.get("text"), str):
+                    problems.append(f"messages[{i}]: a user part of type {kind!r}")
+        elif role == "user" and not isinstance(content, str):
+            problems.append(f"messages[{i}]: user content must be a string or a list of parts")
+        if role == "assistant":
+            calls = message.get("tool_calls") or []
+            open_calls = {str(c.get("id")) for c in calls if isinstance(c, dict)}
+        elif role == "tool":
+            if message.get("tool_call_id") not in open_calls:
+                problems.append(
+                    f"messages[{i}]: a tool message for no call of the assistant message before it"
+                )
+            if not isinstance(content, str):
+                problems.append(f"messages[{i}]: tool content must be a string")
+        else:
+            open_calls = set()
+        previous = role
+    return problems
+
+
 def image_urls(request: dict) -> list[str]:
-    """The `image_url` of every input_image part of a recorded request, in order."""
+    """The `image_url` of every input_image part of a recorded request (or image_url part of a chat
+    request), in order."""
+    messages = request.get("messages")
+    if isinstance(messages, list):
+        return [
+            part["image_url"]["url"]
+            for message in messages
+            if isinstance(message, dict) and isinstance(message.get("content"), list)
+            for part in message["content"]
+            if isinstance(part, dict)
+            and part.get("type") == "image_url"
+            and isinstance(part.get("image_url"), dict)
+            and isinstance(part["image_url"].get("url"), str)
+        ]
     items = request.get("input")
     return [
         part["image_url"]
@@ -361,20 +445,28 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             # The client went away mid-body (killed, cancelled): no request was made, nothing to answer.
             self.close_connection = True
             return
-        if self.path.split("?", 1)[0].rstrip("/") != "/v1/responses":
+        path = self.path.split("?", 1)[0].rstrip("/")
+        if path not in ("/v1/responses", "/v1/chat/completions"):
             self._refuse(404, f"unexpected POST {self.path}")
             return
+        chat = path == "/v1/chat/completions"
         model = self.server.model
         try:
             body = json.loads(raw)
         except ValueError:
             body = None
+        if body == {}:  # `mino doctor` asking which API this is: refused as a real server would
+            with model._lock:
+                model.probes.append(path)
+            self._send_json(400, _error_body("you must provide a model parameter"), {})
+            return
         with model._lock:
             model.requests.append(
                 body if isinstance(body, dict) else {"_raw": raw.decode("utf-8", "replace")}
             )
             model.request_times.append(read_at)
             model.request_headers.append({k.lower(): v for k, v in self.headers.items()})
+            model.paths.append(path)
             number = len(model.requests)
             reply = model._queue.popleft() if model._queue else None
         text = raw.decode("utf-8", "replace")
@@ -384,11 +476,13 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if not isinstance(body, dict):
             self._refuse(400, f"request #{number} is not a JSON object: {text[:300]}")
             return
-        if model.strict:
-            problems = input_problems(body)
-            if problems:
-                self._refuse(400, f"request #{number}: {'; '.join(problems)}")
-                return
+        if chat:
+            problems = chat_problems(body) if model.strict else []
+        else:
+            problems = model._reasoning_problems(body) + (input_problems(body) if model.strict else [])
+        if problems:
+            self._refuse(400, f"request #{number}: {'; '.join(problems)}")
+            return
         decoded = list(string_values(body))
         for needle in reply.get("require", ()):
             if not contains_text(needle, text, decoded):
@@ -397,7 +491,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if "status" in reply:
             self._http_error(reply, body)
             return
-        self._stream(reply, body, len(raw))
+        self._stream(reply, body, len(raw), chat)
 
     # -- answers -------------------------------------------------------------------------------
 
@@ -439,10 +533,13 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         head.append(f"Content-Length: {len(payload)}")
         self.wfile.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + payload)
 
-    def _stream(self, reply: dict, body: dict, body_bytes: int) -> None:
+    def _stream(self, reply: dict, body: dict, body_bytes: int, chat: bool = False) -> None:
         model = self.server.model
-        events = model._events(reply, body, body_bytes)
-        frames = [_frame(event) for event in events]
+        if chat:
+            frames = [_data_frame(chunk) for chunk in model._chat_chunks(reply, body, body_bytes)]
+            frames.append(_chunk(b"data: [DONE]\n\n"))
+        else:
+            frames = [_frame(event) for event in model._events(reply, body, body_bytes)]
         if reply.get("malformed"):
             garbage = b'event: response.output_text.delta\ndata: {"type": "response.output_text.delta", "delta": \n\n'
             frames.insert(min(2, len(frames)), _chunk(garbage))
@@ -497,6 +594,11 @@ def _frame(event: dict) -> bytes:
     return _chunk(f"event: {event['type']}\ndata: {json.dumps(event, ensure_ascii=False)}\n\n".encode())
 
 
+def _data_frame(chunk: dict) -> bytes:
+    """One Chat Completions chunk: a bare `data:` line, as chat servers send them."""
+    return _chunk(f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n".encode())
+
+
 class _Owner:
     """What the handler sees as `self.server`."""
 
@@ -522,6 +624,9 @@ class ScriptedModel:
         self.requests: list[dict] = []
         self.request_times: list[float] = []
         self.request_headers: list[dict[str, str]] = []  # lower-cased names, per request
+        self.paths: list[str] = []  # each request's path (/v1/responses or /v1/chat/completions)
+        self.probes: list[str] = []  # paths POSTed an empty object (`mino doctor`): 400, not a request
+        self._issued: dict[str, str] = {}  # reasoning item id -> its JSON as returned
         self.errors: list[str] = []
         self.model_lists: list[dict[str, str]] = []  # the headers of each GET /v1/models
         self.connections = 0  # TCP connections accepted (keep-alive checks)
@@ -644,7 +749,29 @@ class ScriptedModel:
 
     # -- events ------------------------------------------------------------------------------
 
-    def _events(self, reply: dict, body: dict, body_bytes: int) -> list[dict]:
+    def _reasoning_problems(self, body: dict) -> list[str]:
+        """Reasoning items sent back: each one this server returned, unchanged, with an item after it."""
+        found = body.get("input")
+        items: list[Any] = found if isinstance(found, list) else []
+        problems: list[str] = []
+        for i, item in enumerate(items):
+            if not (isinstance(item, dict) and item.get("type") == "reasoning"):
+                continue
+            with self._lock:
+                issued = self._issued.get(str(item.get("id")))
+            if issued is None or json.dumps(item, sort_keys=True) != issued:
+                problems.append(f"input[{i}]: a reasoning item this server did not return as it is")
+            after = items[i + 1] if i + 1 < len(items) else None
+            if (
+                not isinstance(after, dict)
+                or after.get("type", "message") == "reasoning"
+                or (after.get("type", "message") == "message" and after.get("role") != "assistant")
+            ):
+                problems.append(f"input[{i}]: a reasoning item without the item that followed it")
+        return problems
+
+    def _start(self, reply: dict) -> tuple[int, list[str]]:
+        """The response's number and its calls' IDs."""
         with self._lock:
             self._responses += 1
             n = self._responses
@@ -652,6 +779,82 @@ class ScriptedModel:
             for call in reply.get("calls", []):
                 self._calls += 1
                 call_ids.append(call.get("call_id") or f"call_{self._calls}")
+        return n, call_ids
+
+    @staticmethod
+    def _counts(reply: dict, body_bytes: int, streamed: int) -> dict[str, int]:
+        return {
+            "input_tokens": body_bytes // 4,
+            "output_tokens": streamed // 4,
+            "cached_tokens": 0,
+            "reasoning_tokens": 0,
+            **(reply.get("usage") or {}),
+        }
+
+    def _chat_chunks(self, reply: dict, body: dict, body_bytes: int) -> list[dict]:
+        """The reply as Chat Completions chunks (module doc)."""
+        n, call_ids = self._start(reply)
+        model = body.get("model") if isinstance(body.get("model"), str) else "scripted"
+        base = {
+            "id": f"chatcmpl-{n:06d}",
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": model,
+        }
+        chunks: list[dict] = []
+
+        def emit(delta: dict, finish: str | None = None) -> None:
+            chunks.append(
+                {**base, "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]}
+            )
+
+        emit({"role": "assistant", "content": ""})
+        streamed = 0
+        if "reasoning" in reply:
+            for piece in _text_chunks(reply["reasoning"]):
+                emit({"reasoning_content": piece})
+        if "text" in reply:
+            text, size = reply["text"], reply.get("chunk")
+            for delta in (
+                [text[i : i + size] for i in range(0, len(text), size)] if size else _text_chunks(text)
+            ):
+                emit({"content": delta})
+            streamed += len(text)
+        for index, (call, call_id) in enumerate(zip(reply.get("calls", []), call_ids, strict=True)):
+            head = {
+                "index": index,
+                "id": call_id,
+                "type": "function",
+                "function": {"name": call["name"], "arguments": ""},
+            }
+            emit({"tool_calls": [head]})
+            for piece in _arg_chunks(call["arguments"]):
+                emit({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+            streamed += len(call["name"]) + len(call["arguments"])
+        if "fail" in reply:
+            chunks.append({"error": {"message": reply["fail"], "type": "server_error", "code": None}})
+            return chunks
+        finish = "length" if "incomplete" in reply else "tool_calls" if reply.get("calls") else "stop"
+        emit({}, finish)
+        options = body.get("stream_options")
+        if (
+            isinstance(options, dict)
+            and options.get("include_usage")
+            and not ("usage" in reply and reply["usage"] is None)
+        ):
+            counts = self._counts(reply, body_bytes, streamed)
+            usage = {
+                "prompt_tokens": counts["input_tokens"],
+                "completion_tokens": counts["output_tokens"],
+                "total_tokens": counts["input_tokens"] + counts["output_tokens"],
+                "prompt_tokens_details": {"cached_tokens": counts["cached_tokens"]},
+                "completion_tokens_details": {"reasoning_tokens": counts["reasoning_tokens"]},
+            }
+            chunks.append({**base, "choices": [], "usage": usage})
+        return chunks
+
+    def _events(self, reply: dict, body: dict, body_bytes: int) -> list[dict]:
+        n, call_ids = self._start(reply)
         model = body.get("model") if isinstance(body.get("model"), str) else "scripted"
         response: dict[str, Any] = {
             "id": f"resp_{n:06d}",
@@ -673,6 +876,27 @@ class ScriptedModel:
         emit("response.in_progress", response=dict(response))
         output: list[dict] = []
         streamed = 0
+        if "reasoning" in reply:
+            summary, index, item_id = reply["reasoning"], len(output), f"rs_{n:06d}_{len(output)}"
+            thought: dict[str, Any] = {"id": item_id, "type": "reasoning", "summary": []}
+            emit("response.output_item.added", output_index=index, item=thought)
+            where = {"item_id": item_id, "output_index": index, "summary_index": 0}
+            emit("response.reasoning_summary_part.added", **where, part={"type": "summary_text", "text": ""})
+            for delta in _text_chunks(summary):
+                emit("response.reasoning_summary_text.delta", **where, delta=delta)
+            emit("response.reasoning_summary_text.done", **where, text=summary)
+            part = {"type": "summary_text", "text": summary}
+            emit("response.reasoning_summary_part.done", **where, part=part)
+            thought = {**thought, "summary": [part]}
+            include = body.get("include")
+            if isinstance(include, list) and "reasoning.encrypted_content" in include:
+                thought["encrypted_content"] = (
+                    f"gAAAAB-scripted-{n:06d}-" + "x" * 64
+                )  # opaque, as the real one
+            emit("response.output_item.done", output_index=index, item=thought)
+            output.append(thought)
+            with self._lock:
+                self._issued[item_id] = json.dumps(thought, sort_keys=True)
         if "text" in reply:
             text, index, item_id = reply["text"], len(output), f"msg_{n:06d}_{len(output)}"
             item: dict[str, Any] = {
@@ -724,16 +948,12 @@ class ScriptedModel:
             emit("response.output_item.done", output_index=index, item=item)
             output.append(item)
             streamed += len(call["name"]) + len(arguments)
-        counts = {
-            "input_tokens": body_bytes // 4,
-            "output_tokens": streamed // 4,
-            **(reply.get("usage") or {}),
-        }
+        counts = self._counts(reply, body_bytes, streamed)
         usage: dict[str, Any] | None = {
             "input_tokens": counts["input_tokens"],
-            "input_tokens_details": {"cached_tokens": 0},
+            "input_tokens_details": {"cached_tokens": counts["cached_tokens"]},
             "output_tokens": counts["output_tokens"],
-            "output_tokens_details": {"reasoning_tokens": 0},
+            "output_tokens_details": {"reasoning_tokens": counts["reasoning_tokens"]},
             "total_tokens": counts["input_tokens"] + counts["output_tokens"],
         }
         if "usage" in reply and reply["usage"] is None:

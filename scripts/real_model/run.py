@@ -2,13 +2,18 @@
 
     mino ──▶ [logging proxy A] ──▶ LiteLLM proxy (/v1/responses, its chat-completions bridge)
          ──▶ [logging proxy B] ──▶ llama-cpp-python server (/v1/chat/completions) ── gemma-3-270m
+    mino (wire_api: chat) ──▶ [logging proxy C] ──▶ the same llama-cpp-python server, no LiteLLM
 
 Needs scripts/real_model/install.sh first (the Makefile target runs both). The two logging
 proxies record every request and count the streamed text events, so the run can check the wire:
 Mino's Responses input (A) and the chat messages the bridge made of it (B). Steps: three turns
 through the piped CLI; a turn cut short by a tiny max_tokens and the turn after it (the partial
 answer must be replayed); a failed turn and the turn after it (merged into one user message);
-two turns through `mino --stdio`. Every chat request must alternate user/assistant roles.
+two turns through `mino --stdio`; then Mino straight to llama-cpp-python with `wire_api: chat`
+(two turns, a turn cut short by max_tokens and the turn after it, `mino doctor`). Every chat
+request must alternate user/assistant roles. Proxy C adds to Mino's chat requests the sampling
+settings LiteLLM's config adds on the other path (greedy, the first line, at most 256 tokens; 8 for
+the model name `gemma-short`), and records the request as Mino sent it.
 
 Writes .real-model/last-run/transcript.md (what docs/REAL_MODEL.md records) and exits 0 when
 every check held, 1 otherwise. The model is a tiny base model: its answers are nonsense; the point
@@ -78,6 +83,29 @@ class Exchange:
     answer: bytes = b""
 
 
+def text_events(answer: bytes) -> int:
+    """Streamed text deltas in an SSE answer: Responses `response.output_text.delta` events and chat
+    chunks with `delta.content` (however the server spaces its JSON)."""
+    count = 0
+    for line in answer.decode("utf-8", "replace").splitlines():
+        if not line.startswith("data: {"):
+            continue
+        try:
+            data = json.loads(line[6:])
+        except ValueError:
+            continue
+        choices = data.get("choices") if isinstance(data, dict) else None
+        delta = (
+            choices[0].get("delta")
+            if isinstance(choices, list) and choices and isinstance(choices[0], dict)
+            else None
+        )
+        count += data.get("type") == "response.output_text.delta" or bool(
+            isinstance(delta, dict) and delta.get("content")
+        )
+    return count
+
+
 @dataclass
 class LoggingProxy:
     """Forwards every request to `upstream` unchanged, streaming the answer back as it comes,
@@ -86,6 +114,8 @@ class LoggingProxy:
     name: str
     upstream: int
     exchanges: list[Exchange] = field(default_factory=list)
+    # chat requests: settings added where Mino's body has none (what LiteLLM's config adds), by model
+    settings: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def start(self) -> int:
         proxy = self
@@ -110,6 +140,9 @@ class LoggingProxy:
                 ex = Exchange(self.path, body, started=time.perf_counter())
                 if self.command == "POST":
                     proxy.exchanges.append(ex)
+                    if isinstance(body, dict) and proxy.settings:
+                        extra = proxy.settings.get(str(body.get("model")), proxy.settings.get("*", {}))
+                        raw = json.dumps({**extra, **body}).encode()
                 conn = http.client.HTTPConnection("127.0.0.1", proxy.upstream, timeout=600)
                 headers = {
                     k: v for k, v in self.headers.items() if k.lower() not in ("host", "content-length")
@@ -131,9 +164,7 @@ class LoggingProxy:
                     self.wfile.flush()
                 self.wfile.write(b"0\r\n\r\n")
                 ex.ended = time.perf_counter()
-                ex.text_events = ex.answer.count(b'"response.output_text.delta"') + ex.answer.count(
-                    b'"delta":{"content":'
-                )
+                ex.text_events = text_events(ex.answer)
                 conn.close()
 
         server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -509,9 +540,126 @@ def run(report: Report, procs: Processes) -> int:
         f"Observed: exit {observed.returncode}; "
         + (observed.stderr.strip().splitlines() or ["no error line"])[-1][:300]
     )
+    direct_chat(report, llama_port)
     report.add()
     report.add(f"{len(report.failures)} failed checks" if report.failures else "Every check held.")
     return 1 if report.failures else 0
+
+
+def direct_chat(report: Report, llama_port: int) -> None:
+    """Mino straight to llama-cpp-python's /v1/chat/completions (`wire_api: chat`), no LiteLLM."""
+    greedy = {"temperature": 0, "seed": 7}
+    proxy = LoggingProxy(
+        "direct-proxy",
+        llama_port,
+        settings={
+            "*": {**greedy, "stop": ["\n"], "max_tokens": 256},
+            "gemma-short": {**greedy, "max_tokens": CUT_TOKENS},
+        },
+    )
+    port = proxy.start()
+    home = RUN / "home-chat"
+    home.mkdir(mode=0o700)
+    (home / "config.yaml").write_text("request_timeout_s: 300\ncontext_window: 14000\nwire_api: chat\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MINO_", "OPENAI_"))}
+    env.update(
+        PYTHONPATH=str(REPO),
+        MINO_HOME=str(home),
+        MINO_BASE_URL=f"http://127.0.0.1:{port}/v1",
+        MINO_MODEL="gemma",
+    )
+    work = RUN / "work"
+
+    def step(title: str, stdin: str, model: str = "gemma") -> subprocess.CompletedProcess[str]:
+        before = len(proxy.exchanges)
+        done, took = mino(dict(env, MINO_MODEL=model), work, stdin)
+        report.add()
+        report.add(f"## {title}")
+        report.add()
+        report.add(
+            f"`printf {stdin!r} | MINO_MODEL={model} mino` (wire_api: chat) → exit {done.returncode}, {took:.1f} s"
+        )
+        report.add()
+        report.add("```")
+        report.add(done.stdout.rstrip())
+        if done.stderr.strip():
+            report.add("--- stderr")
+            report.add(done.stderr.rstrip())
+        report.add("```")
+        report.add()
+        for ex in proxy.exchanges[before:]:
+            took_ms = (ex.ended - ex.started) * 1000
+            first_ms = ((ex.first_byte or ex.ended) - ex.started) * 1000
+            usage = [
+                json.loads(x[6:]).get("usage")
+                for x in ex.answer.decode("utf-8", "replace").splitlines()
+                if x.startswith("data: {") and '"usage"' in x
+            ]
+            report.add(
+                f"  - {ex.path}: HTTP {ex.status}, roles {chat_roles(ex.body)}, first byte {first_ms:.0f} ms, "
+                f"done {took_ms:.0f} ms, {ex.text_events} text deltas, usage {usage[-1] if usage else '-'}"
+            )
+        report.add()
+        return done
+
+    report.add()
+    report.add("# Straight to llama-cpp-python: `wire_api: chat`, no LiteLLM")
+    a0 = len(proxy.exchanges)
+    done = step("Two turns through the piped CLI", "Hello! Who are you?\nName a colour of the sea.\n")
+    turns = proxy.exchanges[a0:]
+    report.check(done.returncode == 0 and done.stdout.count("Assistant> ") == 2, "exit 0, two answers")
+    report.check(
+        len(turns) == 2 and all(ex.status == 200 and ex.path == "/v1/chat/completions" for ex in turns),
+        "two POST /v1/chat/completions, each HTTP 200",
+    )
+    report.check(all(ex.text_events >= 2 for ex in turns), "every answer streamed in several content deltas")
+    report.check(
+        [chat_roles(ex.body) for ex in turns]
+        == [["system", "user"], ["system", "user", "assistant", "user"]],
+        "instructions as the system message; turn 2 carries the history",
+    )
+    report.check(
+        all(
+            ex.body.get("stream") is True and ex.body.get("stream_options") == {"include_usage": True}
+            for ex in turns
+        ),
+        "streamed, usage asked for with stream_options.include_usage",
+    )
+    step(
+        f"A turn cut short (max_tokens {CUT_TOKENS})",
+        "Tell me a long story about a lighthouse.\n",
+        "gemma-short",
+    )
+    cut = proxy.exchanges[-1]
+    report.check(
+        b'"finish_reason":"length"' in cut.answer.replace(b" ", b""),
+        "llama-cpp-python ended it with finish_reason length",
+    )
+    after = step("The turn after it", "Go on.\n")
+    note = "[This answer was cut short by the model service (length).]"
+    report.check(after.returncode == 0, "the next turn completes")
+    report.check(
+        any(note in str(m.get("content")) for m in proxy.exchanges[-1].body.get("messages", [])),
+        "the cut-off answer is replayed with its note",
+    )
+    report.check(
+        all(alternates(chat_roles(ex.body)) for ex in proxy.exchanges), "every chat request alternated roles"
+    )
+    doctor = subprocess.run(
+        [sys.executable, "-m", "mino_server", "doctor", "--json"],
+        env=env,
+        cwd=work,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    wire = next((c for c in json.loads(doctor.stdout)["checks"] if c["name"] == "wire"), None)
+    report.add()
+    report.add(f"`mino doctor` (wire check): {wire}")
+    report.check(
+        wire is not None and wire["ok"] is True and "/chat/completions answers" in wire["found"],
+        "mino doctor: the server answers /chat/completions",
+    )
 
 
 if __name__ == "__main__":

@@ -214,9 +214,10 @@ export class Controller implements vscode.Disposable {
   private updateStatusBar(): void {
     const st = this.server.status.status;
     const u = this.state?.usage;
-    const out = u && this.lastUsage?.inputTokens === u.inputTokens ? this.lastUsage.outputTokens : undefined;
+    const latest = u && this.lastUsage?.inputTokens === u.inputTokens ? this.lastUsage : undefined;
     this.statusItem.text = statusText(this.state, st);
-    this.statusItem.tooltip = st === 'running' ? statusTooltip(this.state, out) : (this.server.status.message ?? 'Mino is not running.');
+    this.statusItem.tooltip =
+      st === 'running' ? statusTooltip(this.state, latest?.outputTokens, latest) : (this.server.status.message ?? 'Mino is not running.');
     this.statusItem.backgroundColor =
       st === 'failed' || this.state?.restoreProblem || this.state?.setup ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
   }
@@ -482,6 +483,7 @@ export class Controller implements vscode.Disposable {
     this.registerCommand('mino.resumeSession', () => this.sessions.resumeSession());
     this.registerCommand('mino.clearSession', () => this.sessions.clearSession());
     this.registerCommand('mino.setMode', () => this.sessions.setMode());
+    this.registerCommand('mino.setReasoningEffort', () => this.sessions.setReasoningEffort());
     this.registerCommand('mino.compact', () => this.sessions.compact());
     this.registerCommand('mino.showMemories', () => this.sessions.showMemories());
     this.registerCommand('mino.showRules', () => this.sessions.showRules());

@@ -31,6 +31,9 @@ export const MODE_HELP = {
 export type Mode = 'manual' | 'accept-edits' | 'bypass' | 'plan';
 export const MODES: readonly Mode[] = ['manual', 'accept-edits', 'bypass', 'plan'];
 
+export type Effort = 'minimal' | 'low' | 'medium' | 'high';
+export const EFFORTS: readonly Effort[] = ['minimal', 'low', 'medium', 'high'];
+
 export type SetupKind = 'no-api-key';
 export const SETUP_KINDS: readonly SetupKind[] = ['no-api-key'];
 
@@ -158,6 +161,11 @@ export interface State {
   /** where tools act; fixed at initialize */
   workdir: string;
   model: string;
+  /**
+   * what the requests ask of a reasoning model (mino/reasoning; config.yaml reasoning_effort); null: no
+   * reasoning settings are sent
+   */
+  reasoningEffort: Effort | null;
   /** a turn or a compaction is running */
   busy: boolean;
   /** "bwrap" or "sandbox-exec"; null when commands run unsandboxed */
@@ -357,6 +365,11 @@ export interface ClearResult {
 
 export interface ModeParams {
   mode: Mode;
+}
+
+export interface ReasoningParams {
+  /** null: send no reasoning settings (the model's default) */
+  effort: Effort | null;
 }
 
 export interface CompactResult {
@@ -628,7 +641,8 @@ export type Event =
   | Notice
   | TurnEnd
   | Usage
-  | ModeChanged;
+  | ModeChanged
+  | Thinking;
 
 export type EventType = Event['type'];
 /** Each Event's `type`, and the interface it names. */
@@ -642,6 +656,7 @@ export const EVENT_TYPES = {
   turn_end: 'TurnEnd',
   usage: 'Usage',
   mode_changed: 'ModeChanged',
+  thinking: 'Thinking',
 } as const satisfies Record<EventType, string>;
 
 /** Streamed text, as it arrives. */
@@ -724,6 +739,10 @@ export interface Usage {
   outputTokens: number;
   /** the configured budget (config.yaml context_window) */
   contextWindow: number;
+  /** input tokens the service read from its prompt cache, when reported */
+  cachedTokens?: number;
+  /** output tokens spent on reasoning, when reported */
+  reasoningTokens?: number;
 }
 
 /**
@@ -735,6 +754,13 @@ export interface ModeChanged {
   turnId: string;
   /** the mode now: the one the session had before plan mode (manual if none) */
   mode: Mode;
+}
+
+/** What the model was thinking (a reasoning summary): shown apart from the answer, never as it. */
+export interface Thinking {
+  type: 'thinking';
+  turnId: string;
+  text: string;
 }
 
 /** LSP `window/showMessage` / `window/logMessage`. */
@@ -794,6 +820,10 @@ export const Methods = {
   sessionsClear: 'mino/sessions/clear',
   /** Client request. Sets the permission mode (allowed during a turn). */
   mode: 'mino/mode',
+  /**
+   * Client request. Sets the reasoning effort of this conversation's next requests (allowed during a turn).
+   */
+  reasoning: 'mino/reasoning',
   /** Client request. Summarises older history; cancellable. */
   compact: 'mino/compact',
   /**
@@ -885,6 +915,7 @@ export const METHOD_TABLE: { readonly [M in MethodName]: MethodInfo } = {
   'mino/sessions/resume': { sender: 'client', kind: 'request', params: 'ResumeParams', result: 'State' },
   'mino/sessions/clear': { sender: 'client', kind: 'request', params: 'ClearParams', result: 'ClearResult' },
   'mino/mode': { sender: 'client', kind: 'request', params: 'ModeParams', result: 'State' },
+  'mino/reasoning': { sender: 'client', kind: 'request', params: 'ReasoningParams', result: 'State' },
   'mino/compact': { sender: 'client', kind: 'request', params: 'Empty', result: 'CompactResult' },
   'mino/checkpoints': { sender: 'client', kind: 'request', params: 'Empty', result: 'Checkpoints' },
   'mino/rewind': { sender: 'client', kind: 'request', params: 'RewindParams', result: 'RewindResult' },
@@ -914,6 +945,7 @@ export interface ClientRequests {
   'mino/sessions/resume': { params: ResumeParams; result: State };
   'mino/sessions/clear': { params: ClearParams; result: ClearResult };
   'mino/mode': { params: ModeParams; result: State };
+  'mino/reasoning': { params: ReasoningParams; result: State };
   'mino/compact': { params: Empty; result: CompactResult };
   'mino/checkpoints': { params: Empty; result: Checkpoints };
   'mino/rewind': { params: RewindParams; result: RewindResult };

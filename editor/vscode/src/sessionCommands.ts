@@ -7,7 +7,7 @@ import * as vscode from 'vscode';
 import { errorMessage, isRpcError, type MinoClient } from './client/minoClient';
 import { MODE_INFO, memoryIndexLine, sessionPickItems, shortId, type SessionPickItem } from './core/format';
 import type { Transcript } from './core/transcript';
-import { ErrorCodes, MODES, type Mode, type SessionInfo, type State } from './protocol';
+import { EFFORTS, ErrorCodes, MODES, type Effort, type Mode, type SessionInfo, type State } from './protocol';
 
 const CLEAR_PROMPT =
   "Clear this session's saved history? This does not undo executed commands or delete recovery copies or manual backups.";
@@ -177,6 +177,24 @@ export class SessionCommands {
     }
     this.host.setState(await client.setMode(mode));
     void vscode.window.setStatusBarMessage(`Mino: permission mode ${mode}`, 3000);
+  }
+
+  /** The picker for how hard a reasoning model thinks (ACP clients call it the thought level). */
+  async setReasoningEffort(): Promise<void> {
+    const client = this.host.requireClient();
+    if (!client) return;
+    const current = this.host.state()?.reasoningEffort ?? null;
+    const choices: (Effort | null)[] = [null, ...EFFORTS];
+    const items = choices.map((effort) => ({
+      label: `${effort === current ? '$(check) ' : ''}${effort ?? 'Model default'}`,
+      description: effort === current ? 'current' : '',
+      detail: effort === null ? 'Send no reasoning settings' : `Ask the model for ${effort} reasoning effort`,
+      effort,
+    }));
+    const pick = await vscode.window.showQuickPick(items, { title: 'Mino: Set Reasoning Effort', placeHolder: 'How hard should the model think?' });
+    if (!pick) return;
+    this.host.setState(await client.setReasoningEffort(pick.effort));
+    void vscode.window.setStatusBarMessage(`Mino: reasoning effort ${pick.effort ?? 'model default'}`, 3000);
   }
 
   async compact(): Promise<void> {

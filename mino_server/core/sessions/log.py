@@ -57,10 +57,15 @@ RECORD_TYPES = frozenset(
         "recovery_ack",
         "rewind",
         "interrupted",
+        "reasoning",
     }
 )
 # `interrupted` is replayed as the line that tells the model the person stopped the turn.
-REPLAYABLE = frozenset({"user_message", "assistant_message", "tool_call", "tool_result", "interrupted"})
+# `reasoning`: a reasoning item a response returned ({type: "reasoning", id, summary,
+# encrypted_content}), kept as the service sent it and sent back in place on the Responses wire.
+REPLAYABLE = frozenset(
+    {"user_message", "assistant_message", "tool_call", "tool_result", "interrupted", "reasoning"}
+)
 SHOWN = frozenset({"user_message", "assistant_message", "tool_result"})  # what a chat panel shows
 UNKNOWN_RESULT_TEXT = "The result of this call was never recorded: the command may or may not have run."
 
@@ -691,6 +696,8 @@ def replay_items(records: list[dict[str, Any]], blobs: BlobsFactory | None = Non
             # templates merge or refuse two of one role in a row); after a partial answer the wire
             # joins the two into one message, the note as its last paragraph.
             items.append(assistant_item(INTERRUPTED_NOTE))
+        elif t == "reasoning":
+            items.append(r["item"])
         elif t == "tool_call":
             result = results.get(r["call_id"])
             if result is None:
@@ -817,6 +824,10 @@ def _record_problem(rec: Any, expected_seq: int) -> str | None:
         isinstance(rec.get("summary"), str) and type(rec.get("through_seq")) is int
     ):
         return "compaction needs summary and through_seq"
+    if t == "reasoning" and not (
+        isinstance(rec.get("item"), dict) and rec["item"].get("type") == "reasoning"
+    ):
+        return "reasoning needs an item of type reasoning"
     if t == "recovery" and not isinstance(rec.get("call_id"), str):
         return "recovery needs call_id"
     # The rewound turns leave every later request, so they are checked like recovery's call_ids.

@@ -11,6 +11,7 @@ import type {
   CommandResult,
   CompactResult,
   Checkpoints,
+  Effort,
   ConfirmParams,
   RewindResult,
   ConfirmResult,
@@ -134,6 +135,10 @@ export class MinoClient {
   }
   setMode(mode: Mode): Promise<State> {
     return this.request(Methods.mode, { mode });
+  }
+  /** null: no reasoning settings are sent (the model's default). */
+  setReasoningEffort(effort: Effort | null): Promise<State> {
+    return this.request(Methods.reasoning, { effort });
   }
   /** Cancelling `token` stops the summary request ("Compaction interrupted; history is unchanged."). */
   compact(token?: CancellationTokenLike): Promise<CompactResult> {

@@ -93,23 +93,33 @@ export function usageText(u: ContextUsage | null | undefined): string {
 const count = (n: number): string => Math.round(n).toLocaleString('en-US');
 
 /** The numbers behind the figure, for tooltips; `outputTokens` is the latest answer's, when known. */
-export function usageTooltip(u: ContextUsage | null | undefined, outputTokens?: number): string {
+/** What the latest usage event said beyond the context figure (each only when the server reported it). */
+export interface UsageDetail {
+  cachedTokens?: number;
+  reasoningTokens?: number;
+}
+
+export function usageTooltip(u: ContextUsage | null | undefined, outputTokens?: number, detail?: UsageDetail): string {
   const text = usageText(u);
   if (!text || !u) return 'Context: not known yet (the model has not reported a token count).';
   let line = `Context: ${text} full — ${count(u.inputTokens)} of ${count(u.contextWindow)} tokens at the latest model request`;
-  if (typeof outputTokens === 'number' && Number.isFinite(outputTokens) && outputTokens >= 0) {
+  const known = (n: unknown): n is number => typeof n === 'number' && Number.isFinite(n) && n >= 0;
+  if (known(detail?.cachedTokens)) line += ` (${count(detail.cachedTokens)} from the server's prompt cache)`;
+  if (known(outputTokens)) {
     line += `; its answer used ${count(outputTokens)}`;
+    if (known(detail?.reasoningTokens)) line += `, ${count(detail.reasoningTokens)} of them thinking`;
   }
   return `${line}.`;
 }
 
-export function statusTooltip(state: State | null, outputTokens?: number): string {
+export function statusTooltip(state: State | null, outputTokens?: number, detail?: UsageDetail): string {
   if (!state) return 'Mino is not running. Click to resume a session.';
   const lines = [
     `Session: ${state.sessionId ?? '(none)'}`,
-    usageTooltip(state.usage, outputTokens),
+    usageTooltip(state.usage, outputTokens, detail),
     `Permission mode: ${state.mode}`,
     `Model: ${state.model}`,
+    `Reasoning effort: ${state.reasoningEffort ?? 'model default'}`,
     `Working directory: ${state.workdir}`,
     `Sandbox: ${state.sandbox ?? 'none'}`,
     `Memories: ${state.memory?.count ?? 0}`,

@@ -56,6 +56,8 @@ export type ChatItem =
       hasDiff?: boolean;
     }
   | { kind: 'notice'; id: string; level: 'info' | 'warning' | 'error'; text: string }
+  /** what the model was thinking (a reasoning summary): a collapsed block, never the answer */
+  | { kind: 'thinking'; id: string; turnId: string; text: string }
   | { kind: 'command'; id: string; line: string; output: string[] };
 
 /** A context chip as the panel shows it (its text stays in the extension host). */

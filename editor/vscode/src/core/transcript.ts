@@ -298,6 +298,12 @@ export class Transcript {
         this.markApproval(ev.callId, ev.outcome, patches);
         break;
       }
+      case 'thinking': {
+        if (typeof ev.text !== 'string' || ev.text === '') break;
+        this.closeText(ev.turnId, patches);
+        this.put({ kind: 'thinking', id: this.nextId('t'), turnId: ev.turnId, text: ev.text }, patches);
+        break;
+      }
       case 'notice': {
         if (ev.turnId) this.closeText(ev.turnId, patches);
         this.put({ kind: 'notice', id: this.nextId('n'), level: 'info', text: ev.text }, patches);

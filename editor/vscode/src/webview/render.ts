@@ -197,6 +197,12 @@ export function renderItem(item: ChatItem): string {
       );
     case 'tool':
       return renderTool(item);
+    case 'thinking':
+      // collapsed: the answer is what the panel shows; the thinking opens on a click (plain text)
+      return (
+        `<details class="thinking" data-id="${escapeHtml(item.id)}"><summary>Thinking</summary>` +
+        `<div class="thinking-text">${escapeHtml(item.text)}</div></details>`
+      );
     case 'notice':
       return `<div class="notice ${escapeHtml(item.level)}" data-id="${escapeHtml(item.id)}">${escapeHtml(item.text)}</div>`;
     case 'command':

@@ -157,6 +157,14 @@ test('an interrupted answer from the history is marked', () => {
   assert.doesNotMatch(whole, /Interrupted/);
 });
 
+test('thinking renders as a collapsed block of plain text', () => {
+  const html = renderItem({ kind: 'thinking', id: 't-9', turnId: 't', text: 'Plan: <img src=x onerror=alert(1)>' });
+  assert.match(html, /^<details class="thinking" data-id="t-9"><summary>Thinking<\/summary>/);
+  assert.ok(!html.includes(' open'), 'collapsed');
+  assert.ok(!html.includes('<img'), 'escaped');
+  assert.ok(html.includes('&lt;img src=x onerror=alert(1)&gt;'));
+});
+
 test('Always in this project only where a rule is offered, with what it keeps shown and escaped', () => {
   assert.ok(!renderApproval('bash', approval, 't-1').includes('data-action="always"'));
   const offered = { ...approval, always: { rules: ['bash git status', 'bash <b>x</b>'], project: '/work/ws' } };

@@ -105,6 +105,12 @@ test('context usage in the status bar: the figure after mode and session, the nu
   assert.ok(tip.includes('Context: 41% full — 52,340 of 128,000 tokens at the latest model request; its answer used 812.'), tip);
   assert.ok(statusTooltip({ ...s, usage: null }).includes('Context: not known yet'), 'unknown said so');
   assert.equal(usageTooltip(used.usage), 'Context: 41% full — 52,340 of 128,000 tokens at the latest model request.');
+  assert.equal(
+    usageTooltip(used.usage, 812, { cachedTokens: 51_200, reasoningTokens: 300 }),
+    "Context: 41% full — 52,340 of 128,000 tokens at the latest model request (51,200 from the server's prompt cache); its answer used 812, 300 of them thinking.",
+  );
+  assert.ok(statusTooltip({ ...used, reasoningEffort: 'high' }).includes('Reasoning effort: high'));
+  assert.ok(tip.includes('Reasoning effort: model default'), tip);
 });
 
 test('memory index lines', () => {

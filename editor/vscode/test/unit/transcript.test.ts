@@ -159,3 +159,19 @@ test('rewind: a live message learns its turn; the turns mino/checkpoints lists o
   t.setRewindable(new Set());
   assert.deepEqual(users().map((u) => u.kind === 'user' && 'rewind' in u), [false, false, false]);
 });
+
+test('thinking is its own item, apart from the answer, and ends the streamed text before it', () => {
+  const { t } = setup();
+  t.applyEvent({ type: 'text_delta', turnId: 'T', text: 'Before. ' });
+  t.applyEvent({ type: 'thinking', turnId: 'T', text: 'The user wants <b>bold</b>.' });
+  t.applyEvent({ type: 'text_delta', turnId: 'T', text: 'After.' });
+  t.applyEvent({ type: 'thinking', turnId: 'T', text: '' }); // nothing to show
+  const items = t.snapshot();
+  assert.deepEqual(
+    items.map((i) => i.kind),
+    ['assistant', 'thinking', 'assistant'],
+  );
+  const thought = items[1];
+  assert.ok(thought.kind === 'thinking' && thought.text === 'The user wants <b>bold</b>.');
+  assert.ok(items[2].kind === 'assistant' && items[2].text === 'After.');
+});
