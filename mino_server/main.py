@@ -213,9 +213,14 @@ def _exit_now(code: int) -> None:
         except (OSError, ValueError):
             pass
     # os._exit skips atexit: what Mino started (a command, an MCP server, what they left) ends here.
+    # A module another thread is still importing (the sandbox probe's, on a fast exit) has started
+    # nothing yet, and may lack end_all: the exit goes on whatever.
     orphans = sys.modules.get("mino_server.core.tools.orphans")
     if orphans is not None:
-        orphans.end_all()
+        try:
+            orphans.end_all()
+        except Exception:
+            pass
     os._exit(code)
 
 
