@@ -27,7 +27,9 @@ import os
 import socket
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
+
+from ..values import Frozen, Mutable, frozen, mutable
 
 DEFAULT_PORTS = (80, 443)
 MAX_HEAD = 16 * 1024  # a request head longer than this is refused (431)
@@ -99,8 +101,8 @@ def show(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
-@dataclass(frozen=True)
-class Entry:
+@frozen
+class Entry(Frozen):
     host: str  # canonical (normalise_host); for a wildcard, the domain after `*.`
     port: int | None  # None: DEFAULT_PORTS
     wildcard: bool
@@ -186,8 +188,8 @@ class _Refused(Exception):
         self.text = text
 
 
-@dataclass
-class Listener:
+@mutable
+class Listener(Mutable):
     """One command's way to the proxy: a unix socket in a private folder (`folder`, to mount at
     SOCKET_DIR), and the destinations refused on it."""
 
