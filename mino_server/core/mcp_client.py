@@ -97,7 +97,13 @@ class SdkConnection:
         self._stop = asyncio.Event()
         try:
             async with contextlib.AsyncExitStack() as stack:
-                read, write = await stack.enter_async_context(self._transport())
+                try:
+                    read, write = await stack.enter_async_context(self._transport())
+                finally:
+                    if self.marker is not None:  # exec'd (or failed): a command's cleanup may judge again
+                        from .tools import orphans
+
+                        orphans.service_started(self.marker)
                 # The server's messages pass through one relay, whose end is the server's end (EOF on
                 # its stdout): a server that exits while idle is known at once, not at its next call.
                 relay, relayed = anyio.create_memory_object_stream[Any](16)

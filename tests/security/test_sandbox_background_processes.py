@@ -182,3 +182,30 @@ def test_the_sandbox_probe_is_registered_like_a_command(monkeypatch: pytest.Monk
     detect()
     assert len(seen) == 1 and seen[0][1] is True
     assert seen[0][0] not in orphans._running  # and unregistered when it ended
+
+
+def test_a_server_still_starting_is_not_taken_for_a_commands_leftover(tmp_path: Path) -> None:
+    """An MCP server between fork and exec shows Mino's own environment (no marker yet): a command
+    that ends meanwhile must leave it alone (seen as an MCP server failing with "Connection closed"
+    when the start-up probe ended while it started)."""
+    import subprocess
+
+    marker = orphans.service(orphans.new_marker())  # registered, its process not started yet
+    children: list[subprocess.Popen[bytes]] = []
+
+    def server_starting() -> None:
+        time.sleep(0.2)  # after the command started, in a later clock tick
+        children.append(subprocess.Popen(["sleep", "30"]))  # a child of Mino with no marker
+
+    try:
+        starter = threading.Thread(target=server_starting)
+        starter.start()
+        run_bash({"command": "sleep 0.6"}, project_ctx(tmp_path, None))
+        starter.join()
+        assert children and children[0].poll() is None, "the starting server was killed"
+    finally:
+        orphans.service_started(marker)
+        orphans.end_service(marker)
+        for child in children:
+            child.kill()
+            child.wait()

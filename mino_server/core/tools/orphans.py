@@ -60,6 +60,9 @@ class Run(Frozen):
 _lock = threading.Lock()  # held while a command's process is started and registered
 _running: dict[int, Run] = {}
 _services: set[bytes] = set()  # the markers of the services (MCP servers) that run now
+# Services registered whose process may not have exec'd yet: until it has, /proc shows it with
+# Mino's own environment (no marker), so a command's cleanup must not judge unmarked children.
+_starting: set[bytes] = set()
 _adopting: bool | None = None  # None: not tried yet
 _children_files = True  # /proc/PID/task/TID/children (CONFIG_PROC_CHILDREN); else a /proc scan
 
@@ -146,9 +149,18 @@ def service(marker: str) -> str:
     what carries it belongs to no command. Returns `marker`. Makes Mino a subreaper first, so that
     what the service leaves when it ends is Mino's to end (end_service)."""
     prepare()
+    key = _MARKER_KEY + marker.encode() + b"\0"
     with _lock:
-        _services.add(_MARKER_KEY + marker.encode() + b"\0")
+        _services.add(key)
+        _starting.add(key)
     return marker
+
+
+def service_started(marker: str) -> None:
+    """The service's process has been started (exec'd, its marker in its environment), or its
+    start failed: unmarked children are a command's again."""
+    with _lock:
+        _starting.discard(_MARKER_KEY + marker.encode() + b"\0")
 
 
 def end_service(marker: str) -> None:
@@ -157,6 +169,7 @@ def end_service(marker: str) -> None:
     key = _MARKER_KEY + marker.encode() + b"\0"
     with _lock:
         _services.discard(key)
+        _starting.discard(key)
     if _adopting:
         _sweep(lambda pid: key in _environ(pid))
 
@@ -202,6 +215,8 @@ def _belongs(pid: int, sid: int, start: int, run: Run, others: list[Run]) -> boo
         return False  # a command's that runs now: it ends with that one
     if any(key in env for key in _services):
         return False  # a running MCP server or what it started: it ends with that server
+    if _starting:
+        return False  # perhaps a server between fork and exec: left alone (end_all ends it at exit)
     # No marker, or one no running command has (forged, or copied from an ended command): only
     # the order of starts can tell.
     return start >= run.start and not any(other.start <= start for other in others)
