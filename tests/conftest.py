@@ -65,12 +65,12 @@ def mino_env(mino_home: Path, model: ScriptedModel) -> dict[str, str]:
 @pytest.fixture
 def agent_factory(model: ScriptedModel, workdir: Path) -> Iterator[Any]:
     """`make(ui=None, mode=None)`: an opened conversation on the scripted model, closed after the test."""
-    from helpers import Agent, RecordingUI, make_agent
+    from helpers import Conversation, RecordingUI, make_conversation
 
-    agents: list[Agent] = []
+    agents: list[Conversation] = []
 
-    def make(ui: RecordingUI | None = None, mode: str | None = None) -> Agent:
-        a = make_agent(model.base_url, workdir, ui, mode=mode)
+    def make(ui: RecordingUI | None = None, mode: str | None = None) -> Conversation:
+        a = make_conversation(model.base_url, workdir, ui, mode=mode)
         a.open()
         agents.append(a)
         return a

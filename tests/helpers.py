@@ -25,10 +25,8 @@ from mino_server.core.sessions.store import SessionStore
 from mino_server.core.store import Store
 from mino_server.server.protocol import dump
 
-Agent = Conversation  # the tests' short name for the core conversation they drive
 
-
-def conversation(config: Config, workdir: Path, ui: Any) -> Conversation:
+def conversation_on(config: Config, workdir: Path, ui: Any) -> Conversation:
     """One conversation on its own store, as the CLI and the editor server make it."""
     return Conversation(Store(config), workdir, ui)
 
@@ -143,11 +141,11 @@ def assert_damaged_user_message(base_url: str, workdir: Path, field: dict[str, A
 
     from mino_server.core.sessions.log import LogError
 
-    agent = make_agent(base_url, workdir)
-    agent.open()
-    assert agent.log is not None
-    path = agent.log.path
-    agent.close()
+    conversation = make_conversation(base_url, workdir)
+    conversation.open()
+    assert conversation.log is not None
+    path = conversation.log.path
+    conversation.close()
     bad = {"seq": 1, "type": "user_message", "turn_id": "t", "at": "x", "text": "hi", **field}
     empty = {key: [] for key in field}
     path.write_text(json.dumps(bad) + "\n" + json.dumps({**bad, "seq": 2, **empty}) + "\n")
@@ -155,7 +153,9 @@ def assert_damaged_user_message(base_url: str, workdir: Path, field: dict[str, A
         SessionStore(path.parent).open_log(path.name.removesuffix(".jsonl"))
 
 
-def make_agent(base_url: str, workdir: Path, ui: RecordingUI | None = None, mode: str | None = None) -> Agent:
+def make_conversation(
+    base_url: str, workdir: Path, ui: RecordingUI | None = None, mode: str | None = None
+) -> Conversation:
     env = dict(os.environ)
     env["MINO_BASE_URL"] = base_url
     env["MINO_API_KEY"] = "test-key"
@@ -168,33 +168,33 @@ def make_agent(base_url: str, workdir: Path, ui: RecordingUI | None = None, mode
 MCP_START_S = 150
 
 
-def agent_with_servers(
+def conversation_with_servers(
     base_url: str, workdir: Path, ui: RecordingUI, mode: str | None = None, wait_s: float = MCP_START_S
-) -> Agent:
+) -> Conversation:
     """A conversation opened, once every MCP server it configures is ready or has failed."""
-    agent = make_agent(base_url, workdir, ui, mode=mode)
-    agent.open()
+    conversation = make_conversation(base_url, workdir, ui, mode=mode)
+    conversation.open()
     try:
-        assert agent.mcp is not None
-        agent.mcp.wait_started(wait_s)
+        assert conversation.mcp is not None
+        conversation.mcp.wait_started(wait_s)
     except BaseException:
-        agent.close()
+        conversation.close()
         raise
-    return agent
+    return conversation
 
 
-def command_result(agent: Agent, line: str) -> tuple[CommandResult, list[str]]:
+def command_result(conversation: Conversation, line: str) -> tuple[CommandResult, list[str]]:
     """A slash command as the CLI runs it: its result (stop or not) and the lines it showed."""
     out: list[str] = []
-    return run_command(agent, line, out.append, agent.ui.ask_text), out  # type: ignore[attr-defined]
+    return run_command(conversation, line, out.append, conversation.ui.ask_text), out  # type: ignore[attr-defined]
 
 
-def command(agent: Agent, line: str) -> list[str]:
-    return command_result(agent, line)[1]
+def command(conversation: Conversation, line: str) -> list[str]:
+    return command_result(conversation, line)[1]
 
 
-def turn(agent: Agent, text: str) -> Any:
-    return agent.run_turn(text, CancelToken())
+def turn(conversation: Conversation, text: str) -> Any:
+    return conversation.run_turn(text, CancelToken())
 
 
 def texts(request: dict[str, Any]) -> list[str]:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from cli_driver import MINO
-from helpers import RecordingUI, make_agent, mino_env, quiet_home, session_records, turn
+from helpers import RecordingUI, make_conversation, mino_env, quiet_home, session_records, turn
 from image_files import data_url, png
 
 from mino_server.core import images
@@ -173,9 +173,9 @@ def test_reasoning_items_round_trip_across_calls_turns_and_restarts(
         {"reasoning": "After a restart.", "text": "Seven."},
     )
     ui = RecordingUI()
-    agent = make_agent(model.base_url, workdir, ui)
-    agent.open()
-    assert turn(agent, "what do the notes say?").status == "completed"
+    conversation = make_conversation(model.base_url, workdir, ui)
+    conversation.open()
+    assert turn(conversation, "what do the notes say?").status == "completed"
     thinking = [e["text"] for e in ui.of_type("thinking")]
     assert thinking == ["I should read the notes.", "The notes say seven."]
     answer = "".join(e["text"] for e in ui.of_type("text_delta"))
@@ -183,13 +183,13 @@ def test_reasoning_items_round_trip_across_calls_turns_and_restarts(
     # The reasoning item went back before its call, in place, in the same turn.
     second = [i.get("type", "message") for i in model.requests[1]["input"]]
     assert second[-3:] == ["reasoning", "function_call", "function_call_output"]
-    turn(agent, "and now?")
+    turn(conversation, "and now?")
     kinds = [i.get("type", "message") for i in model.requests[2]["input"]]
     assert kinds.count("reasoning") == 2
-    sid = agent.session_id
+    sid = conversation.session_id
     assert sid is not None
-    agent.close()
-    again = make_agent(model.base_url, workdir)  # a restart: the items come from the log
+    conversation.close()
+    again = make_conversation(model.base_url, workdir)  # a restart: the items come from the log
     again.open()
     assert again.session_id == sid
     turn(again, "once more")
@@ -211,19 +211,19 @@ def test_a_chat_session_with_tools_and_an_image_and_a_switch_of_wire(
     (workdir / "a.txt").write_text("alpha\n")
     _config(mino_home, "reasoning_effort: low\n")  # Responses first, with reasoning items in the log
     model.add({"reasoning": "Look at it.", "text": "A picture."})
-    agent = make_agent(model.base_url, workdir)
-    agent.open()
+    conversation = make_conversation(model.base_url, workdir)
+    conversation.open()
     picture = images.check(png(seed=3), None, "shot.png", "image[0]")
-    assert agent.run_turn("what is this?", CancelToken(), (), [picture]).status == "completed"
-    sid = agent.session_id
-    agent.close()
+    assert conversation.run_turn("what is this?", CancelToken(), (), [picture]).status == "completed"
+    sid = conversation.session_id
+    conversation.close()
     _config(mino_home, "wire_api: chat\n")  # the same session, now on the chat wire
     model.add(
         {"require": "A picture.", "calls": [{"name": "read_file", "arguments": {"path": "a.txt"}}]},
         {"require": "alpha", "text": "It holds alpha.", "chunk": 4},
     )
     ui = RecordingUI()
-    again = make_agent(model.base_url, workdir, ui)
+    again = make_conversation(model.base_url, workdir, ui)
     again.open()
     assert again.session_id == sid
     assert turn(again, "read a.txt").status == "completed"
@@ -297,11 +297,11 @@ def test_consecutive_requests_extend_the_previous_one(
     model.add({"reasoning": "An image.", "text": "A tiny PNG."})
     env = mino_env(home, model.base_url)
     monkeypatch.setenv("MINO_HOME", str(home))
-    agent = make_agent(model.base_url, work)
-    agent.open()
-    agent.run_turn("look", CancelToken(), (), [images.check(png(seed=5), None, "s.png", "image[0]")])
-    sid = str(agent.session_id)
-    agent.close()
+    conversation = make_conversation(model.base_url, work)
+    conversation.open()
+    conversation.run_turn("look", CancelToken(), (), [images.check(png(seed=5), None, "s.png", "image[0]")])
+    sid = str(conversation.session_id)
+    conversation.close()
     for n in range(4):
         model.add(
             {
@@ -492,12 +492,12 @@ def test_reasoning_items_without_encrypted_content_are_not_kept(
     _config(mino_home, "")
     model.add({"reasoning": "Hidden.", "text": "One."}, {"text": "Two."})
     ui = RecordingUI()
-    agent = make_agent(model.base_url, workdir, ui)
-    agent.open()
-    turn(agent, "first")
-    turn(agent, "second")
-    sid = str(agent.session_id)
-    agent.close()
+    conversation = make_conversation(model.base_url, workdir, ui)
+    conversation.open()
+    turn(conversation, "first")
+    turn(conversation, "second")
+    sid = str(conversation.session_id)
+    conversation.close()
     assert model.errors == [] and "include" not in model.requests[0]
     assert not [i for i in model.requests[1]["input"] if i.get("type") == "reasoning"]
     assert "reasoning" not in [r["type"] for r in session_records(mino_home, sid)]

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import assert_damaged_user_message, make_agent, quiet_home, session_records, turn
+from helpers import assert_damaged_user_message, make_conversation, quiet_home, session_records, turn
 from image_files import b64, data_url, jpeg, png
 from server_client import Spawn, servers
 
@@ -249,17 +249,17 @@ def test_a_damaged_context_record_is_damage(model: ScriptedModel, workdir: Path)
 def test_the_core_api(model: ScriptedModel, workdir: Path) -> None:
     (workdir / "notes.txt").write_text("pine\n")
     model.add({"text": "seen"}, {"text": "again"})
-    agent = make_agent(model.base_url, workdir)
-    agent.open()
-    result = agent.run_turn("what word?", CancelToken(), [ContextItem(path="notes.txt")])
+    conversation = make_conversation(model.base_url, workdir)
+    conversation.open()
+    result = conversation.run_turn("what word?", CancelToken(), [ContextItem(path="notes.txt")])
     assert result.status == "completed"
     with pytest.raises(ContextError):
-        agent.run_turn("x", CancelToken(), [ContextItem(path="../nope")])
-    assert not agent.busy
-    turn(agent, "next")
+        conversation.run_turn("x", CancelToken(), [ContextItem(path="../nope")])
+    assert not conversation.busy
+    turn(conversation, "next")
     assert model.requests[1]["input"][0] == model.requests[0]["input"][0]  # replayed as first sent
     assert len(model.requests) == 2 and model.errors == []
-    agent.close()
+    conversation.close()
 
 
 # ---- over a real `mino --stdio` -----------------------------------------------------------------

@@ -368,12 +368,12 @@ def test_memory_cases_hold_the_documented_scenarios() -> None:
 def test_a_crash_in_the_core_fails_that_case_in_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from helpers import Agent
+    from helpers import Conversation
 
-    def boom(self: Agent) -> list[str]:
+    def boom(self: Conversation) -> list[str]:
         raise RuntimeError("store\nbroken")
 
-    monkeypatch.setattr(Agent, "open", boom)
+    monkeypatch.setattr(Conversation, "open", boom)
     cases = write_cases(tmp_path / "cases", recall=RECALL)
     code, lines, err = run([str(cases)], capsys)
     assert code == 1

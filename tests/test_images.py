@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import RecordingUI, assert_damaged_user_message, command, make_agent, turn
+from helpers import RecordingUI, assert_damaged_user_message, command, make_conversation, turn
 from image_files import b64, data_url, gif, jpeg, png, webp
 
 from mino_server.core import images
@@ -79,9 +79,9 @@ def test_a_name_is_one_short_line() -> None:
 
 
 # ---- in a turn ------------------------------------------------------------------------------------
-def _image_turn(agent: Any, text: str, *data: bytes) -> Any:
+def _image_turn(conversation: Any, text: str, *data: bytes) -> Any:
     pictures = [images.check(d, None, f"shot{i}.png", f"image[{i}]") for i, d in enumerate(data)]
-    return agent.run_turn(text, CancelToken(), (), pictures)
+    return conversation.run_turn(text, CancelToken(), (), pictures)
 
 
 def test_an_image_reaches_the_model_and_every_later_request_sends_the_same(
@@ -89,9 +89,9 @@ def test_an_image_reaches_the_model_and_every_later_request_sends_the_same(
 ) -> None:
     model.add({"text": "a cat"}, {"text": "still a cat"}, {"text": "yes"})
     ui = RecordingUI()
-    agent = make_agent(model.base_url, workdir, ui)
-    agent.open()
-    assert _image_turn(agent, "what is this?", png(seed=1), gif()).status == "completed"
+    conversation = make_conversation(model.base_url, workdir, ui)
+    conversation.open()
+    assert _image_turn(conversation, "what is this?", png(seed=1), gif()).status == "completed"
     first = model.requests[0]["input"][-1]
     assert first["content"][0] == {"type": "input_text", "text": "what is this?"}
     assert first["content"][1] == {
@@ -100,9 +100,9 @@ def test_an_image_reaches_the_model_and_every_later_request_sends_the_same(
         "detail": "auto",
     }
     assert image_urls(model.requests[0]) == [data_url(png(seed=1)), data_url(gif(), "image/gif")]
-    turn(agent, "and now?")
+    turn(conversation, "and now?")
     assert image_urls(model.requests[1]) == image_urls(model.requests[0])
-    sid = agent.session_id
+    sid = conversation.session_id
     assert sid is not None
     # The record names the bytes; the line stays small.
     lines = (mino_home / "sessions" / f"{sid}.jsonl").read_text().splitlines()
@@ -119,9 +119,9 @@ def test_an_image_reaches_the_model_and_every_later_request_sends_the_same(
     }
     blob = mino_home / "images" / sid / rec["images"][0]["sha256"]
     assert blob.read_bytes() == png(seed=1) and (blob.stat().st_mode & 0o777) == 0o600
-    agent.close()
+    conversation.close()
     # A restart: a new conversation on the same home sends the same data URL.
-    again = make_agent(model.base_url, workdir)
+    again = make_conversation(model.base_url, workdir)
     again.open()
     assert again.session_id == sid
     turn(again, "after a restart")
@@ -138,9 +138,9 @@ def test_an_image_reaches_the_model_and_every_later_request_sends_the_same(
 
 def test_an_image_alone_and_a_summary_by_name(model: ScriptedModel, workdir: Path) -> None:
     model.add({"text": "seen"})
-    agent = make_agent(model.base_url, workdir)
-    agent.open()
-    assert _image_turn(agent, "", webp()).status == "completed"
+    conversation = make_conversation(model.base_url, workdir)
+    conversation.open()
+    assert _image_turn(conversation, "", webp()).status == "completed"
     assert model.requests[0]["input"][-1]["content"] == [
         {"type": "input_image", "image_url": data_url(webp(), "image/webp"), "detail": "auto"}
     ]
@@ -155,19 +155,19 @@ def test_an_image_alone_and_a_summary_by_name(model: ScriptedModel, workdir: Pat
             {"type": "input_text", "text": "[image: a.png, PNG 2×1, 70 bytes]"},
         ],
     }
-    agent.close()
+    conversation.close()
 
 
 def test_a_missing_or_changed_blob_is_a_notice_and_the_text_still_loads(
     model: ScriptedModel, workdir: Path, mino_home: Path
 ) -> None:
     model.add({"text": "ok"}, {"text": "ok"}, {"text": "ok"})
-    agent = make_agent(model.base_url, workdir)
-    agent.open()
-    _image_turn(agent, "two pictures", png(seed=2), png(seed=3))
-    sid = agent.session_id
+    conversation = make_conversation(model.base_url, workdir)
+    conversation.open()
+    _image_turn(conversation, "two pictures", png(seed=2), png(seed=3))
+    sid = conversation.session_id
     assert sid is not None
-    agent.close()
+    conversation.close()
     folder = mino_home / "images" / sid
     one, two = sorted(folder.iterdir(), key=lambda p: p.read_bytes() != png(seed=2))
     one.unlink()
@@ -175,7 +175,7 @@ def test_a_missing_or_changed_blob_is_a_notice_and_the_text_still_loads(
         png(seed=9)[: two.stat().st_size].ljust(two.stat().st_size, b"\x00")
     )  # same size, other bytes
     ui = RecordingUI()
-    again = make_agent(model.base_url, workdir, ui)
+    again = make_conversation(model.base_url, workdir, ui)
     startup = again.open()
     assert again.session_id == sid  # the session loads
     assert any("shot0.png" in n and "missing from Mino's image store" in n for n in startup.notices)
@@ -197,7 +197,7 @@ def test_a_missing_or_changed_blob_is_a_notice_and_the_text_still_loads(
     import shutil
 
     shutil.rmtree(folder)
-    third = make_agent(model.base_url, workdir, RecordingUI())
+    third = make_conversation(model.base_url, workdir, RecordingUI())
     third.open()
     turn(third, "once more")
     assert image_urls(model.requests[2]) == [] and model.errors == []
@@ -210,27 +210,27 @@ def test_clear_removes_the_images_with_the_history(
 ) -> None:
     model.add({"text": "ok"})
     ui = RecordingUI()
-    agent = make_agent(model.base_url, workdir, ui)
-    agent.open()
-    _image_turn(agent, "x", png())
-    sid = agent.session_id
+    conversation = make_conversation(model.base_url, workdir, ui)
+    conversation.open()
+    _image_turn(conversation, "x", png())
+    sid = conversation.session_id
     assert (mino_home / "images" / sid).is_dir()
     ui.typed.append(sid)
-    command(agent, "/clear")
+    command(conversation, "/clear")
     assert not (mino_home / "images" / sid).exists()
-    agent.close()
+    conversation.close()
 
 
 def test_nothing_is_kept_or_sent_when_an_image_is_refused(
     model: ScriptedModel, workdir: Path, mino_home: Path
 ) -> None:
-    agent = make_agent(model.base_url, workdir)
-    agent.open()
+    conversation = make_conversation(model.base_url, workdir)
+    conversation.open()
     nine = [images.check(png(seed=i), None, "p", f"image[{i}]") for i in range(9)]
     with pytest.raises(ContextError, match="9 images; a message may carry at most 8"):
-        agent.run_turn("x", CancelToken(), (), nine)
-    assert model.requests == [] and not (mino_home / "images").exists() and not agent.busy
-    agent.close()
+        conversation.run_turn("x", CancelToken(), (), nine)
+    assert model.requests == [] and not (mino_home / "images").exists() and not conversation.busy
+    conversation.close()
 
 
 def test_a_damaged_images_record_is_damage(model: ScriptedModel, workdir: Path) -> None:
@@ -255,38 +255,40 @@ def wd(workdir: Path, tmp_path: Path) -> Path:
 
 def test_an_at_image_is_attached_as_an_image(model: ScriptedModel, wd: Path, mino_home: Path) -> None:
     model.add({"text": "ok"})
-    agent = make_agent(model.base_url, wd)
-    agent.open()
+    conversation = make_conversation(model.base_url, wd)
+    conversation.open()
     text = "look at @shot.png and @notes.txt"
-    result = agent.run_turn(text, CancelToken(), find_mentions(text, wd, mino_home))
+    result = conversation.run_turn(text, CancelToken(), find_mentions(text, wd, mino_home))
     assert result.status == "completed"
     content = model.requests[0]["input"][-1]["content"]
     assert content[0]["text"] == text  # sent as typed
     assert content[1]["text"].startswith("Context: notes.txt")  # a text file stays a context item
     assert image_urls(model.requests[0]) == [data_url(png(seed=4))]
-    agent.close()
+    conversation.close()
 
 
 def test_hostile_image_files(model: ScriptedModel, wd: Path, mino_home: Path) -> None:
-    agent = make_agent(model.base_url, wd)
-    agent.open()
+    conversation = make_conversation(model.base_url, wd)
+    conversation.open()
     # A link that leads outside names no file inside: `@link.png` stays plain text.
     assert find_mentions("@link.png", wd, mino_home) == []
     # Named directly (an editor's item), it is refused like read_file refuses it; nothing is read.
     with pytest.raises(ContextError, match="link.png leads outside the working directory"):
-        agent.run_turn("x", CancelToken(), [ContextRequest("link.png", where="@link.png")])
+        conversation.run_turn("x", CancelToken(), [ContextRequest("link.png", where="@link.png")])
     # A PNG header on garbage.
     with pytest.raises(
         ContextError, match="@fake.png: the file starts like a PNG image but its header is damaged"
     ):
-        agent.run_turn("x", CancelToken(), [ContextRequest("fake.png", where="@fake.png")])
+        conversation.run_turn("x", CancelToken(), [ContextRequest("fake.png", where="@fake.png")])
     # An image in MINO_HOME, which the model cannot read either.
     (mino_home / "secret.png").write_bytes(png())
     assert not images.is_image_file(wd, mino_home, str(mino_home / "secret.png"))
     with pytest.raises(ContextError, match="MINO_HOME"):
-        agent.run_turn("x", CancelToken(), [ContextRequest(str(mino_home / "secret.png"), where="item")])
+        conversation.run_turn(
+            "x", CancelToken(), [ContextRequest(str(mino_home / "secret.png"), where="item")]
+        )
     assert model.requests == []
-    agent.close()
+    conversation.close()
 
 
 def test_text_only_turns_and_a_resume_import_nothing_of_images(model: ScriptedModel, workdir: Path) -> None:
@@ -318,19 +320,19 @@ def test_compaction_summarises_an_image_by_name_and_counts_it_as_a_few_tokens(
     item = user_item("x", None, [images.check(big, None, "b.png", "w").record()], lambda: _FakeBlobs())
     assert item_chars(item) == 16 + 1 + IMAGE_CHARS
     model.add(*({"text": f"answer {n}"} for n in range(3)), {"text": "a summary"}, {"text": "after"})
-    agent = make_agent(model.base_url, workdir)
-    agent.open()
-    _image_turn(agent, "turn 0 with a picture", png(seed=12))
-    turn(agent, "turn 1")
-    turn(agent, "turn 2")
+    conversation = make_conversation(model.base_url, workdir)
+    conversation.open()
+    _image_turn(conversation, "turn 0 with a picture", png(seed=12))
+    turn(conversation, "turn 1")
+    turn(conversation, "turn 2")
     assert image_urls(model.requests[2]) == [data_url(png(seed=12))]  # still sent, uncompacted
-    assert command(agent, "/compact")[-1].startswith("Compacted the older history")
+    assert command(conversation, "/compact")[-1].startswith("Compacted the older history")
     summary_request = json.dumps(model.requests[3], ensure_ascii=False)
     assert image_urls(model.requests[3]) == [] and "[image: shot0.png, PNG 2×1, 72 bytes]" in summary_request
-    turn(agent, "turn 3")
+    turn(conversation, "turn 3")
     assert image_urls(model.requests[4]) == []  # the summarised turn is no longer sent
     assert model.errors == []
-    agent.close()
+    conversation.close()
 
 
 class _FakeBlobs:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pexpect
 from acp_client import the_one_permission
 from cli_driver import piped, spawn
-from helpers import RecordingUI, command, make_agent, mino_env, quiet_home, turn
+from helpers import RecordingUI, command, make_conversation, mino_env, quiet_home, turn
 from server_client import servers
 
 from mino_server.core import instructions as ins
@@ -97,31 +97,35 @@ def test_asked_once_per_content_remembered_and_asked_again_when_changed(
 ) -> None:
     repo, sub = _project(tmp_path)
     ui = RecordingUI()
-    agent = make_agent(model.base_url, sub, ui)
+    conversation = make_conversation(model.base_url, sub, ui)
     try:
-        agent.open()
+        conversation.open()
         # no: not sent, a notice; the same session does not ask again
         model.add({"text": "a"}, {"text": "b"})
-        turn(agent, "hello")
+        turn(conversation, "hello")
         assert len(ui.confirm_messages) == 1 and QUESTION in ui.confirm_messages[0]
         assert "make check" not in model.requests[-1]["instructions"]
         assert INSTRUCTIONS_NOT_SENT in [n["text"] for n in ui.of_type("notice")]
-        turn(agent, "again")
+        turn(conversation, "again")
         assert len(ui.confirm_messages) == 1 and "make check" not in model.requests[-1]["instructions"]
-        assert [s.accepted for s in agent.state().instructions or []] == [False, False]
+        assert [s.accepted for s in conversation.state().instructions or []] == [False, False]
 
         # the next session asks again; yes sends them after SOUL, and is remembered
         ui.confirms.append(True)
-        command(agent, "/new")
+        command(conversation, "/new")
         model.add({"text": "c"}, {"text": "d"})
-        turn(agent, "hello")
+        turn(conversation, "hello")
         assert len(ui.confirm_messages) == 2
         sent = model.requests[-1]["instructions"]
-        assert sent.index(agent.config.soul.strip()[:40]) < sent.index(ins.HEADING) < sent.index("use tabs")
-        command(agent, "/new")
-        turn(agent, "hello")
+        assert (
+            sent.index(conversation.config.soul.strip()[:40])
+            < sent.index(ins.HEADING)
+            < sent.index("use tabs")
+        )
+        command(conversation, "/new")
+        turn(conversation, "hello")
         assert len(ui.confirm_messages) == 2 and "use tabs" in model.requests[-1]["instructions"]
-        state = agent.state().instructions or []
+        state = conversation.state().instructions or []
         assert [(s.path, s.accepted) for s in state] == [
             (str(repo / "AGENTS.md"), True),
             (str(sub / "AGENTS.md"), True),
@@ -130,11 +134,11 @@ def test_asked_once_per_content_remembered_and_asked_again_when_changed(
         # one byte changed: asked again at the next turn, in the same session
         (sub / "AGENTS.md").write_text(SUB_TEXT.replace("tabs", "Tabs"))
         model.add({"text": "e"})
-        turn(agent, "hello")
+        turn(conversation, "hello")
         assert len(ui.confirm_messages) == 3 and "Tabs" not in model.requests[-1]["instructions"]
     finally:
-        agent.close()
-    assert len(list((agent.config.home / "consent" / "instructions").iterdir())) == 1
+        conversation.close()
+    assert len(list((conversation.config.home / "consent" / "instructions").iterdir())) == 1
 
 
 def test_the_question_shows_paths_and_first_lines_escaped(model: ScriptedModel, tmp_path: Path) -> None:
@@ -142,13 +146,13 @@ def test_the_question_shows_paths_and_first_lines_escaped(model: ScriptedModel, 
     work.mkdir()
     (work / "AGENTS.md").write_text("Be nice.\x1b[2J\u202eevil\n" + "".join(f"rule {i}\n" for i in range(9)))
     ui = RecordingUI()
-    agent = make_agent(model.base_url, work, ui)
+    conversation = make_conversation(model.base_url, work, ui)
     try:
-        agent.open()
+        conversation.open()
         model.add({"text": "a"})
-        turn(agent, "hello")
+        turn(conversation, "hello")
     finally:
-        agent.close()
+        conversation.close()
     (message,) = ui.confirm_messages
     assert "\x1b" not in message and "\u202e" not in message
     assert f'"{work / "AGENTS.md"}" (10 lines):' in message

@@ -19,8 +19,8 @@ import pytest
 import yaml
 from helpers import (
     RecordingUI,
-    agent_with_servers,
-    make_agent,
+    conversation_with_servers,
+    make_conversation,
     mino_env,
     quiet_home,
     read_jsonl,
@@ -128,12 +128,12 @@ def test_the_start_is_bounded(model: ScriptedModel, workdir: Path, mino_home: Pa
     assert parse_servers({"s": {"command": ["x"]}}, "m")[0].start_timeout_s == 10.0
     write_config(mino_home, {"mute": {"command": ["sleep", "600"], "start_timeout_s": 1}})
     ui = RecordingUI()
-    agent = agent_with_servers(model.base_url, workdir, ui, wait_s=60)
+    conversation = conversation_with_servers(model.base_url, workdir, ui, wait_s=60)
     try:
-        (status,) = agent.state().mcp or []
+        (status,) = conversation.state().mcp or []
         assert status.state == "failed" and status.error == "did not start within 1 s"
     finally:
-        agent.close()
+        conversation.close()
 
 
 def test_servers_do_not_see_the_api_key_variables_unless_env_names_them() -> None:
@@ -156,11 +156,11 @@ def test_a_call_asks_shows_server_and_arguments_and_returns_the_text(
         {"text": "done"},
     )
     ui = RecordingUI(approvals=[True])
-    agent = agent_with_servers(model.base_url, workdir, ui)
+    conversation = conversation_with_servers(model.base_url, workdir, ui)
     try:
-        names = [t["name"] for t in model_tools(agent)]
+        names = [t["name"] for t in model_tools(conversation)]
         assert "mcp__fx__echo" in names and "read_file" in names
-        result = turn(agent, "echo it")
+        result = turn(conversation, "echo it")
         assert result.status == "completed"
         (asked,) = ui.asked
         assert asked.tool == "mcp__fx__echo"
@@ -170,16 +170,16 @@ def test_a_call_asks_shows_server_and_arguments_and_returns_the_text(
         output = json.loads(json.dumps(model.requests[1]["input"]))[-1]
         assert output["type"] == "function_call_output" and "hi" in output["output"]
         assert [r["tool"] for r in read_jsonl(record)] == ["echo"]
-        state = agent.state().mcp
+        state = conversation.state().mcp
         assert state is not None and [(s.name, s.state, s.tools) for s in state] == [("fx", "ready", 9)]
     finally:
-        agent.close()
+        conversation.close()
 
 
-def model_tools(agent: Any) -> list[dict[str, Any]]:
+def model_tools(conversation: Any) -> list[dict[str, Any]]:
     from mino_server.core.tools.registry import tool_schemas
 
-    return tool_schemas(agent.turn_tools())
+    return tool_schemas(conversation.turn_tools())
 
 
 @pytest.mark.parametrize(
@@ -205,15 +205,15 @@ def test_the_decision_table_for_mcp_tools(
     write_config(mino_home, {"fx": fixture_server(record, allow=allow)})
     model.add({"calls": [{"name": "mcp__fx__echo", "arguments": {"text": "x"}}]}, {"text": "ok"})
     ui = RecordingUI(approvals=[False])  # a question is denied: nothing reaches the server
-    agent = agent_with_servers(model.base_url, workdir, ui, mode=mode)
+    conversation = conversation_with_servers(model.base_url, workdir, ui, mode=mode)
     try:
-        turn(agent, "go")
+        turn(conversation, "go")
         (call,) = ui.of_type("tool_call")
         assert call["decision"] == ("ask" if asks else "show")
         assert len(ui.asked) == (1 if asks else 0)
         assert len(read_jsonl(record)) == (0 if asks else 1)
     finally:
-        agent.close()
+        conversation.close()
 
 
 def test_is_error_other_content_and_escape_sequences(
@@ -230,9 +230,9 @@ def test_is_error_other_content_and_escape_sequences(
         {"text": "ok"},
     )
     ui = RecordingUI()
-    agent = agent_with_servers(model.base_url, workdir, ui, mode="bypass")
+    conversation = conversation_with_servers(model.base_url, workdir, ui, mode="bypass")
     try:
-        turn(agent, "go")
+        turn(conversation, "go")
         results = {e["callId"]: e for e in ui.of_type("tool_result")}
         assert results["a"]["status"] == "failed" and "failed on purpose: x" in results["a"]["text"]
         assert results["b"]["status"] == "completed"
@@ -241,7 +241,7 @@ def test_is_error_other_content_and_escape_sequences(
         sent = json.dumps(model.requests[0]["tools"]) + json.dumps(model.requests[1]["input"])
         assert "\\u001b" not in sent and "\\u0007" not in sent  # neither description nor result
     finally:
-        agent.close()
+        conversation.close()
 
 
 def test_a_result_the_sdk_refuses_fails_the_call_and_keeps_the_server(
@@ -251,24 +251,24 @@ def test_a_result_the_sdk_refuses_fails_the_call_and_keeps_the_server(
     tool's output schema, say) while the server runs on: that call fails, the server keeps its tools."""
     model.add({"calls": [{"name": "mcp__fx__echo", "arguments": {"text": "x"}}]}, {"text": "ok"})
     ui = RecordingUI()
-    agent = agent_with_servers(model.base_url, workdir, ui, mode="bypass")
+    conversation = conversation_with_servers(model.base_url, workdir, ui, mode="bypass")
     try:
-        assert agent.mcp is not None
-        connection = agent.mcp.servers[0].connection
+        assert conversation.mcp is not None
+        connection = conversation.mcp.servers[0].connection
 
         async def refuse(tool: str, arguments: dict[str, Any]) -> Any:
             raise RuntimeError("Invalid structured content returned by tool echo")
 
         connection.session.call_tool = refuse  # type: ignore[union-attr]
-        turn(agent, "go")
+        turn(conversation, "go")
         (result,) = ui.of_type("tool_result")
         assert result["status"] == "failed"
         assert result["text"] == "MCP error: Invalid structured content returned by tool echo"
-        (status,) = agent.state().mcp or []
+        (status,) = conversation.state().mcp or []
         assert status.state == "ready" and status.tools > 0
         assert not [e for e in ui.of_type("notice") if e["text"].startswith("MCP server fx")]
     finally:
-        agent.close()
+        conversation.close()
 
 
 def test_a_server_dying_mid_call_fails_the_call_once_and_its_tools_go(
@@ -278,22 +278,22 @@ def test_a_server_dying_mid_call_fails_the_call_once_and_its_tools_go(
         {"calls": [{"name": "mcp__fx__die", "arguments": {"text": "x"}}]}, {"text": "ok"}, {"text": "two"}
     )
     ui = RecordingUI()
-    agent = agent_with_servers(model.base_url, workdir, ui, mode="bypass")
+    conversation = conversation_with_servers(model.base_url, workdir, ui, mode="bypass")
     try:
-        turn(agent, "go")
+        turn(conversation, "go")
         (result,) = ui.of_type("tool_result")
         assert result["status"] == "failed" and result["text"].startswith(
             "MCP server fx stopped during the call"
         )
-        turn(agent, "again")
+        turn(conversation, "again")
         lines = [e["text"] for e in ui.of_type("notice") if e["text"].startswith("MCP server fx")]
         assert len(lines) == 1 and "stopped" in lines[0]
         assert not any(t["name"].startswith("mcp__fx") for t in model.requests[2]["tools"])
         assert [r["tool"] for r in read_jsonl(record)] == ["die"]
-        state = agent.state().mcp
+        state = conversation.state().mcp
         assert state is not None and state[0].state == "failed" and state[0].error
     finally:
-        agent.close()
+        conversation.close()
 
 
 def test_a_server_exiting_while_idle_is_one_line_at_once(
@@ -305,18 +305,18 @@ def test_a_server_exiting_while_idle_is_one_line_at_once(
         {"text": "b"},
     )
     ui = RecordingUI()
-    agent = agent_with_servers(model.base_url, workdir, ui, mode="bypass")
+    conversation = conversation_with_servers(model.base_url, workdir, ui, mode="bypass")
     try:
-        turn(agent, "go")
-        wait_until(lambda: (agent.state().mcp or [])[0].state == "failed", "the server marked failed")
-        (status,) = agent.state().mcp or []
+        turn(conversation, "go")
+        wait_until(lambda: (conversation.state().mcp or [])[0].state == "failed", "the server marked failed")
+        (status,) = conversation.state().mcp or []
         assert status.state == "failed" and status.error == "stopped: the server closed its connection"
-        turn(agent, "again")
+        turn(conversation, "again")
         lines = [e["text"] for e in ui.of_type("notice") if e["text"].startswith("MCP server fx")]
         assert lines == ["MCP server fx: stopped: the server closed its connection"]
         assert not any(t["name"].startswith("mcp__fx") for t in model.requests[2]["tools"])
     finally:
-        agent.close()
+        conversation.close()
 
 
 def test_a_server_that_cannot_start_is_one_line_and_nothing_else_breaks(
@@ -329,17 +329,17 @@ def test_a_server_that_cannot_start_is_one_line_and_nothing_else_breaks(
     )
     model.add({"text": "hello"})
     ui = RecordingUI()
-    agent = agent_with_servers(model.base_url, workdir, ui)
+    conversation = conversation_with_servers(model.base_url, workdir, ui)
     try:
-        assert turn(agent, "hi").status == "completed"
+        assert turn(conversation, "hi").status == "completed"
         lines = [e["text"] for e in ui.of_type("notice") if e["text"].startswith("MCP server")]
         assert lines == [
             f"MCP server gone: cannot start the program: No such file or directory ({tmp_path / 'no-such-program'})"
         ]
-        states = {s.name: s.state for s in agent.state().mcp or []}
+        states = {s.name: s.state for s in conversation.state().mcp or []}
         assert states == {"gone": "failed", "fx": "ready"}
     finally:
-        agent.close()
+        conversation.close()
 
 
 def test_cancel_sends_notifications_cancelled_and_never_resends(
@@ -347,11 +347,11 @@ def test_cancel_sends_notifications_cancelled_and_never_resends(
 ) -> None:
     model.add({"calls": [{"name": "mcp__fx__slow", "arguments": {"seconds": 60}}]}, {"text": "after"})
     ui = RecordingUI()
-    agent = agent_with_servers(model.base_url, workdir, ui, mode="bypass")
+    conversation = conversation_with_servers(model.base_url, workdir, ui, mode="bypass")
     cancel = CancelToken()
     try:
         box: dict[str, Any] = {}
-        worker = threading.Thread(target=lambda: box.update(r=agent.run_turn("go", cancel)))
+        worker = threading.Thread(target=lambda: box.update(r=conversation.run_turn("go", cancel)))
         worker.start()
         wait_until(lambda: read_jsonl(record), "the slow call at the server")
         cancel.cancel()
@@ -360,11 +360,11 @@ def test_cancel_sends_notifications_cancelled_and_never_resends(
         wait_until(lambda: len(read_jsonl(record)) >= 2, "notifications/cancelled at the server")
         assert [r.get("tool") or r.get("cancelled") for r in read_jsonl(record)] == ["slow", "slow"]
         assert "cancelled" in read_jsonl(record)[1]
-        sid = agent.session_id
+        sid = conversation.session_id
     finally:
-        agent.close()
+        conversation.close()
     # Reopened: the call is answered (interrupted), nothing is sent again.
-    again = make_agent(model.base_url, workdir, RecordingUI())
+    again = make_conversation(model.base_url, workdir, RecordingUI())
     again.open()
     try:
         assert again.session_id == sid
@@ -384,17 +384,17 @@ def test_servers_start_once_and_stop_with_the_conversation(
     monkeypatch.setenv("MINO_API_KEY", "secret")
     monkeypatch.setenv("OPENAI_API_KEY", "secret")
     ui = RecordingUI()
-    agent = agent_with_servers(model.base_url, workdir, ui, mode="bypass")
+    conversation = conversation_with_servers(model.base_url, workdir, ui, mode="bypass")
     try:
-        hub = agent.mcp
-        turn(agent, "go")
-        opening.new_session(agent)  # a new session in the same conversation keeps the same servers
-        assert agent.mcp is hub
-        turn(agent, "two")
+        hub = conversation.mcp
+        turn(conversation, "go")
+        opening.new_session(conversation)  # a new session in the same conversation keeps the same servers
+        assert conversation.mcp is hub
+        turn(conversation, "two")
         assert [r["text"] for r in ui.of_type("tool_result")] == ["visible: none", "visible: none"]
         (pid,) = {r["pid"] for r in read_jsonl(record)}  # both calls reached the one server process
     finally:
-        agent.close()
+        conversation.close()
     wait_until(lambda: not running(pid), "the server to exit")
 
 

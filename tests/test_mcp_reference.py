@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 import yaml
-from helpers import RecordingUI, agent_with_servers, free_port, turn, wait_until
+from helpers import RecordingUI, conversation_with_servers, free_port, turn, wait_until
 
 from mino_server.testing.scripted_model import ScriptedModel
 
@@ -45,14 +45,14 @@ def one_call(
     """One turn whose model calls `name`; the tool_result event and the conversation's MCP state."""
     model.add({"calls": [{"name": name, "arguments": arguments}]}, {"text": "done"})
     ui = RecordingUI()
-    agent = agent_with_servers(model.base_url, workdir, ui, mode="bypass")
+    conversation = conversation_with_servers(model.base_url, workdir, ui, mode="bypass")
     try:
-        state = agent.state().mcp
-        turn(agent, "go")
+        state = conversation.state().mcp
+        turn(conversation, "go")
         (result,) = ui.of_type("tool_result")
         return result, state
     finally:
-        agent.close()
+        conversation.close()
 
 
 def test_mcp_server_time(installed: Path, model: ScriptedModel, workdir: Path, mino_home: Path) -> None:
@@ -134,15 +134,15 @@ def test_a_failed_http_handshake_is_a_line_not_an_empty_tool_list(
     configure(mino_home, {"web": {"url": f"http://127.0.0.1:{free_port()}/mcp"}})
     model.add({"text": "hi"})
     ui = RecordingUI()
-    agent = agent_with_servers(model.base_url, workdir, ui)
+    conversation = conversation_with_servers(model.base_url, workdir, ui)
     try:
-        (status,) = agent.state().mcp or []
+        (status,) = conversation.state().mcp or []
         assert status.state == "failed" and status.error
-        turn(agent, "hi")
+        turn(conversation, "hi")
         lines = [e["text"] for e in ui.of_type("notice") if e["text"].startswith("MCP server web:")]
         assert len(lines) == 1
     finally:
-        agent.close()
+        conversation.close()
 
 
 @pytest.mark.parametrize("scenario", ["initialize", "tools_call"])

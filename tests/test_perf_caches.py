@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import make_agent, turn
+from helpers import make_conversation, turn
 
 from mino_server.core import memory
 from mino_server.testing.scripted_model import ScriptedModel
@@ -137,17 +137,17 @@ def test_editor_state_after_a_turn_keeps_the_memory_status_cached(
 
     _write(mino_home / "memory", "fact", "a summary")
     model.add({"text": "hi", "usage": {"input_tokens": 1000, "output_tokens": 5}})
-    agent = make_agent(model.base_url, workdir)
-    agent.open()
+    conversation = make_conversation(model.base_url, workdir)
+    conversation.open()
     try:
         server = MinoServer(None, FrameWriter(io.BytesIO()))
-        server._conversation = agent  # what the start-up thread sets
+        server._conversation = conversation  # what the start-up thread sets
         before = server.state()
         assert before.usage is None and before.memory.count == 1
         reads: list[object] = []
         real = Conversation.state
         monkeypatch.setattr(Conversation, "state", lambda self: reads.append(self) or real(self))
-        assert turn(agent, "hello").status == "completed"
+        assert turn(conversation, "hello").status == "completed"
         after = server.state()
         assert after.usage is not None and after.usage.inputTokens == 1000
         assert after.memory.count == 1 and not after.busy
@@ -155,4 +155,4 @@ def test_editor_state_after_a_turn_keeps_the_memory_status_cached(
         _write(mino_home / "memory", "other", "another summary")  # a changed folder is read again
         assert server.state().memory.count == 2 and len(reads) == 1
     finally:
-        agent.close()
+        conversation.close()

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from cli_driver import piped
-from helpers import Agent, FixedAnswerServer, RecordingUI, command, make_agent, turn
+from helpers import Conversation, FixedAnswerServer, RecordingUI, command, make_conversation, turn
 
 from mino_server.core.cancel import CancelToken
 from mino_server.core.memory import INDEX_LABEL, render_memory
@@ -41,14 +41,14 @@ def check_every_request(model: ScriptedModel) -> None:
                 assert isinstance(item["content"], str), item
 
 
-def records(agent: Agent) -> list[dict[str, Any]]:
-    assert agent.log is not None
-    return [json.loads(x) for x in agent.log.path.read_text().splitlines()]
+def records(conversation: Conversation) -> list[dict[str, Any]]:
+    assert conversation.log is not None
+    return [json.loads(x) for x in conversation.log.path.read_text().splitlines()]
 
 
 @pytest.fixture
-def agent(model: ScriptedModel, workdir: Path, mino_home: Path) -> Iterator[Agent]:
-    made = make_agent(model.base_url, workdir, RecordingUI(), mode="bypass")
+def conversation(model: ScriptedModel, workdir: Path, mino_home: Path) -> Iterator[Conversation]:
+    made = make_conversation(model.base_url, workdir, RecordingUI(), mode="bypass")
     made.open()
     try:
         yield made
@@ -59,10 +59,10 @@ def agent(model: ScriptedModel, workdir: Path, mino_home: Path) -> Iterator[Agen
 # ---- 1. string content ------------------------------------------------------------------------
 
 
-def test_text_only_messages_are_sent_as_strings(model: ScriptedModel, agent: Agent) -> None:
+def test_text_only_messages_are_sent_as_strings(model: ScriptedModel, conversation: Conversation) -> None:
     model.add({"text": "first answer"}, {"text": "second answer"})
-    turn(agent, "first question")
-    turn(agent, "second question")
+    turn(conversation, "first question")
+    turn(conversation, "second question")
     assert model.requests[1]["input"] == [
         {"type": "message", "role": "user", "content": "first question"},
         {"type": "message", "role": "assistant", "content": "first answer"},
@@ -104,63 +104,67 @@ def test_the_strict_scripted_model_refuses_what_a_chat_bridge_refuses(model: Scr
 # ---- 2. cut-off answers and alternating roles ----------------------------------------------
 
 
-def test_a_cut_off_answer_is_shown_kept_marked_and_replayed(model: ScriptedModel, agent: Agent) -> None:
+def test_a_cut_off_answer_is_shown_kept_marked_and_replayed(
+    model: ScriptedModel, conversation: Conversation
+) -> None:
     model.add({"text": "The partial answer that was", "incomplete": CUT}, {"text": "Go on? Sure."})
-    outcome = turn(agent, "Tell me everything.")
+    outcome = turn(conversation, "Tell me everything.")
     assert (outcome.status, outcome.text) == ("limit", "The partial answer that was")
     assert outcome.error == f"The model's answer was cut short ({CUT})."
-    ui: RecordingUI = agent.ui  # type: ignore[assignment]
+    ui: RecordingUI = conversation.ui  # type: ignore[assignment]
     assert "".join(e["text"] for e in ui.of_type("text_delta")) == "The partial answer that was"
     assert [e["text"] for e in ui.of_type("notice")] == [
         f"Stopped: The model's answer was cut short ({CUT})."
     ]
-    saved = [r for r in records(agent) if r["type"] == "assistant_message"]
+    saved = [r for r in records(conversation) if r["type"] == "assistant_message"]
     assert [(r["text"], r["incomplete"], r["reason"]) for r in saved] == [
         ("The partial answer that was", True, CUT)
     ]
-    assert records(agent)[-1] == {**records(agent)[-1], "type": "turn_end", "status": "limit"}
-    assert turn(agent, "Go on.").status == "completed"
+    assert records(conversation)[-1] == {**records(conversation)[-1], "type": "turn_end", "status": "limit"}
+    assert turn(conversation, "Go on.").status == "completed"
     second = model.requests[1]
     assert roles(second) == ["user", "assistant", "user"]
     assert second["input"][1]["content"] == f"The partial answer that was\n\n{NOTE}"
     check_every_request(model)
 
 
-def test_calls_in_a_cut_off_response_never_run(model: ScriptedModel, agent: Agent, workdir: Path) -> None:
+def test_calls_in_a_cut_off_response_never_run(
+    model: ScriptedModel, conversation: Conversation, workdir: Path
+) -> None:
     call = {"name": "bash", "arguments": {"command": "echo ran > witness.txt"}}
     model.add({"text": "Running it", "calls": [call], "incomplete": CUT})
-    outcome = turn(agent, "run it")
+    outcome = turn(conversation, "run it")
     assert outcome.status == "limit" and outcome.text == "Running it"
     assert not (workdir / "witness.txt").exists()
-    assert not any(r["type"] == "tool_call" for r in records(agent))
+    assert not any(r["type"] == "tool_call" for r in records(conversation))
 
 
 def test_a_cut_off_answer_without_text_saves_nothing_and_the_next_request_alternates(
-    model: ScriptedModel, agent: Agent
+    model: ScriptedModel, conversation: Conversation
 ) -> None:
     model.add({"incomplete": CUT}, {"text": "ok"})
-    assert turn(agent, "one").status == "limit"
-    assert not any(r["type"] == "assistant_message" for r in records(agent))
-    assert turn(agent, "two").status == "completed"
+    assert turn(conversation, "one").status == "limit"
+    assert not any(r["type"] == "assistant_message" for r in records(conversation))
+    assert turn(conversation, "two").status == "completed"
     assert model.requests[1]["input"] == [{"type": "message", "role": "user", "content": "one\n\ntwo"}]
     check_every_request(model)
 
 
 def test_turns_that_ended_before_any_answer_merge_with_the_next_user_message(
-    model: ScriptedModel, agent: Agent
+    model: ScriptedModel, conversation: Conversation
 ) -> None:
     model.add({"status": 401, "error": "bad key"})
-    assert turn(agent, "failed").status == "failed"
+    assert turn(conversation, "failed").status == "failed"
     cancel = CancelToken()
     cancel.cancel()
-    assert agent.run_turn("interrupted", cancel).status == "interrupted"
+    assert conversation.run_turn("interrupted", cancel).status == "interrupted"
     model.add({"text": "answer"})
-    assert turn(agent, "third").status == "completed"
+    assert turn(conversation, "third").status == "completed"
     assert model.requests[1]["input"] == [
         {"type": "message", "role": "user", "content": "failed\n\ninterrupted\n\nthird"}
     ]
     # The log keeps every record as it was.
-    users = [r["text"] for r in records(agent) if r["type"] == "user_message"]
+    users = [r["text"] for r in records(conversation) if r["type"] == "user_message"]
     assert users == ["failed", "interrupted", "third"]
     check_every_request(model)
 
@@ -173,15 +177,15 @@ def test_the_front_item_meets_an_assistant_message_as_one_message(
     memory = mino_home / "memory"
     memory.mkdir(parents=True, mode=0o700)
     (memory / "uses-pnpm.md").write_text(render_memory("uses-pnpm", "project", "Uses pnpm.", ""))
-    agent = make_agent(model.base_url, workdir, RecordingUI())
-    agent.open()
+    conversation = make_conversation(model.base_url, workdir, RecordingUI())
+    conversation.open()
     try:
-        assert agent.log is not None
-        agent.log.append("assistant_message", "0" * 16, text="An answer from before.")
+        assert conversation.log is not None
+        conversation.log.append("assistant_message", "0" * 16, text="An answer from before.")
         model.add({"text": "ok"})
-        assert turn(agent, "hello").status == "completed"
+        assert turn(conversation, "hello").status == "completed"
     finally:
-        agent.close()
+        conversation.close()
     body = model.requests[0]
     assert roles(body) == ["assistant", "user"]
     front = body["input"][0]["content"]
@@ -190,30 +194,30 @@ def test_the_front_item_meets_an_assistant_message_as_one_message(
 
 
 def test_every_way_to_end_a_turn_still_alternates_through_compaction(
-    model: ScriptedModel, agent: Agent
+    model: ScriptedModel, conversation: Conversation
 ) -> None:
     """Failed, interrupted, cut short, tool calls with no final text, a limit: then /compact and a
     turn after it. The strict scripted model refuses any request with two same-role messages."""
     bash = {"name": "bash", "arguments": {"command": "echo hi"}}
     model.add({"status": 400, "error": "no"})
-    assert turn(agent, "t1 fails").status == "failed"
+    assert turn(conversation, "t1 fails").status == "failed"
     model.add({"text": "cut", "incomplete": CUT})
-    assert turn(agent, "t2 cut short").status == "limit"
+    assert turn(conversation, "t2 cut short").status == "limit"
     model.add({"calls": [bash]}, {"status": 400, "error": "no"})
-    assert turn(agent, "t3 call, then fails").status == "failed"
+    assert turn(conversation, "t3 call, then fails").status == "failed"
     model.add(*[{"calls": [bash]}] * 8)
-    assert turn(agent, "t4 runs out of requests").status == "limit"
+    assert turn(conversation, "t4 runs out of requests").status == "limit"
     cancel = CancelToken()
     cancel.cancel()
-    assert agent.run_turn("t5 interrupted", cancel).status == "interrupted"
+    assert conversation.run_turn("t5 interrupted", cancel).status == "interrupted"
     model.add({"text": "t6 answer"})
-    assert turn(agent, "t6").status == "completed"
+    assert turn(conversation, "t6").status == "completed"
     model.add({"status": 400, "error": "no"})
-    assert turn(agent, "t7 fails").status == "failed"
+    assert turn(conversation, "t7 fails").status == "failed"
     model.add({"require": "Summarise the conversation", "text": "SUMMARY"})
-    assert command(agent, "/compact")[0].startswith("Compacted")
+    assert command(conversation, "/compact")[0].startswith("Compacted")
     model.add({"require": "SUMMARY", "text": "after"})
-    assert turn(agent, "t8").status == "completed"
+    assert turn(conversation, "t8").status == "completed"
     check_every_request(model)
     summary_request, last = model.requests[-2], model.requests[-1]
     assert roles(summary_request)[-1] == "user" and "t5 interrupted" in json.dumps(summary_request)
@@ -250,14 +254,14 @@ def test_alternating_merges_only_adjacent_messages_of_one_role() -> None:
     assert items[0]["content"] == "index"  # the caller's items are not changed
 
 
-def test_a_cut_off_summary_is_not_saved(model: ScriptedModel, agent: Agent) -> None:
+def test_a_cut_off_summary_is_not_saved(model: ScriptedModel, conversation: Conversation) -> None:
     for i in range(3):
         model.add({"text": f"a{i}"})
-        turn(agent, f"q{i}")
+        turn(conversation, f"q{i}")
     model.add({"text": "SUMMARY that was", "incomplete": CUT})
-    out = command(agent, "/compact")
+    out = command(conversation, "/compact")
     assert out == [f"Compaction failed: the summary was cut short ({CUT}); history is unchanged."]
-    assert not any(r["type"] == "compaction" for r in records(agent))
+    assert not any(r["type"] == "compaction" for r in records(conversation))
 
 
 # ---- 3. errors in any body -------------------------------------------------------------------
@@ -388,24 +392,28 @@ def test_usage_zeros_and_absence_are_unknown(model: ScriptedModel, usage: Any, r
 
 
 @pytest.mark.parametrize("usage", [None, {"input_tokens": 0, "output_tokens": 0}], ids=["absent", "zeros"])
-def test_no_calibration_from_unknown_usage(model: ScriptedModel, agent: Agent, usage: Any) -> None:
-    before = agent.budget.tokens_per_char
+def test_no_calibration_from_unknown_usage(
+    model: ScriptedModel, conversation: Conversation, usage: Any
+) -> None:
+    before = conversation.budget.tokens_per_char
     model.add({"text": "hi", "usage": usage})
-    assert turn(agent, "hello").status == "completed"
-    assert agent.budget.tokens_per_char == before
+    assert turn(conversation, "hello").status == "completed"
+    assert conversation.budget.tokens_per_char == before
     model.add({"text": "hi", "usage": {"input_tokens": 1_000_000}})
-    assert turn(agent, "hello").status == "completed"
-    assert agent.budget.tokens_per_char == 1.0  # a real count still calibrates (capped)
+    assert turn(conversation, "hello").status == "completed"
+    assert conversation.budget.tokens_per_char == 1.0  # a real count still calibrates (capped)
 
 
-def test_a_count_of_only_part_of_the_input_does_not_calibrate(model: ScriptedModel, agent: Agent) -> None:
+def test_a_count_of_only_part_of_the_input_does_not_calibrate(
+    model: ScriptedModel, conversation: Conversation
+) -> None:
     """LiteLLM's bridge, when the backend counts nothing, reports its own count of the messages alone
     (14 input tokens for a request of about 8,100 characters, in the recorded run): taken as a count of
     the whole request, it would shrink the estimate to a fifth and compaction would come too late."""
-    before = agent.budget.tokens_per_char
+    before = conversation.budget.tokens_per_char
     model.add({"text": "hi", "usage": {"input_tokens": 14, "output_tokens": 20}})
-    assert turn(agent, "Hello! Who are you?").status == "completed"
-    assert agent.budget.tokens_per_char == before
+    assert turn(conversation, "Hello! Who are you?").status == "completed"
+    assert conversation.budget.tokens_per_char == before
 
 
 def test_parse_reply_checks_the_new_keys() -> None:
@@ -442,16 +450,16 @@ def test_the_incomplete_stream_shape(model: ScriptedModel) -> None:
 
 def test_an_empty_answer_is_said_not_silent(model: ScriptedModel, workdir: Path) -> None:
     """A strict chat template behind LiteLLM comes back as a completed, empty answer: say so."""
-    from helpers import RecordingUI, make_agent, turn
+    from helpers import RecordingUI, make_conversation, turn
 
     from mino_server.core.turn import EMPTY_ANSWER
 
     model.add({"text": ""}, {"text": "fine"})
     ui = RecordingUI()
-    agent = make_agent(model.base_url, workdir, ui)
-    agent.open()
-    first = turn(agent, "hello")
-    turn(agent, "again")
-    agent.close()
+    conversation = make_conversation(model.base_url, workdir, ui)
+    conversation.open()
+    first = turn(conversation, "hello")
+    turn(conversation, "again")
+    conversation.close()
     assert first.status == "completed" and first.text == ""
     assert [n["text"] for n in ui.of_type("notice")] == [EMPTY_ANSWER]

@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from helpers import Agent, RecordingUI, command, texts, turn
+from helpers import Conversation, RecordingUI, command, texts, turn
 
 from mino_server.core import checkpoints
 from mino_server.core.rewind import checkpoint_turns
@@ -19,7 +19,7 @@ def call(tool: str, /, **arguments: Any) -> dict:
     return {"calls": [{"name": tool, "arguments": arguments}]}
 
 
-def three_turns(model: ScriptedModel, agent: Agent, workdir: Path) -> None:
+def three_turns(model: ScriptedModel, conversation: Conversation, workdir: Path) -> None:
     """Turn 1 edits a.txt and creates new.txt; turn 2 edits a.txt again and runs bash; turn 3 talks."""
     model.add(
         call("edit_file", path="a.txt", old_text="one", new_text="ONE"),
@@ -30,9 +30,9 @@ def three_turns(model: ScriptedModel, agent: Agent, workdir: Path) -> None:
         {"text": "done 2"},
         {"text": "done 3"},
     )
-    assert turn(agent, "first request\nmore lines").status == "completed"
-    assert turn(agent, "second request").status == "completed"
-    assert turn(agent, "third request").status == "completed"
+    assert turn(conversation, "first request\nmore lines").status == "completed"
+    assert turn(conversation, "second request").status == "completed"
+    assert turn(conversation, "third request").status == "completed"
     assert (workdir / "a.txt").read_text() == "ONE\nTWO\n"
 
 
@@ -40,17 +40,21 @@ def test_list_restore_delete_and_conversation(model: ScriptedModel, agent_factor
     (workdir / "a.txt").write_text("one\ntwo\n")
     os.chmod(workdir / "a.txt", 0o640)
     ui = RecordingUI(confirms=[True])
-    agent = agent_factory(ui, mode="bypass")
-    three_turns(model, agent, workdir)
-    lines = command(agent, "/rewind")
+    conversation = agent_factory(ui, mode="bypass")
+    three_turns(model, conversation, workdir)
+    lines = command(conversation, "/rewind")
     assert lines[0].startswith("2. ") and lines[0].endswith(
         "1 file(s): second request (bash commands are not undone)"
     )
     assert lines[1].startswith("1. ") and lines[1].endswith("2 file(s): first request")
     assert lines[2].startswith("Checkpoints of this session: ") and "/clear deletes them" in lines[2]
-    assert agent.state().checkpointBytes == checkpoints.size_of(agent.config.home, agent.session_id or "") > 0
+    assert (
+        conversation.state().checkpointBytes
+        == checkpoints.size_of(conversation.config.home, conversation.session_id or "")
+        > 0
+    )
 
-    out = command(agent, "/rewind 1")
+    out = command(conversation, "/rewind 1")
     assert (
         ui.confirm_messages[-1]
         == "restore a.txt\ndelete sub/new.txt\n(bash commands are not undone)\nRewind 2 file(s) to before turn 1?"
@@ -59,30 +63,30 @@ def test_list_restore_delete_and_conversation(model: ScriptedModel, agent_factor
     assert (workdir / "a.txt").read_text() == "one\ntwo\n"
     assert (workdir / "a.txt").stat().st_mode & 0o777 == 0o640
     assert not (workdir / "sub" / "new.txt").exists()
-    assert command(agent, "/rewind")[0] == "Nothing to rewind."
+    assert command(conversation, "/rewind")[0] == "Nothing to rewind."
 
     # Later requests no longer send the rewound turns; the log keeps them and the history marks them.
     model.add({"text": "after"})
-    turn(agent, "fourth request")
+    turn(conversation, "fourth request")
     sent = texts(model.requests[-1])
     assert "fourth request" in sent and not any("request" in t and t != "fourth request" for t in sent)
-    items, _ = agent.history()
+    items, _ = conversation.history()
     assert {i.text for i in items if i.rewound} >= {
         "first request\nmore lines",
         "second request",
         "third request",
     }
     assert [i.rewound for i in items if i.text == "fourth request"] == [None]
-    assert sum(1 for r in _records(agent) if r["type"] == "rewind") == 1
+    assert sum(1 for r in _records(conversation) if r["type"] == "rewind") == 1
 
 
 def test_changed_since_mino_wrote_it_is_kept(model: ScriptedModel, agent_factory, workdir: Path) -> None:
     (workdir / "a.txt").write_text("one\ntwo\n")
     ui = RecordingUI(confirms=[True])
-    agent = agent_factory(ui, mode="bypass")
-    three_turns(model, agent, workdir)
+    conversation = agent_factory(ui, mode="bypass")
+    three_turns(model, conversation, workdir)
     (workdir / "a.txt").write_text("the person's own work\n")
-    assert command(agent, "/rewind 2") == [
+    assert command(conversation, "/rewind 2") == [
         "Rewound 0 file(s); the conversation continues from before turn 2."
     ]
     assert ui.confirm_messages[-1].startswith("keep a.txt: changed since Mino wrote it\n")
@@ -92,14 +96,14 @@ def test_changed_since_mino_wrote_it_is_kept(model: ScriptedModel, agent_factory
 def test_no_changes_nothing(model: ScriptedModel, agent_factory, workdir: Path) -> None:
     (workdir / "a.txt").write_text("one\ntwo\n")
     ui = RecordingUI(confirms=[False])
-    agent = agent_factory(ui, mode="bypass")
-    three_turns(model, agent, workdir)
-    before = agent.log.path.read_bytes() if agent.log else b""
-    assert command(agent, "/rewind 1") == ["Nothing was rewound."]
+    conversation = agent_factory(ui, mode="bypass")
+    three_turns(model, conversation, workdir)
+    before = conversation.log.path.read_bytes() if conversation.log else b""
+    assert command(conversation, "/rewind 1") == ["Nothing was rewound."]
     assert (workdir / "a.txt").read_text() == "ONE\nTWO\n" and (workdir / "sub" / "new.txt").exists()
-    assert agent.log is not None and agent.log.path.read_bytes() == before
-    assert command(agent, "/rewind 3")[0].startswith("Turn 3 changed no files")
-    assert command(agent, "/rewind x")[0].startswith("Usage: /rewind [N]")
+    assert conversation.log is not None and conversation.log.path.read_bytes() == before
+    assert command(conversation, "/rewind 3")[0].startswith("Turn 3 changed no files")
+    assert command(conversation, "/rewind x")[0].startswith("Usage: /rewind [N]")
 
 
 def test_links_are_not_followed(model: ScriptedModel, agent_factory, workdir: Path, tmp_path: Path) -> None:
@@ -107,15 +111,15 @@ def test_links_are_not_followed(model: ScriptedModel, agent_factory, workdir: Pa
     (workdir / "sub").mkdir()
     (workdir / "sub" / "a.txt").write_text("one\n")
     ui = RecordingUI(confirms=[True])
-    agent = agent_factory(ui, mode="bypass")
+    conversation = agent_factory(ui, mode="bypass")
     model.add(call("edit_file", path="sub/a.txt", old_text="one", new_text="ONE"), {"text": "ok"})
-    turn(agent, "edit")
+    turn(conversation, "edit")
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "a.txt").write_text("ONE\n")
     os.rename(workdir / "sub", workdir / "sub-moved")
     os.symlink(outside, workdir / "sub")
-    out = command(agent, "/rewind 1")
+    out = command(conversation, "/rewind 1")
     assert (outside / "a.txt").read_text() == "ONE\n"
     assert out[0] == "Rewound 0 file(s); the conversation continues from before turn 1."
     assert ui.confirm_messages[-1].startswith("keep sub/a.txt: ")
@@ -128,17 +132,17 @@ def test_store_is_in_home_not_project_and_clear_removes_it(
     (workdir / "a.txt").write_text("one\ntwo\n")
     git_before = sorted(str(p) for p in (workdir / ".git").rglob("*"))
     ui = RecordingUI(typed=[])
-    agent = agent_factory(ui, mode="bypass")
-    three_turns(model, agent, workdir)
+    conversation = agent_factory(ui, mode="bypass")
+    three_turns(model, conversation, workdir)
     assert sorted(str(p) for p in (workdir / ".git").rglob("*")) == git_before
-    sid = agent.session_id or ""
-    store = checkpoints.folder(agent.config.home, sid)
+    sid = conversation.session_id or ""
+    store = checkpoints.folder(conversation.config.home, sid)
     assert (store / "pack").is_file() and (store / "pack").stat().st_mode & 0o777 == 0o600
     # identical bytes are stored once: a.txt's state before turn 2 is not "one\ntwo\n" again
     assert (store / "pack").read_bytes().count(b"one\ntwo\n") == 1
     ui.typed.append(sid)
-    command(agent, "/clear")
-    assert not store.exists() and agent.state().checkpointBytes == 0
+    command(conversation, "/clear")
+    assert not store.exists() and conversation.state().checkpointBytes == 0
 
 
 def test_interrupted_rewind_is_finished_by_the_next(
@@ -150,17 +154,17 @@ def test_interrupted_rewind_is_finished_by_the_next(
 
     (workdir / "a.txt").write_text("one\ntwo\n")
     ui = RecordingUI(confirms=[True])
-    agent = agent_factory(ui, mode="bypass")
-    three_turns(model, agent, workdir)
-    p = rewind.plan(agent, 1)
-    assert agent.log is not None
-    agent.log.append("rewind", n=1, turns=p.turns, files=[f.path for f in p.files])
-    store = agent.checkpoints
+    conversation = agent_factory(ui, mode="bypass")
+    three_turns(model, conversation, workdir)
+    p = rewind.plan(conversation, 1)
+    assert conversation.log is not None
+    conversation.log.append("rewind", n=1, turns=p.turns, files=[f.path for f in p.files])
+    store = conversation.checkpoints
     assert store is not None
     store.restoring("sub/new.txt", None)  # recorded, never done: the file is still there
     (workdir / "a.txt").write_text("one\ntwo\n")  # as restored
-    assert checkpoint_turns(agent) == []
-    assert command(agent, "/rewind 1") == [
+    assert checkpoint_turns(conversation) == []
+    assert command(conversation, "/rewind 1") == [
         "Rewound 2 file(s); the conversation continues from before turn 1."
     ]
     assert not (workdir / "sub" / "new.txt").exists() and (workdir / "a.txt").read_text() == "one\ntwo\n"
@@ -201,9 +205,9 @@ def test_after_digest_is_blake3_and_older_sha256_entries_still_match(tmp_path: P
     assert checkpoints.same(None, None, None) and not checkpoints.same(None, b"", sha(b""))
 
 
-def _records(agent: Agent) -> list[dict]:
-    assert agent.log is not None
-    return [json.loads(x) for x in agent.log.path.read_text().splitlines()]
+def _records(conversation: Conversation) -> list[dict]:
+    assert conversation.log is not None
+    return [json.loads(x) for x in conversation.log.path.read_text().splitlines()]
 
 
 # ---- the editor server: mino/checkpoints, mino/rewind, mino/confirm kind rewind -----------------

@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 
 import pytest
-from helpers import RecordingUI, command, command_result, make_agent, texts, turn
+from helpers import RecordingUI, command, command_result, make_conversation, texts, turn
 
 from mino_server.core import durable
 from mino_server.core.sessions.log import LogError, SessionLog
@@ -43,27 +43,27 @@ def qa(question: str, answer: str, turn_id: str = "t1", start: int = 1) -> list[
 
 
 def test_a_b_a_story_on_request_bodies(model: ScriptedModel, workdir: Path, mino_home: Path) -> None:
-    agent = make_agent(model.base_url, workdir)
-    agent.open()
+    conversation = make_conversation(model.base_url, workdir)
+    conversation.open()
     try:
-        a = command(agent, "/new")[0].removeprefix("Session: ")
+        a = command(conversation, "/new")[0].removeprefix("Session: ")
         model.add({"text": "The word is pine."})
-        turn(agent, "Remember pine.")
-        b = command(agent, "/new")[0].removeprefix("Session: ")
+        turn(conversation, "Remember pine.")
+        b = command(conversation, "/new")[0].removeprefix("Session: ")
         assert a != b
         model.add({"text": "You have not given me a word."})
-        turn(agent, "What word?")
-        assert command(agent, f"/resume {a}")[-2:] == [
+        turn(conversation, "What word?")
+        assert command(conversation, f"/resume {a}")[-2:] == [
             f"Session: {a}",
             "Permission mode: manual. Use /mode to change it.",
         ]
         model.add({"text": "You asked me to remember pine."})
-        turn(agent, "What word?")
+        turn(conversation, "What word?")
         # /sessions, /help and the selection commands add no model request.
-        command(agent, "/sessions")
-        command(agent, "/help")
+        command(conversation, "/sessions")
+        command(conversation, "/help")
     finally:
-        agent.close()
+        conversation.close()
     assert len(model.requests) == 3
     first_b = texts(model.requests[1])
     assert first_b == ["What word?"]
@@ -77,13 +77,13 @@ def test_a_b_a_story_on_request_bodies(model: ScriptedModel, workdir: Path, mino
 def test_records_have_contiguous_seq_turn_id_and_no_session_id(
     model: ScriptedModel, workdir: Path, mino_home: Path
 ) -> None:
-    agent = make_agent(model.base_url, workdir)
-    agent.open()
+    conversation = make_conversation(model.base_url, workdir)
+    conversation.open()
     model.add({"text": "one"}, {"text": "two"})
-    turn(agent, "first")
-    turn(agent, "second")
-    sid = agent.session_id
-    agent.close()
+    turn(conversation, "first")
+    turn(conversation, "second")
+    sid = conversation.session_id
+    conversation.close()
     lines = (sessions_dir(mino_home) / f"{sid}.jsonl").read_text().splitlines()
     records = [json.loads(x) for x in lines]
     assert [r["seq"] for r in records] == list(range(1, len(records) + 1))
@@ -100,31 +100,31 @@ def test_upgrade_adopts_a_lone_session_file_in_place(
     path = write_log(mino_home, A, qa("Remember pine.", "The word is pine."))
     before = path.read_bytes()
     ui = RecordingUI()
-    agent = make_agent(model.base_url, workdir, ui)
-    lines = startup_lines(agent.open())
+    conversation = make_conversation(model.base_url, workdir, ui)
+    lines = startup_lines(conversation.open())
     assert lines[0] == f"Session: {A}"
     assert ui.confirm_messages == []  # no selection prompt
-    agent.close()
+    conversation.close()
     assert path.read_bytes() == before  # bytes unchanged
     files = sorted(p.name for p in sessions_dir(mino_home).iterdir() if p.suffix == ".jsonl")
     assert files == [f"{A}.jsonl"]  # no second session file
     assert json.loads((sessions_dir(mino_home) / "active-session.json").read_text()) == {"session_id": A}
     # The history is loaded: the next request carries it.
-    agent = make_agent(model.base_url, workdir)
-    agent.open()
+    conversation = make_conversation(model.base_url, workdir)
+    conversation.open()
     model.add({"text": "pine"})
-    turn(agent, "What word?")
-    agent.close()
+    turn(conversation, "What word?")
+    conversation.close()
     assert texts(model.requests[0]) == ["Remember pine.", "The word is pine.", "What word?"]
 
 
 def test_table_row_no_sessions_creates_and_selects(
     model: ScriptedModel, workdir: Path, mino_home: Path
 ) -> None:
-    agent = make_agent(model.base_url, workdir)
-    lines = startup_lines(agent.open())
-    sid = agent.session_id
-    agent.close()
+    conversation = make_conversation(model.base_url, workdir)
+    lines = startup_lines(conversation.open())
+    sid = conversation.session_id
+    conversation.close()
     assert sid and lines[:2] == [f"Session: {sid}", "Permission mode: manual. Use /mode to change it."]
     assert (sessions_dir(mino_home) / f"{sid}.jsonl").exists()
     assert json.loads((sessions_dir(mino_home) / "active-session.json").read_text()) == {"session_id": sid}
@@ -134,9 +134,9 @@ def test_table_row_selection_restores(model: ScriptedModel, workdir: Path, mino_
     write_log(mino_home, A, qa("q", "a"))
     write_log(mino_home, B, qa("q2", "a2"))
     (sessions_dir(mino_home) / "active-session.json").write_text(json.dumps({"session_id": B}))
-    agent = make_agent(model.base_url, workdir)
-    lines = startup_lines(agent.open())
-    agent.close()
+    conversation = make_conversation(model.base_url, workdir)
+    lines = startup_lines(conversation.open())
+    conversation.close()
     assert lines[0] == f"Session: {B}"
 
 
@@ -156,20 +156,20 @@ def test_table_last_row_reports_and_accepts_only_commands(
     write_log(mino_home, B, qa("q2", "a2"))
     if selection is not None:
         (sessions_dir(mino_home) / "active-session.json").write_text(selection)
-    agent = make_agent(model.base_url, workdir)
-    lines = startup_lines(agent.open())
+    conversation = make_conversation(model.base_url, workdir)
+    lines = startup_lines(conversation.open())
     try:
         assert lines[0].startswith("Cannot restore the active session: ")
         assert expected in lines[0]
-        assert agent.session_id is None
-        outcome = turn(agent, "hello")
+        assert conversation.session_id is None
+        outcome = turn(conversation, "hello")
         assert outcome.status == "failed" and "/resume" in (outcome.error or "")
         assert model.requests == []  # never silently replaced by a blank conversation
-        out = command(agent, f"/resume {A}")
+        out = command(conversation, f"/resume {A}")
         assert out[-2] == f"Session: {A}"
-        assert agent.state().restoreProblem is None
+        assert conversation.state().restoreProblem is None
     finally:
-        agent.close()
+        conversation.close()
 
 
 def test_unloadable_selected_log_is_not_replaced(
@@ -181,9 +181,9 @@ def test_unloadable_selected_log_is_not_replaced(
         f.write(b"XXXX")
     damaged = path.read_bytes()
     (sessions_dir(mino_home) / "active-session.json").write_text(json.dumps({"session_id": A}))
-    agent = make_agent(model.base_url, workdir)
-    lines = startup_lines(agent.open())
-    agent.close()
+    conversation = make_conversation(model.base_url, workdir)
+    lines = startup_lines(conversation.open())
+    conversation.close()
     assert lines[0].startswith(f"Cannot restore the active session: session {A} cannot be loaded")
     assert json.loads((sessions_dir(mino_home) / "active-session.json").read_text()) == {"session_id": A}
     assert path.read_bytes() == damaged  # left exactly as it was: no repair, no rewrite
@@ -197,18 +197,18 @@ def test_resume_refuses_abbreviations_paths_and_unloadable(
     bad = write_log(mino_home, B, qa("q", "a"))
     bad.write_text('{"seq": 1}\ngarbage\n{"seq": 3}\n')
     (sessions_dir(mino_home) / "active-session.json").write_text(json.dumps({"session_id": A}))
-    agent = make_agent(model.base_url, workdir)
-    agent.open()
+    conversation = make_conversation(model.base_url, workdir)
+    conversation.open()
     try:
-        assert agent.session_id == A
+        assert conversation.session_id == A
         for arg in ("aaaa", "A" * 32, f"sessions/{A}.jsonl", f"{A}.jsonl"):
-            assert "Not a complete session ID" in command(agent, f"/resume {arg}")[0]
-        assert "No session with ID" in command(agent, f"/resume {'c' * 32}")[0]
-        assert f"Cannot resume session {B}" in command(agent, f"/resume {B}")[0]
-        assert agent.session_id == A
+            assert "Not a complete session ID" in command(conversation, f"/resume {arg}")[0]
+        assert "No session with ID" in command(conversation, f"/resume {'c' * 32}")[0]
+        assert f"Cannot resume session {B}" in command(conversation, f"/resume {B}")[0]
+        assert conversation.session_id == A
         assert json.loads((sessions_dir(mino_home) / "active-session.json").read_text()) == {"session_id": A}
     finally:
-        agent.close()
+        conversation.close()
 
 
 def test_sessions_lists_newest_first_in_utc_with_star(
@@ -219,10 +219,10 @@ def test_sessions_lists_newest_first_in_utc_with_star(
     os.utime(pa, (1_700_000_000, 1_700_000_000))
     os.utime(pb, (1_800_000_000, 1_800_000_000))
     (sessions_dir(mino_home) / "active-session.json").write_text(json.dumps({"session_id": A}))
-    agent = make_agent(model.base_url, workdir)
-    agent.open()
-    out = command(agent, "/sessions")
-    agent.close()
+    conversation = make_conversation(model.base_url, workdir)
+    conversation.open()
+    out = command(conversation, "/sessions")
+    conversation.close()
     assert out == [f"  {B}  2027-01-15 08:00:00 UTC", f"* {A}  2023-11-14 22:13:20 UTC"]
 
 
@@ -234,11 +234,11 @@ def test_clear_refused_then_accepted_other_sessions_untouched(
     b_bytes = pb.read_bytes()
     (sessions_dir(mino_home) / "active-session.json").write_text(json.dumps({"session_id": A}))
     ui = RecordingUI(typed=["yes", "", A.upper(), B, f"  {A}  "])
-    agent = make_agent(model.base_url, workdir, ui)
-    agent.open()
+    conversation = make_conversation(model.base_url, workdir, ui)
+    conversation.open()
     try:
         for _ in range(4):
-            out = command(agent, "/clear")
+            out = command(conversation, "/clear")
             assert out == [
                 "",
                 f"Session: {A}",
@@ -247,23 +247,23 @@ def test_clear_refused_then_accepted_other_sessions_untouched(
                 "Session was not cleared.",
             ]
         assert (sessions_dir(mino_home) / f"{A}.jsonl").stat().st_size > 0
-        out = command(agent, "/clear")
+        out = command(conversation, "/clear")
         assert out[-1] == f"Cleared session: {A}"
-        assert agent.session_id == A
+        assert conversation.session_id == A
         model.add({"text": "I do not know."})
-        turn(agent, "What word?")
+        turn(conversation, "What word?")
     finally:
-        agent.close()
+        conversation.close()
     assert texts(model.requests[0]) == ["What word?"]
     assert pb.read_bytes() == b_bytes
 
 
 def test_clear_without_a_person_does_not_clear(model: ScriptedModel, workdir: Path, mino_home: Path) -> None:
     write_log(mino_home, A, qa("q", "a"))
-    agent = make_agent(model.base_url, workdir, RecordingUI(typed=[None]))
-    agent.open()
-    out = command(agent, "/clear")
-    agent.close()
+    conversation = make_conversation(model.base_url, workdir, RecordingUI(typed=[None]))
+    conversation.open()
+    out = command(conversation, "/clear")
+    conversation.close()
     assert out[-1].startswith("Session was not cleared.")
     assert (sessions_dir(mino_home) / f"{A}.jsonl").stat().st_size > 0
 
@@ -271,14 +271,14 @@ def test_clear_without_a_person_does_not_clear(model: ScriptedModel, workdir: Pa
 def test_commands_are_never_saved_nor_sent_and_unknown_is_an_error(
     model: ScriptedModel, workdir: Path, mino_home: Path
 ) -> None:
-    agent = make_agent(model.base_url, workdir)
-    agent.open()
-    out = command(agent, "/frobnicate now")
+    conversation = make_conversation(model.base_url, workdir)
+    conversation.open()
+    out = command(conversation, "/frobnicate now")
     assert out == ["Unknown command: /frobnicate. Type /help for the list of commands."]
-    command(agent, "/help")
-    command(agent, "/mode accept-edits")
-    sid = agent.session_id
-    agent.close()
+    command(conversation, "/help")
+    command(conversation, "/mode accept-edits")
+    sid = conversation.session_id
+    conversation.close()
     assert (sessions_dir(mino_home) / f"{sid}.jsonl").read_text() == ""
     assert model.requests == []
 
@@ -288,8 +288,8 @@ def test_storage_failure_while_clearing_stops_the_chat(
     model: ScriptedModel, workdir: Path, mino_home: Path, monkeypatch: pytest.MonkeyPatch, fail_at: str
 ) -> None:
     write_log(mino_home, A, qa("q", "a"))
-    agent = make_agent(model.base_url, workdir, RecordingUI(typed=[A]))
-    agent.open()
+    conversation = make_conversation(model.base_url, workdir, RecordingUI(typed=[A]))
+    conversation.open()
 
     def boom(*args: object, **kwargs: object) -> None:
         raise OSError(5, "Input/output error")
@@ -299,33 +299,33 @@ def test_storage_failure_while_clearing_stops_the_chat(
         monkeypatch.setattr(durable.os, "replace", boom)
     else:
         monkeypatch.setattr(durable, "fsync_dir", boom)
-    result, out = command_result(agent, "/clear")
+    result, out = command_result(conversation, "/clear")
     monkeypatch.undo()
     assert result.stop is True
     assert "Could not clear session" in out[-1] and "Cleared session" not in "\n".join(out)
-    outcome = turn(agent, "still there?")
+    outcome = turn(conversation, "still there?")
     assert outcome.status == "failed" and model.requests == []
-    agent.close()
+    conversation.close()
 
 
 def test_storage_failure_while_saving_selection_stops_the_chat(
     model: ScriptedModel, workdir: Path, mino_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    agent = make_agent(model.base_url, workdir)
-    agent.open()
-    old = agent.session_id
+    conversation = make_conversation(model.base_url, workdir)
+    conversation.open()
+    old = conversation.session_id
 
     def boom(*args: object, **kwargs: object) -> None:
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(durable.os, "replace", boom)
-    result, out = command_result(agent, "/new")
+    result, out = command_result(conversation, "/new")
     monkeypatch.undo()
     assert result.stop is True
     assert out[-1].startswith("Could not save the session selection")
     assert not any(x.startswith("Session: ") for x in out)  # the new selection is never shown
     assert json.loads((sessions_dir(mino_home) / "active-session.json").read_text()) == {"session_id": old}
-    agent.close()
+    conversation.close()
 
 
 def test_torn_tail_is_copied_truncated_and_reported(
@@ -335,11 +335,11 @@ def test_torn_tail_is_copied_truncated_and_reported(
     whole = path.read_bytes()
     with path.open("ab") as f:
         f.write(b'{"seq": 4, "type": "user_mess')
-    agent = make_agent(model.base_url, workdir)
-    lines = startup_lines(agent.open())
+    conversation = make_conversation(model.base_url, workdir)
+    lines = startup_lines(conversation.open())
     model.add({"text": "ok"})
-    turn(agent, "next")
-    agent.close()
+    turn(conversation, "next")
+    conversation.close()
     assert any("incomplete" in x and "recovery" in x for x in lines)
     copies = list(sessions_dir(mino_home).glob(f"{A}.jsonl.recovery-*"))
     assert len(copies) == 1 and copies[0].read_bytes().endswith(b"user_mess")
@@ -412,11 +412,11 @@ def test_unknown_result_asks_and_saves_the_ack_and_runs_nothing(
     witness = tmp_path / "witness"
     path = unknown_result_log(mino_home, witness)
     ui = RecordingUI(confirms=[True])
-    agent = make_agent(model.base_url, workdir, ui)
-    lines = startup_lines(agent.open())
+    conversation = make_conversation(model.base_url, workdir, ui)
+    lines = startup_lines(conversation.open())
     model.add({"text": "ok"})
-    turn(agent, "what happened?")
-    agent.close()
+    turn(conversation, "what happened?")
+    conversation.close()
     assert lines[0] == f"Session: {A}"
     assert len(ui.confirm_messages) == 1 and "may or may not have run" in ui.confirm_messages[0]
     records = [json.loads(x) for x in path.read_text().splitlines()]
@@ -431,9 +431,9 @@ def test_unknown_result_asks_and_saves_the_ack_and_runs_nothing(
     assert len(calls) == len(outputs) == 1 and "may or may not have run" in outputs[0]["output"]
     # A second start-up does not ask again.
     ui2 = RecordingUI()
-    agent = make_agent(model.base_url, workdir, ui2)
-    agent.open()
-    agent.close()
+    conversation = make_conversation(model.base_url, workdir, ui2)
+    conversation.open()
+    conversation.close()
     assert ui2.confirm_messages == []
 
 
@@ -444,11 +444,11 @@ def test_unknown_result_refused_on_resume_keeps_selection(
     write_log(mino_home, B, qa("q", "a"))
     (sessions_dir(mino_home) / "active-session.json").write_text(json.dumps({"session_id": B}))
     ui = RecordingUI(confirms=[False])
-    agent = make_agent(model.base_url, workdir, ui)
-    agent.open()
-    out = command(agent, f"/resume {A}")
-    assert agent.session_id == B
-    agent.close()
+    conversation = make_conversation(model.base_url, workdir, ui)
+    conversation.open()
+    out = command(conversation, f"/resume {A}")
+    assert conversation.session_id == B
+    conversation.close()
     assert "selection is unchanged" in out[0]
     assert json.loads((sessions_dir(mino_home) / "active-session.json").read_text()) == {"session_id": B}
     # The target log may have had recovery records appended: that is allowed and loadable.
@@ -492,11 +492,11 @@ def test_a_crash_after_an_interrupted_turn_still_loads_and_replays_it(
     with path.open("ab") as f:
         f.write(b'{"seq": 6, "type": "assistant_mess')
     (sessions_dir(mino_home) / "active-session.json").write_text(json.dumps({"session_id": A}))
-    agent = make_agent(model.base_url, workdir)
-    agent.open()
+    conversation = make_conversation(model.base_url, workdir)
+    conversation.open()
     model.add({"text": "hello"})
-    assert turn(agent, "Say hello.").status == "completed"
-    agent.close()
+    assert turn(conversation, "Say hello.").status == "completed"
+    conversation.close()
     sent = [(m["role"], m["content"]) for m in model.requests[-1]["input"] if m.get("type") == "message"]
     assert sent[-3:] == [
         ("user", "Please be SLOW."),

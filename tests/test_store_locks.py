@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import RecordingUI, command, make_agent, turn
+from helpers import RecordingUI, command, make_conversation, turn
 
 from mino_server.core import opening
 from mino_server.core.config import load_config
@@ -70,9 +70,9 @@ def test_two_conversations_of_one_store_never_share_a_session(
 def test_two_stores_of_one_process_exclude_each_other_too(
     model: ScriptedModel, workdir: Path, mino_home: Path
 ) -> None:
-    one = make_agent(model.base_url, workdir)
+    one = make_conversation(model.base_url, workdir)
     one.open()
-    two = make_agent(model.base_url, workdir)
+    two = make_conversation(model.base_url, workdir)
     two.open()
     assert two.session_id != one.session_id  # two descriptors: flock keeps them apart
     assert one.session_id is not None
@@ -85,17 +85,17 @@ def test_a_one_process_life_is_unchanged_and_releases_everything(
     model: ScriptedModel, workdir: Path, mino_home: Path
 ) -> None:
     model.add({"text": "a"})
-    agent = make_agent(model.base_url, workdir)
-    lines = startup_lines(agent.open())
-    sid = agent.session_id
+    conversation = make_conversation(model.base_url, workdir)
+    lines = startup_lines(conversation.open())
+    sid = conversation.session_id
     assert sid is not None and lines[0] == f"Session: {sid}"
-    turn(agent, "hi")
+    turn(conversation, "hi")
     note = (mino_home / "sessions" / f"{sid}.lock").read_text().splitlines()[0]
     assert json.loads(note) == {"pid": os.getpid(), "workdir": str(workdir.resolve())}
     assert (mino_home / "sessions" / f"{sid}.lock").stat().st_mode & 0o777 == 0o600
-    out = command(agent, "/sessions")
+    out = command(conversation, "/sessions")
     assert out[0].startswith(f"* {sid}  ") and out[0].endswith(" UTC") and len(out) == 1
-    agent.close()
+    conversation.close()
     probe = SessionStore(mino_home / "sessions")
     with probe.exclusive():
         assert probe.holder(sid) is None and probe.holders() == {}
@@ -105,14 +105,14 @@ def test_a_one_process_life_is_unchanged_and_releases_everything(
 def test_a_stale_note_of_a_dead_process_is_harmless(
     model: ScriptedModel, workdir: Path, mino_home: Path
 ) -> None:
-    agent = make_agent(model.base_url, workdir)
-    agent.open()
-    sid = agent.session_id
-    agent.close()
+    conversation = make_conversation(model.base_url, workdir)
+    conversation.open()
+    sid = conversation.session_id
+    conversation.close()
     # A killed Mino leaves its note behind; its flock went with it.
     note = json.dumps({"pid": 2**22 + 12345, "workdir": "/gone"}) + "\n"
     (mino_home / "sessions" / f"{sid}.lock").write_text(note)
-    again = make_agent(model.base_url, workdir)
+    again = make_conversation(model.base_url, workdir)
     startup = again.open()
     assert again.session_id == sid and startup.open_elsewhere is None
     again.close()
@@ -121,9 +121,9 @@ def test_a_stale_note_of_a_dead_process_is_harmless(
 def test_clear_makes_the_cleared_session_the_selection(
     model: ScriptedModel, workdir: Path, mino_home: Path
 ) -> None:
-    one = make_agent(model.base_url, workdir, RecordingUI())
+    one = make_conversation(model.base_url, workdir, RecordingUI())
     one.open()
-    two = make_agent(model.base_url, workdir, RecordingUI())
+    two = make_conversation(model.base_url, workdir, RecordingUI())
     two.open()
     first = one.session_id
     assert first is not None and selection(mino_home) == two.session_id
@@ -137,16 +137,16 @@ def test_a_store_lock_that_stays_taken_is_one_line_and_changes_nothing(
     model: ScriptedModel, workdir: Path, mino_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(store_mod, "STORE_LOCK_WAIT_S", 0.3)
-    agent = make_agent(model.base_url, workdir)
-    agent.open()
-    sid = agent.session_id
+    conversation = make_conversation(model.base_url, workdir)
+    conversation.open()
+    sid = conversation.session_id
     lock = mino_home / "sessions" / "sessions.lock"
     fd = os.open(lock, os.O_RDWR)
     try:
         os.pwrite(fd, b"4242\n", 0)  # what a Mino that holds the lock for its whole run writes
         fcntl.flock(fd, fcntl.LOCK_EX)  # a second descriptor: this process's own flock conflicts
         started = time.monotonic()
-        out = command(agent, "/new")
+        out = command(conversation, "/new")
         # It waited its 0.3 s, then gave up with the lock still held (ours, until `finally`): no
         # upper bound, a hang is pytest-timeout's.
         assert time.monotonic() - started >= 0.3
@@ -154,22 +154,22 @@ def test_a_store_lock_that_stays_taken_is_one_line_and_changes_nothing(
             f"The session store {mino_home / 'sessions'} stayed locked for 0.3 s by another Mino process "
             "(pid 4242); an older Mino holds the lock for its whole run. Close it first."
         ]
-        assert agent.session_id == sid and not agent.stopped
-        other = make_agent(model.base_url, workdir)
+        assert conversation.session_id == sid and not conversation.stopped
+        other = make_conversation(model.base_url, workdir)
         with pytest.raises(StoreLocked) as locked:
             other.open()
         assert locked.value.pid == 4242
         other.close()
     finally:
         os.close(fd)
-    assert command(agent, "/new")[0].startswith("Session: ")
-    agent.close()
+    assert command(conversation, "/new")[0].startswith("Session: ")
+    conversation.close()
 
 
 def test_the_watcher_reports_other_stores_changes_not_its_own(
     model: ScriptedModel, workdir: Path, mino_home: Path
 ) -> None:
-    mine = make_agent(model.base_url, workdir)
+    mine = make_conversation(model.base_url, workdir)
     mine.open()
     heard = threading.Event()
     # The change counter each report was made at (the watcher sets it before it reports): a report
@@ -188,7 +188,7 @@ def test_the_watcher_reports_other_stores_changes_not_its_own(
         sid = mine.session_id
         assert sid is not None and opening.clear(mine, sid)
         own = mine.store.sessions.read_changes()
-        other = make_agent(model.base_url, workdir)
+        other = make_conversation(model.base_url, workdir)
         other.open()  # another store creates and opens a session
         assert heard.wait(60)  # a hang guard: it is heard at the next look, 0.05 s later
         assert reported_at and all(v > own for v in reported_at)  # its own changes are not news

@@ -8,7 +8,7 @@ import json
 import os
 from pathlib import Path
 
-from helpers import RecordingUI, make_agent, turn
+from helpers import RecordingUI, make_conversation, turn
 from server_client import Client
 
 from mino_server.testing.scripted_model import ScriptedModel
@@ -17,27 +17,27 @@ from mino_server.testing.scripted_model import ScriptedModel
 def test_usage_event_state_and_resume(model: ScriptedModel, workdir: Path) -> None:
     model.add({"text": "one", "usage": {"input_tokens": 52_480, "output_tokens": 12}})
     ui = RecordingUI()
-    agent = make_agent(model.base_url, workdir, ui)
-    agent.open()
-    assert agent.state().usage is None
-    result = turn(agent, "hello")
+    conversation = make_conversation(model.base_url, workdir, ui)
+    conversation.open()
+    assert conversation.state().usage is None
+    result = turn(conversation, "hello")
     (event,) = ui.of_type("usage")
     assert event == {
         "type": "usage",
         "turnId": result.turnId,
         "inputTokens": 52_480,
         "outputTokens": 12,
-        "contextWindow": agent.config.context_window,
+        "contextWindow": conversation.config.context_window,
     }
-    usage = agent.state().usage
+    usage = conversation.state().usage
     assert usage is not None and (usage.inputTokens, usage.contextWindow) == (52_480, 128_000)
-    assert agent.log is not None
-    end = json.loads(agent.log.path.read_text().splitlines()[-1])
+    assert conversation.log is not None
+    end = json.loads(conversation.log.path.read_text().splitlines()[-1])
     assert end["type"] == "turn_end" and end["usage"] == {"input_tokens": 52_480, "output_tokens": 12}
-    sid = agent.session_id
-    agent.close()
+    sid = conversation.session_id
+    conversation.close()
 
-    again = make_agent(model.base_url, workdir)  # a restart restores the selected session's usage
+    again = make_conversation(model.base_url, workdir)  # a restart restores the selected session's usage
     again.open()
     assert again.session_id == sid
     restored = again.state().usage
@@ -48,12 +48,12 @@ def test_usage_event_state_and_resume(model: ScriptedModel, workdir: Path) -> No
 def test_zero_or_absent_usage_is_unknown(model: ScriptedModel, workdir: Path) -> None:
     model.add({"text": "a", "usage": {"input_tokens": 0, "output_tokens": 0}}, {"text": "b", "usage": None})
     ui = RecordingUI()
-    agent = make_agent(model.base_url, workdir, ui)
-    agent.open()
-    turn(agent, "one")
-    turn(agent, "two")
-    assert ui.of_type("usage") == [] and agent.state().usage is None
-    agent.close()
+    conversation = make_conversation(model.base_url, workdir, ui)
+    conversation.open()
+    turn(conversation, "one")
+    turn(conversation, "two")
+    assert ui.of_type("usage") == [] and conversation.state().usage is None
+    conversation.close()
 
 
 def test_the_editor_receives_usage(model: ScriptedModel, mino_home: Path, workdir: Path) -> None:

@@ -1,7 +1,7 @@
 """Disk faults on every write that matters: one clear line, the chat stops where
 docs/BEHAVIOUR.md, "Durability" says, and every file on disk is the old or the new version, never a mix.
 
-In-process, through the Agent, with faults injected at the OS-call layer the durable code uses
+In-process, through the core Conversation, with faults injected at the OS-call layer the durable code uses
 (faults.py): hundreds of cases in a few seconds, each aimed at exactly one write, and the test
 runner itself never sees a failing `os`. test_cli_faults.py checks the same through a real `mino`.
 """
@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from faults import Fault, inject
-from helpers import Agent, RecordingUI, command, command_result, make_agent, turn
+from helpers import Conversation, RecordingUI, command, command_result, make_conversation, turn
 from invariants import log_consistency, memory_problems, pair_calls, read_log, read_selection
 from tally import TALLY, whole
 
@@ -64,10 +64,10 @@ def witness_count(workdir: Path, token: str) -> int:
     return path.read_text().splitlines().count(token) if path.exists() else 0
 
 
-def restart(base_url: str, workdir: Path) -> tuple[Agent, RecordingUI, list[str]]:
+def restart(base_url: str, workdir: Path) -> tuple[Conversation, RecordingUI, list[str]]:
     ui = RecordingUI(confirms=[True])
-    agent = make_agent(base_url, workdir, ui, mode="bypass")
-    return agent, ui, startup_lines(agent.open())
+    conversation = make_conversation(base_url, workdir, ui, mode="bypass")
+    return conversation, ui, startup_lines(conversation.open())
 
 
 # ---- session appends ---------------------------------------------------------------------------
@@ -78,15 +78,15 @@ def restart(base_url: str, workdir: Path) -> tuple[Agent, RecordingUI, list[str]
 def test_append_fault_stops_the_chat_and_keeps_the_log_whole(
     model: ScriptedModel, workdir: Path, mino_home: Path, record: str, kind: str, err: int
 ) -> None:
-    agent = make_agent(model.base_url, workdir, RecordingUI(), mode="bypass")
-    agent.open()
-    sid = agent.session_id
+    conversation = make_conversation(model.base_url, workdir, RecordingUI(), mode="bypass")
+    conversation.open()
+    sid = conversation.session_id
     assert sid is not None
     path = session_path(mino_home, sid)
     model.add(bash_echo("tok1"), {"text": "done"})
     with pytest.MonkeyPatch.context() as mp:
         fault = inject(mp, Fault(kind, err, path=".jsonl", record=record))
-        outcome = turn(agent, "go")
+        outcome = turn(conversation, "go")
     TALLY.faults += 1
     assert fault.fired, "the fault never hit its write"
     # One clear line, and the chat stops (an append failure stops it, like every storage failure in
@@ -94,12 +94,12 @@ def test_append_fault_stops_the_chat_and_keeps_the_log_whole(
     assert outcome.status == "failed"
     one_line(outcome.error, err)
     assert "The chat stops here" in (outcome.error or "")
-    assert agent.stopped
+    assert conversation.stopped
     sent = len(model.requests)
-    assert turn(agent, "again").status == "failed" and len(model.requests) == sent
+    assert turn(conversation, "again").status == "failed" and len(model.requests) == sent
     # On disk: exactly the records saved before, or those plus the whole new one; never part of one.
-    assert agent.log is not None
-    kept = list(agent.log.read_records())
+    assert conversation.log is not None
+    kept = list(conversation.log.read_records())
     view = read_log(path)
     whole(
         view.problem is None and not view.torn,
@@ -114,15 +114,15 @@ def test_append_fault_stops_the_chat_and_keeps_the_log_whole(
         witness_count(workdir, "tok1") == int(ran),
         f"append {record}/{kind}: bash ran a wrong number of times",
     )
-    agent.close()
+    conversation.close()
     # Start again: whatever is on disk loads, a call without a result is asked about, nothing runs again.
     with ScriptedModel([{"text": "fine"}]) as fresh:  # the failed turn's unused replies stay behind
-        agent, ui, lines = restart(fresh.base_url, workdir)
-        assert agent.session_id == sid, lines
+        conversation, ui, lines = restart(fresh.base_url, workdir)
+        assert conversation.session_id == sid, lines
         pending = pair_calls(view.records)[1]
         assert len(ui.confirm_messages) == (1 if pending else 0)
-        assert turn(agent, "next").status == "completed"
-        agent.close()
+        assert turn(conversation, "next").status == "completed"
+        conversation.close()
     problems = log_consistency(read_log(path))
     whole(not problems, f"append {record}/{kind}: {problems}")
     whole(witness_count(workdir, "tok1") == int(ran), f"append {record}/{kind}: bash ran again after restart")
@@ -136,10 +136,10 @@ def test_append_fault_stops_the_chat_and_keeps_the_log_whole(
 def test_selection_fault_stops_the_chat_and_keeps_a_valid_selection(
     model: ScriptedModel, workdir: Path, mino_home: Path, line: str, kind: str, err: int
 ) -> None:
-    agent = make_agent(model.base_url, workdir, RecordingUI(), mode="bypass")
-    agent.open()
-    first = agent.session_id
-    second = command(agent, "/new")[0].removeprefix("Session: ")
+    conversation = make_conversation(model.base_url, workdir, RecordingUI(), mode="bypass")
+    conversation.open()
+    first = conversation.session_id
+    second = command(conversation, "/new")[0].removeprefix("Session: ")
     before = set(os.listdir(mino_home / "sessions"))
     # The temp file's name holds "active-session.json"; the temp folder and its fsync are the folder's.
     folder = str(mino_home / "sessions")
@@ -148,7 +148,7 @@ def test_selection_fault_stops_the_chat_and_keeps_a_valid_selection(
         line = f"/resume {first}"
     with pytest.MonkeyPatch.context() as mp:
         fault = inject(mp, Fault(kind, err, path=target))
-        result, out = command_result(agent, line)
+        result, out = command_result(conversation, line)
     TALLY.faults += 1
     assert fault.fired
     assert result.stop is True
@@ -162,49 +162,49 @@ def test_selection_fault_stops_the_chat_and_keeps_a_valid_selection(
     )
     if kind != "fsync_dir":  # the rename did not happen: the old selection is on disk
         whole(sid == second, f"selection {line}/{kind}: changed although saving failed")
-    assert turn(agent, "still there?").status == "failed" and model.requests == []
-    agent.close()
-    agent, _, lines = restart(model.base_url, workdir)
-    assert agent.session_id == sid and agent.restore_problem is None, lines
-    agent.close()
+    assert turn(conversation, "still there?").status == "failed" and model.requests == []
+    conversation.close()
+    conversation, _, lines = restart(model.base_url, workdir)
+    assert conversation.session_id == sid and conversation.restore_problem is None, lines
+    conversation.close()
 
 
 @faults([("fsync", EIO), ("fsync_dir", EIO)])
 def test_session_file_creation_fault_stops_the_chat(
     model: ScriptedModel, workdir: Path, mino_home: Path, kind: str, err: int
 ) -> None:
-    agent = make_agent(model.base_url, workdir, RecordingUI(), mode="bypass")
-    agent.open()
-    old = agent.session_id
+    conversation = make_conversation(model.base_url, workdir, RecordingUI(), mode="bypass")
+    conversation.open()
+    old = conversation.session_id
     with pytest.MonkeyPatch.context() as mp:
         fault = inject(
             mp, Fault(kind, err, path=".jsonl" if kind == "fsync" else str(mino_home / "sessions"))
         )
-        result, out = command_result(agent, "/new")
+        result, out = command_result(conversation, "/new")
     TALLY.faults += 1
     assert fault.fired
     assert result.stop is True
     one_line(out[-1], err)
     whole(read_selection(mino_home)[0] == old, "/new: a session file that could not be created was selected")
-    agent.close()
+    conversation.close()
 
 
 def test_first_start_on_a_full_disk_is_one_clear_error(
     model: ScriptedModel, workdir: Path, mino_home: Path
 ) -> None:
-    agent = make_agent(model.base_url, workdir, RecordingUI(), mode="bypass")
+    conversation = make_conversation(model.base_url, workdir, RecordingUI(), mode="bypass")
     with pytest.MonkeyPatch.context() as mp:
         fault = inject(mp, Fault("write", ENOSPC, path="active-session.json"))
         with pytest.raises(StorageError) as info:
-            agent.open()
+            conversation.open()
     TALLY.faults += 1
     assert fault.fired
     one_line(str(info.value), ENOSPC)
-    agent.close()
+    conversation.close()
     # The next start on a disk with room adopts the lone (empty) session file in place.
-    agent, _, lines = restart(model.base_url, workdir)
-    assert agent.session_id is not None, lines
-    agent.close()
+    conversation, _, lines = restart(model.base_url, workdir)
+    assert conversation.session_id is not None, lines
+    conversation.close()
 
 
 # ---- /clear ------------------------------------------------------------------------------------
@@ -217,18 +217,18 @@ def test_clear_fault_stops_the_chat_and_the_log_is_old_or_empty(
     model: ScriptedModel, workdir: Path, mino_home: Path, kind: str, err: int
 ) -> None:
     ui = RecordingUI()
-    agent = make_agent(model.base_url, workdir, ui, mode="bypass")
-    agent.open()
-    sid = agent.session_id
+    conversation = make_conversation(model.base_url, workdir, ui, mode="bypass")
+    conversation.open()
+    sid = conversation.session_id
     assert sid is not None
     model.add({"text": "pine"})
-    turn(agent, "Remember pine.")
+    turn(conversation, "Remember pine.")
     path = session_path(mino_home, sid)
     old = path.read_bytes()
     ui.typed = [sid]
     with pytest.MonkeyPatch.context() as mp:
         fault = inject(mp, Fault(kind, err, path=str(mino_home / "sessions")))
-        result, out = command_result(agent, "/clear")
+        result, out = command_result(conversation, "/clear")
     TALLY.faults += 1
     assert fault.fired
     assert result.stop is True
@@ -239,8 +239,8 @@ def test_clear_fault_stops_the_chat_and_the_log_is_old_or_empty(
     whole(now in (old, b""), f"/clear {kind}: the log is neither the old one nor empty")
     if kind != "fsync_dir":
         whole(now == old, f"/clear {kind}: cleared although clearing failed before the rename")
-    assert turn(agent, "What word?").status == "failed" and len(model.requests) == 1
-    agent.close()
+    assert turn(conversation, "What word?").status == "failed" and len(model.requests) == 1
+    conversation.close()
 
 
 # ---- memory_save and the file tools: a failed tool, not a stopped chat --------------------------
@@ -257,16 +257,16 @@ def test_memory_save_fault_is_a_failed_result_and_the_memory_is_old_or_new(
     args = {"name": "uses-pnpm", "type": "project", "summary": "Use pnpm, never npm.", "mode": "overwrite"}
     args["details"] = "pnpm install\n" * 300
     new = render_memory("uses-pnpm", "project", args["summary"], args["details"])
-    agent = make_agent(model.base_url, workdir, RecordingUI(), mode="bypass")
-    agent.open()
+    conversation = make_conversation(model.base_url, workdir, RecordingUI(), mode="bypass")
+    conversation.open()
     model.add({"calls": [{"name": "memory_save", "arguments": args, "call_id": "m1"}]}, {"text": "ok"})
     with pytest.MonkeyPatch.context() as mp:
         fault = inject(mp, Fault(kind, err, path=str(memdir)))
-        outcome = turn(agent, "remember pnpm")
+        outcome = turn(conversation, "remember pnpm")
     TALLY.faults += 1
     assert fault.fired
-    assert outcome.status == "completed" and not agent.stopped  # a failed save is a tool result
-    result = [r for r in agent.log.read_records() if r["type"] == "tool_result"][-1]  # type: ignore[union-attr]
+    assert outcome.status == "completed" and not conversation.stopped  # a failed save is a tool result
+    result = [r for r in conversation.log.read_records() if r["type"] == "tool_result"][-1]  # type: ignore[union-attr]
     assert result["status"] == "failed"
     one_line(result["output"], err)
     assert result["output"].startswith("Could not save memory uses-pnpm")
@@ -277,8 +277,8 @@ def test_memory_save_fault_is_a_failed_result_and_the_memory_is_old_or_new(
     whole(sorted(os.listdir(memdir)) == ["uses-pnpm.md"], f"memory_save {kind}: left {os.listdir(memdir)}")
     whole(not memory_problems(memdir), f"memory_save {kind}: {memory_problems(memdir)}")
     model.add({"text": "next works"})
-    assert turn(agent, "next").status == "completed"
-    agent.close()
+    assert turn(conversation, "next").status == "completed"
+    conversation.close()
 
 
 @faults(REPLACE_FAULTS)
@@ -295,16 +295,16 @@ def test_file_write_fault_is_a_failed_result_and_the_file_is_old_or_new(
     else:
         args = {"path": "notes.txt", "old_text": "line one\n" * 500, "new_text": "replaced\n"}
         new = "replaced\n"
-    agent = make_agent(model.base_url, workdir, RecordingUI(), mode="bypass")
-    agent.open()
+    conversation = make_conversation(model.base_url, workdir, RecordingUI(), mode="bypass")
+    conversation.open()
     model.add({"calls": [{"name": tool, "arguments": args, "call_id": "w1"}]}, {"text": "ok"})
     with pytest.MonkeyPatch.context() as mp:
         fault = inject(mp, Fault(kind, err, path=str(workdir)))
-        outcome = turn(agent, "edit it")
+        outcome = turn(conversation, "edit it")
     TALLY.faults += 1
     assert fault.fired
-    assert outcome.status == "completed" and not agent.stopped
-    result = [r for r in agent.log.read_records() if r["type"] == "tool_result"][-1]  # type: ignore[union-attr]
+    assert outcome.status == "completed" and not conversation.stopped
+    result = [r for r in conversation.log.read_records() if r["type"] == "tool_result"][-1]  # type: ignore[union-attr]
     assert result["status"] == "failed"
     one_line(result["output"], err)
     text = target.read_text()
@@ -315,8 +315,8 @@ def test_file_write_fault_is_a_failed_result_and_the_file_is_old_or_new(
         whole(text == old, f"{tool} {kind}: changed although writing failed before the rename")
     whole(os.listdir(workdir) == ["notes.txt"], f"{tool} {kind}: left {os.listdir(workdir)}")
     model.add({"text": "next works"})
-    assert turn(agent, "next").status == "completed"
-    agent.close()
+    assert turn(conversation, "next").status == "completed"
+    conversation.close()
 
 
 # ---- repairing a torn tail -----------------------------------------------------------------------
@@ -351,26 +351,26 @@ def test_torn_tail_repair_fault_is_one_clear_line(
         other = "d" * 32
         (sessions / f"{other}.jsonl").write_bytes(b"")
         (sessions / "active-session.json").write_text(json.dumps({"session_id": other}))
-    agent = make_agent(model.base_url, workdir, RecordingUI(), mode="bypass")
+    conversation = make_conversation(model.base_url, workdir, RecordingUI(), mode="bypass")
     with pytest.MonkeyPatch.context() as mp:
         fault = inject(mp, Fault(kind, err, path=where))
         if when == "start-up":
-            out = startup_lines(agent.open())
+            out = startup_lines(conversation.open())
         else:
-            agent.open()
-            out = command(agent, f"/resume {sid}")
+            conversation.open()
+            out = command(conversation, f"/resume {sid}")
     TALLY.faults += 1
     assert fault.fired
     shown = "\n".join(out)
     assert os.strerror(err) in shown, shown
-    assert agent.session_id != sid  # a log that could not be repaired is not selected
+    assert conversation.session_id != sid  # a log that could not be repaired is not selected
     now = (sessions / f"{sid}.jsonl").read_bytes()
     whole(now == data, f"torn-tail repair {kind}: the log changed although the repair failed")
-    agent.close()
+    conversation.close()
     # With room on the disk again, the repair works.
-    agent = make_agent(model.base_url, workdir, RecordingUI(), mode="bypass")
-    agent.open()
+    conversation = make_conversation(model.base_url, workdir, RecordingUI(), mode="bypass")
+    conversation.open()
     if when == "resume":
-        command(agent, f"/resume {sid}")
-    assert agent.session_id == sid
-    agent.close()
+        command(conversation, f"/resume {sid}")
+    assert conversation.session_id == sid
+    conversation.close()

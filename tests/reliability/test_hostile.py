@@ -29,7 +29,7 @@ from fuzz import (
     make_entry,
     make_outside,
 )
-from helpers import Agent, RecordingUI, conversation
+from helpers import Conversation, RecordingUI, conversation_on
 from hypothesis import given
 from hypothesis import strategies as st
 from invariants import read_log, request_consistency
@@ -57,11 +57,11 @@ def short_line(text: str, what: str) -> None:
     assert "\n" not in text and len(text) <= MAX_REASON, f"{what}: {text[:200]!r}… ({len(text)} chars)"
 
 
-def agent_at(home: Path, workdir: Path, base_url: str, ui: RecordingUI, mode: str = "bypass") -> Agent:
+def agent_at(home: Path, workdir: Path, base_url: str, ui: RecordingUI, mode: str = "bypass") -> Conversation:
     env = dict(os.environ, MINO_HOME=str(home), MINO_BASE_URL=base_url, MINO_API_KEY="test-key")
     home.mkdir(parents=True, exist_ok=True)
     (home / "config.yaml").write_text('sandbox: "off"\n')  # no bwrap probe per example
-    return conversation(load_config(env=env, mode=mode), workdir, ui)
+    return conversation_on(load_config(env=env, mode=mode), workdir, ui)
 
 
 def ctx_for(home: Path, workdir: Path, skill_list: list[Any] | None = None) -> ToolContext:
@@ -237,11 +237,11 @@ def test_hostile_memory_and_skills_through_a_turn(model: ScriptedModel, tmp_path
         guard = OutsideGuard(tmp_path, [home, workdir])
         TALLY.fuzz_cases += 1
         ui = RecordingUI()
-        agent = agent_at(home, workdir, model.base_url, ui)
-        agent.open()
+        conversation = agent_at(home, workdir, model.base_url, ui)
+        conversation.open()
         try:
             model.add({"text": "fine"})
-            outcome = agent.run_turn("hello", CancelToken())
+            outcome = conversation.run_turn("hello", CancelToken())
             assert outcome.status == "completed", outcome
             for problems in ui.problems:
                 for _, reason in problems:
@@ -250,7 +250,7 @@ def test_hostile_memory_and_skills_through_a_turn(model: ScriptedModel, tmp_path
                 for line in notice["text"].splitlines()[1:]:
                     assert len(line) <= MAX_REASON + 80, line[:200]
         finally:
-            agent.close()
+            conversation.close()
         assert guard.changed() == []
         shutil.rmtree(root, ignore_errors=True)  # later guards walk only their own case
 
@@ -282,16 +282,16 @@ def test_session_file_fuzz(model: ScriptedModel, tmp_path: Path) -> None:
         guard = OutsideGuard(tmp_path, [home, workdir])
         TALLY.fuzz_cases += 1
         ui = RecordingUI(confirms=[True, True])
-        agent = agent_at(home, workdir, model.base_url, ui)
+        conversation = agent_at(home, workdir, model.base_url, ui)
         try:
-            lines = startup_lines(agent.open())
+            lines = startup_lines(conversation.open())
             if how == "resume":
                 lines = []
-                run_command(agent, f"/resume {sid}", lines.append, lambda p: None)
-            if agent.session_id == sid:
+                run_command(conversation, f"/resume {sid}", lines.append, lambda p: None)
+            if conversation.session_id == sid:
                 model.add({"text": "ok"})
                 sent = len(model.requests)
-                outcome = agent.run_turn("hello", CancelToken())
+                outcome = conversation.run_turn("hello", CancelToken())
                 assert outcome.status == "completed", outcome
                 for p in request_consistency(model.requests[sent], strict_ids=False):
                     raise AssertionError(f"request after loading a hostile log: {p}")
@@ -303,7 +303,7 @@ def test_session_file_fuzz(model: ScriptedModel, tmp_path: Path) -> None:
                 short_line(problem[0], "unloadable session")
                 assert path.read_bytes() == data  # an unloadable log is never rewritten
         finally:
-            agent.close()
+            conversation.close()
         assert guard.changed() == []
         shutil.rmtree(root, ignore_errors=True)  # later guards walk only their own case
 
@@ -334,11 +334,11 @@ def test_hostile_session_store_entries(model: ScriptedModel, tmp_path: Path) -> 
             make_entry(target, kind, b"", outside)
         guard = OutsideGuard(tmp_path, [home, workdir])
         TALLY.fuzz_cases += 1
-        agent = agent_at(home, workdir, model.base_url, RecordingUI())
+        conversation = agent_at(home, workdir, model.base_url, RecordingUI())
         try:
-            lines = startup_lines(agent.open())
+            lines = startup_lines(conversation.open())
         finally:
-            agent.close()
+            conversation.close()
         # Every case, a hard link to the outside file included (its bytes are no session and no
         # selection), is refused with exactly one line.
         restore = [x for x in lines if x.startswith("Cannot restore the active session: ")]
@@ -435,8 +435,8 @@ def test_tool_argument_fuzz_through_the_turn_loop(model: ScriptedModel, tmp_path
     home, workdir = tmp_path / "home", tmp_path / "work"
     make_workdir(workdir, outside)
     guard = OutsideGuard(tmp_path, [home, workdir])
-    agent = agent_at(home, workdir, model.base_url, RecordingUI())
-    agent.open()
+    conversation = agent_at(home, workdir, model.base_url, RecordingUI())
+    conversation.open()
 
     @fuzz(40)
     @given(args=args_for(tool), raw=st.sampled_from([None, None, None, "{", "[]", '"x"', "null", "{}" * 3]))
@@ -445,20 +445,20 @@ def test_tool_argument_fuzz_through_the_turn_loop(model: ScriptedModel, tmp_path
         make_workdir(workdir, outside)  # a write may have replaced a fixture; the links stay
         arguments: Any = raw if raw is not None else args
         model.add({"calls": [{"name": tool, "arguments": arguments}]}, {"text": "ok"})
-        outcome = agent.run_turn("go", CancelToken())
+        outcome = conversation.run_turn("go", CancelToken())
         assert outcome.status == "completed", outcome
-        assert agent.log is not None
-        result = [r for r in agent.log.read_records() if r["type"] == "tool_result"][-1]
+        assert conversation.log is not None
+        result = [r for r in conversation.log.read_records() if r["type"] == "tool_result"][-1]
         assert result["status"] in ("completed", "failed", "invalid_arguments", "denied"), result
         # Tool results may quote the model's own path back; they must still be a message, not a crash.
         assert result["output"].strip() and "Traceback" not in result["output"], result
         assert guard.changed() == [], guard.changed()
-        assert opening.clear(agent, agent.session_id)  # keep each request small
+        assert opening.clear(conversation, conversation.session_id)  # keep each request small
 
     try:
         case()
     finally:
-        agent.close()
+        conversation.close()
 
 
 def test_bash_argument_fuzz_validate_and_prepare(tmp_path: Path) -> None:
@@ -488,14 +488,14 @@ def test_memory_dir_replaced_by_hostile_entries(model: ScriptedModel, tmp_path: 
         make_entry(home / "memory", kind, b"not a folder", outside)
         guard = OutsideGuard(tmp_path, [home, workdir])
         TALLY.fuzz_cases += 1
-        agent = agent_at(home, workdir, model.base_url, RecordingUI())
-        agent.open()
+        conversation = agent_at(home, workdir, model.base_url, RecordingUI())
+        conversation.open()
         args = {"name": "x", "type": "user", "summary": "s", "mode": "create"}
         model.add({"calls": [{"name": "memory_save", "arguments": args}]}, {"text": "ok"})
-        outcome = agent.run_turn("go", CancelToken())
-        assert agent.log is not None
-        results = [r for r in agent.log.read_records() if r["type"] == "tool_result"]
-        agent.close()
+        outcome = conversation.run_turn("go", CancelToken())
+        assert conversation.log is not None
+        results = [r for r in conversation.log.read_records() if r["type"] == "tool_result"]
+        conversation.close()
         assert outcome.status == "completed", (kind, outcome)
         assert [r["status"] for r in results] == ["failed"], (kind, results)
         changed = guard.changed()

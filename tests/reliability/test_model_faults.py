@@ -1,6 +1,6 @@
 """Model-server faults and a misbehaving model: one clear line, a consistent log, and the next turn works.
 
-In-process through the Agent against the scripted Responses-API server (real HTTP on loopback), plus
+In-process through the core Conversation against the scripted Responses-API server (real HTTP on loopback), plus
 one real `mino` with piped stdin going through every fault in a row, for the lines a person sees.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from cli_driver import piped
 from faults import Fault, inject
-from helpers import Agent, FixedAnswerServer, RecordingUI, make_agent, turn
+from helpers import Conversation, FixedAnswerServer, RecordingUI, make_conversation, turn
 from invariants import log_consistency, read_log, request_consistency
 from tally import TALLY, whole
 
@@ -92,18 +92,20 @@ FAULTS: dict[str, tuple[list[dict[str, Any]], str, str]] = {
 }
 
 
-def check_turn(agent: Agent, model: ScriptedModel, outcome: Any, status: str, line: str) -> None:
+def check_turn(
+    conversation: Conversation, model: ScriptedModel, outcome: Any, status: str, line: str
+) -> None:
     assert outcome.status == status, outcome
     assert outcome.error and "\n" not in outcome.error and "Traceback" not in outcome.error, outcome.error
     assert line in outcome.error, outcome.error
-    assert agent.log is not None
-    view = read_log(agent.log.path)
+    assert conversation.log is not None
+    view = read_log(conversation.log.path)
     problems = log_consistency(view)
     whole(not problems, f"model fault: {problems}")
     assert view.records[-1]["type"] == "turn_end" and view.records[-1]["status"] == status
     # The next turn works and sends a history where every call has exactly one output.
     model.add({"text": "back to normal"})
-    after = turn(agent, "next")
+    after = turn(conversation, "next")
     assert after.status == "completed" and after.text == "back to normal", after
     for body in model.requests:
         if "input" in body:
@@ -117,30 +119,30 @@ def test_model_fault_is_one_line_and_the_log_stays_consistent(
     replies, status, line = FAULTS[name]
     mino_home.mkdir(parents=True, exist_ok=True)
     (mino_home / "config.yaml").write_text("request_timeout_s: 0.5\n")
-    agent = make_agent(model.base_url, workdir, RecordingUI(), mode="bypass")
-    agent.open()
+    conversation = make_conversation(model.base_url, workdir, RecordingUI(), mode="bypass")
+    conversation.open()
     model.add(*replies)
-    outcome = turn(agent, "go")
+    outcome = turn(conversation, "go")
     TALLY.model_faults += 1
-    check_turn(agent, model, outcome, status, line)
+    check_turn(conversation, model, outcome, status, line)
     ran = (workdir / "witness.txt").read_text().splitlines() if (workdir / "witness.txt").exists() else []
     assert ran == (["ran"] if name == "cut-after-a-call-ran" else [])  # a cut call never runs
-    agent.close()
+    conversation.close()
 
 
 @pytest.mark.parametrize("char", ["\x85", "\u2028", "\u2029"], ids=["NEL", "LS", "PS"])
 def test_unicode_line_separators_in_the_stream_are_just_text(
     model: ScriptedModel, workdir: Path, mino_home: Path, char: str
 ) -> None:
-    agent = make_agent(model.base_url, workdir, RecordingUI(), mode="bypass")
-    agent.open()
+    conversation = make_conversation(model.base_url, workdir, RecordingUI(), mode="bypass")
+    conversation.open()
     args = {"path": "sep.txt", "content": f"a{char}b", "mode": "create"}
     model.add({"calls": [{"name": "write_file", "arguments": args}]}, {"text": f"one{char}two"})
-    outcome = turn(agent, "go")
+    outcome = turn(conversation, "go")
     TALLY.model_faults += 1
     assert outcome.status == "completed" and outcome.text == f"one{char}two", outcome
     assert (workdir / "sep.txt").read_text() == f"a{char}b"
-    agent.close()
+    conversation.close()
 
 
 # A Responses-API stream that sends an emoji as two UTF-16 halves in two deltas, as some proxies do.
@@ -165,10 +167,10 @@ def test_utf16_halves_and_lone_surrogates_in_the_stream(workdir: Path, mino_home
     server = FixedAnswerServer(b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in HALVES))
     try:
         ui = RecordingUI()
-        agent = make_agent(server.base_url, workdir, ui)
-        agent.open()
-        outcome = turn(agent, "hi")
-        agent.close()
+        conversation = make_conversation(server.base_url, workdir, ui)
+        conversation.open()
+        outcome = turn(conversation, "hi")
+        conversation.close()
     finally:
         server.close()
     TALLY.model_faults += 1
@@ -181,22 +183,22 @@ def test_429_then_success_is_retried_without_showing_text_twice(
     model: ScriptedModel, workdir: Path, mino_home: Path
 ) -> None:
     ui = RecordingUI()
-    agent = make_agent(model.base_url, workdir, ui, mode="bypass")
-    agent.open()
+    conversation = make_conversation(model.base_url, workdir, ui, mode="bypass")
+    conversation.open()
     model.add({"status": 429, "headers": {"Retry-After": "0"}}, {"text": "Recovered."})
-    outcome = turn(agent, "hi")
+    outcome = turn(conversation, "hi")
     TALLY.model_faults += 1
     assert outcome.status == "completed" and outcome.text == "Recovered."
     assert "".join(e["text"] for e in ui.of_type("text_delta")) == "Recovered."
-    agent.close()
+    conversation.close()
 
 
 @pytest.mark.parametrize("where", ["slow-stream", "running-bash"])
 def test_cancel_interrupts_and_the_next_turn_works(
     model: ScriptedModel, workdir: Path, mino_home: Path, where: str
 ) -> None:
-    agent = make_agent(model.base_url, workdir, RecordingUI(), mode="bypass")
-    agent.open()
+    conversation = make_conversation(model.base_url, workdir, RecordingUI(), mode="bypass")
+    conversation.open()
     if where == "slow-stream":
         model.add({"text": LONG, "delay": 0.2})
     else:
@@ -204,11 +206,11 @@ def test_cancel_interrupts_and_the_next_turn_works(
     cancel = CancelToken()
     timer = threading.Timer(0.6, cancel.cancel)
     timer.start()
-    outcome = agent.run_turn("go", cancel)
+    outcome = conversation.run_turn("go", cancel)
     timer.join()
     TALLY.model_faults += 1
-    check_turn(agent, model, outcome, "interrupted", "Interrupted.")
-    agent.close()
+    check_turn(conversation, model, outcome, "interrupted", "Interrupted.")
+    conversation.close()
 
 
 # ---- a model that misbehaves -------------------------------------------------------------------
@@ -218,25 +220,25 @@ def test_reused_call_ids_never_borrow_another_calls_result(
     model: ScriptedModel, workdir: Path, mino_home: Path
 ) -> None:
     """Some compatible servers number calls per response (call_0 every time) or send none at all."""
-    agent = make_agent(model.base_url, workdir, RecordingUI(), mode="bypass")
-    agent.open()
-    sid = agent.session_id
+    conversation = make_conversation(model.base_url, workdir, RecordingUI(), mode="bypass")
+    conversation.open()
+    sid = conversation.session_id
     model.add({"calls": [bash("echo first", "call_0")]}, {"text": "one"})
-    assert turn(agent, "first").status == "completed"
+    assert turn(conversation, "first").status == "completed"
     model.add({"calls": [bash("echo second >> witness.txt", "call_0")]})
     # The second call runs, then its result cannot be saved: the chat stops with the call unanswered.
     with pytest.MonkeyPatch.context() as mp:
         inject(mp, Fault("write", 5, path=".jsonl", record="tool_result"))
-        assert turn(agent, "second").status == "failed"
-    agent.close()
+        assert turn(conversation, "second").status == "failed"
+    conversation.close()
     TALLY.model_faults += 1
     ui = RecordingUI(confirms=[True])
     with ScriptedModel([{"text": "ok"}]) as fresh:
-        agent = make_agent(fresh.base_url, workdir, ui, mode="bypass")
-        agent.open()
-        assert agent.session_id == sid
-        assert turn(agent, "what happened?").status == "completed"
-        agent.close()
+        conversation = make_conversation(fresh.base_url, workdir, ui, mode="bypass")
+        conversation.open()
+        assert conversation.session_id == sid
+        assert turn(conversation, "what happened?").status == "completed"
+        conversation.close()
         body = fresh.requests[0]
     asked = len(ui.confirm_messages) == 1 and "echo second" in ui.confirm_messages[0]
     whole(
@@ -252,14 +254,14 @@ def test_reused_call_ids_never_borrow_another_calls_result(
 def test_repeated_call_ids_in_one_response_are_each_answered(
     model: ScriptedModel, workdir: Path, mino_home: Path
 ) -> None:
-    agent = make_agent(model.base_url, workdir, RecordingUI(), mode="bypass")
-    agent.open()
+    conversation = make_conversation(model.base_url, workdir, RecordingUI(), mode="bypass")
+    conversation.open()
     calls = [bash("echo a", "x"), bash("echo b", "x"), bash("echo c", "y"), bash("echo d", "x")]
     model.add({"calls": calls}, {"text": "done"}, {"text": "again"})
-    assert turn(agent, "go").status == "completed"
-    assert turn(agent, "again").status == "completed"
+    assert turn(conversation, "go").status == "completed"
+    assert turn(conversation, "again").status == "completed"
     TALLY.model_faults += 1
-    agent.close()
+    conversation.close()
     for body in model.requests[1:]:
         assert request_consistency(body) == []
         outputs = [i["output"] for i in body["input"] if i.get("type") == "function_call_output"]
@@ -295,31 +297,31 @@ def test_repeated_call_ids_in_one_response_are_each_answered(
 def test_hostile_calls_get_a_result_and_the_turn_goes_on(
     model: ScriptedModel, workdir: Path, mino_home: Path, calls: list[dict[str, Any]]
 ) -> None:
-    agent = make_agent(model.base_url, workdir, RecordingUI(), mode="bypass")
-    agent.open()
+    conversation = make_conversation(model.base_url, workdir, RecordingUI(), mode="bypass")
+    conversation.open()
     model.add({"calls": calls}, {"text": "handled"})
-    outcome = turn(agent, "go")
+    outcome = turn(conversation, "go")
     TALLY.model_faults += 1
     assert outcome.status == "completed", outcome
-    assert agent.log is not None
-    results = [r for r in agent.log.read_records() if r["type"] == "tool_result"]
+    assert conversation.log is not None
+    results = [r for r in conversation.log.read_records() if r["type"] == "tool_result"]
     assert [r["status"] for r in results] in (["failed"], ["invalid_arguments"]), results
     assert len(results[0]["output"]) < 1000  # a clear message, not an echo of the input
-    assert not log_consistency(read_log(agent.log.path))
+    assert not log_consistency(read_log(conversation.log.path))
     assert not Path("/etc/mino-test").exists()
-    agent.close()
+    conversation.close()
 
 
 def test_limits_end_the_turn_with_a_consistent_log(
     model: ScriptedModel, workdir: Path, mino_home: Path
 ) -> None:
-    agent = make_agent(model.base_url, workdir, RecordingUI(), mode="bypass")
-    agent.open()
+    conversation = make_conversation(model.base_url, workdir, RecordingUI(), mode="bypass")
+    conversation.open()
     model.add({"calls": [bash(f"echo {i}") for i in range(20)]})
-    outcome = turn(agent, "go")
+    outcome = turn(conversation, "go")
     TALLY.model_faults += 1
-    check_turn(agent, model, outcome, "limit", "limit of 16 tool calls")
-    agent.close()
+    check_turn(conversation, model, outcome, "limit", "limit of 16 tool calls")
+    conversation.close()
 
 
 # ---- the same through a real `mino`: what a person sees ----------------------------------------

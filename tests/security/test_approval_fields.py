@@ -17,7 +17,7 @@ from pathlib import Path
 import pexpect
 import pytest
 from cli_driver import spawn
-from helpers import RecordingUI, make_agent, turn
+from helpers import RecordingUI, make_conversation, turn
 from server_client import Client, contract_problems
 
 from mino_server.core.display import FIELD_HEAD_CHARS, FIELD_TAIL_CHARS
@@ -88,12 +88,12 @@ def test_over_long_command_keeps_its_start_on_screen_and_says_what_is_cut(
 def test_the_core_shows_the_same_fields_to_every_front_end(model: ScriptedModel, workdir: Path) -> None:
     model.add(bash_call(PADDED), bash_call(LONG), {"text": "done"})
     ui = RecordingUI()
-    agent = make_agent(model.base_url, workdir, ui, mode="manual")
-    agent.open()
+    conversation = make_conversation(model.base_url, workdir, ui, mode="manual")
+    conversation.open()
     try:
-        turn(agent, "go")
+        turn(conversation, "go")
     finally:
-        agent.close()
+        conversation.close()
     padded, long = ui.asked
     assert dict(padded.fields)["Command"] == PADDED_SHOWN and padded.warning is None
     assert long.warning == CUT_WARNING

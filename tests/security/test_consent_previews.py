@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from helpers import RecordingUI, make_agent, turn
+from helpers import RecordingUI, make_conversation, turn
 
 from mino_server.core import frontmatter
 from mino_server.testing.scripted_model import ScriptedModel
@@ -18,13 +18,13 @@ LINE = "Build with make. " + "Keep the style. " * 17 + HIDDEN  # the command sta
 
 def _ask(model: ScriptedModel, work: Path, confirms: list[bool]) -> tuple[RecordingUI, str]:
     ui = RecordingUI(confirms=confirms)
-    agent = make_agent(model.base_url, work, ui)
+    conversation = make_conversation(model.base_url, work, ui)
     try:
-        agent.open()
+        conversation.open()
         model.add({"text": "ok"})
-        turn(agent, "hello")
+        turn(conversation, "hello")
     finally:
-        agent.close()
+        conversation.close()
     return ui, model.requests[-1]["instructions"]
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import RecordingUI, make_agent, turn
+from helpers import RecordingUI, make_conversation, turn
 from tool_helpers import call
 
 from mino_server.core.cancel import CancelToken
@@ -40,8 +40,8 @@ def user_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home.resolve()
 
 
-def results(agent: Any) -> list[dict[str, Any]]:
-    return [r for r in agent.log.read_records() if r["type"] == "tool_result"]
+def results(conversation: Any) -> list[dict[str, Any]]:
+    return [r for r in conversation.log.read_records() if r["type"] == "tool_result"]
 
 
 def test_accept_edits_model_cannot_write_config_or_memory_in_home(
@@ -64,13 +64,13 @@ def test_accept_edits_model_cannot_write_config_or_memory_in_home(
         {"text": "done"},
     )
     ui = RecordingUI()
-    agent = make_agent(model.base_url, user_home, ui, mode="accept-edits")
-    agent.open()
+    conversation = make_conversation(model.base_url, user_home, ui, mode="accept-edits")
+    conversation.open()
     try:
-        assert turn(agent, "tidy up").status == "completed"
-        got = results(agent)
+        assert turn(conversation, "tidy up").status == "completed"
+        got = results(conversation)
     finally:
-        agent.close()
+        conversation.close()
     assert ui.asked == []  # refused before any question
     assert [r["status"] for r in got] == ["failed"] * len(calls), got
     for r in got:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import RecordingUI, make_agent, turn
+from helpers import RecordingUI, make_conversation, turn
 
 from mino_server.core.cancel import CancelToken
 from mino_server.core.decision import decide
@@ -104,14 +104,14 @@ def test_accept_edits_asks_before_a_skill_is_written(model: ScriptedModel, workd
         {"text": "ok"},
     )
     ui = RecordingUI(approvals=[False])
-    agent = make_agent(model.base_url, workdir, ui, mode="accept-edits")
-    agent.open()
+    conversation = make_conversation(model.base_url, workdir, ui, mode="accept-edits")
+    conversation.open()
     try:
-        assert turn(agent, "go").status == "completed"
-        assert agent.log is not None
-        got = {r["call_id"]: r for r in agent.log.read_records() if r["type"] == "tool_result"}
+        assert turn(conversation, "go").status == "completed"
+        assert conversation.log is not None
+        got = {r["call_id"]: r for r in conversation.log.read_records() if r["type"] == "tool_result"}
     finally:
-        agent.close()
+        conversation.close()
     assert [r.call_id for r in ui.asked] == ["skill"]
     assert WHY in (ui.asked[0].warning or "")
     assert got["skill"]["status"] == "denied"
@@ -123,12 +123,12 @@ def test_bypass_writes_a_protected_file_and_shows_it(model: ScriptedModel, workd
     args = {"path": ".vscode/tasks.json", "content": "{}\n", "mode": "create"}
     model.add({"calls": [{"name": "write_file", "arguments": args, "call_id": "t"}]}, {"text": "ok"})
     ui = RecordingUI()
-    agent = make_agent(model.base_url, workdir, ui, mode="bypass")
-    agent.open()
+    conversation = make_conversation(model.base_url, workdir, ui, mode="bypass")
+    conversation.open()
     try:
-        assert turn(agent, "go").status == "completed"
+        assert turn(conversation, "go").status == "completed"
     finally:
-        agent.close()
+        conversation.close()
     (shown,) = ui.of_type("tool_call")
     assert ui.asked == [] and shown["decision"] == "show" and WHY in shown["warning"]
     assert (workdir / ".vscode" / "tasks.json").read_text() == "{}\n"

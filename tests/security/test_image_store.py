@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from helpers import RecordingUI, make_agent, turn  # noqa: E402
+from helpers import RecordingUI, make_conversation, turn  # noqa: E402
 from image_files import png  # noqa: E402
 
 from mino_server.core import images  # noqa: E402
@@ -26,23 +26,23 @@ from mino_server.testing.scripted_model import ScriptedModel, image_urls  # noqa
 
 def _session_with_an_image(model: ScriptedModel, workdir: Path) -> tuple[str, str]:
     model.add({"text": "ok"})
-    agent = make_agent(model.base_url, workdir)
-    agent.open()
+    conversation = make_conversation(model.base_url, workdir)
+    conversation.open()
     image = images.check(png(seed=21), None, "shot.png", "w")
-    agent.run_turn("look", CancelToken(), (), [image])
-    sid = agent.session_id
+    conversation.run_turn("look", CancelToken(), (), [image])
+    sid = conversation.session_id
     assert sid is not None
-    agent.close()
+    conversation.close()
     return sid, image.sha256
 
 
 def _next_request(model: ScriptedModel, workdir: Path) -> tuple[dict, list[str]]:
     model.add({"text": "again"})
     ui = RecordingUI()
-    agent = make_agent(model.base_url, workdir, ui)
-    agent.open()
-    turn(agent, "again")
-    agent.close()
+    conversation = make_conversation(model.base_url, workdir, ui)
+    conversation.open()
+    turn(conversation, "again")
+    conversation.close()
     return model.requests[-1], [e["text"] for e in ui.of_type("notice")]
 
 

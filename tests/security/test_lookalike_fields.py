@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import yaml
-from helpers import RecordingUI, agent_with_servers, turn
+from helpers import RecordingUI, conversation_with_servers, turn
 
 from mino_server.acp.mapping import fields_content
 from mino_server.core.contract import ApprovalField
@@ -39,11 +39,11 @@ def test_arguments_named_like_minos_fields_are_set_apart(
         {"text": "not run"},
     )
     ui = RecordingUI(approvals=[False])
-    agent = agent_with_servers(model.base_url, workdir, ui, wait_s=120)
+    conversation = conversation_with_servers(model.base_url, workdir, ui, wait_s=120)
     try:
-        turn(agent, "go")
+        turn(conversation, "go")
     finally:
-        agent.close()
+        conversation.close()
     (asked,) = ui.asked
     labels = [label for label, _ in asked.fields]
     # No outside name is a label of Mino's; Mino's own field (which server) comes last.

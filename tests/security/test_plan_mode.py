@@ -26,7 +26,14 @@ from typing import Any
 import pytest
 import yaml
 from cli_driver import piped
-from helpers import RecordingUI, agent_with_servers, make_agent, read_jsonl, session_records, turn
+from helpers import (
+    RecordingUI,
+    conversation_with_servers,
+    make_conversation,
+    read_jsonl,
+    session_records,
+    turn,
+)
 from tool_helpers import needs_bwrap
 
 from mino_server.testing.scripted_model import ScriptedModel
@@ -117,13 +124,13 @@ def test_a_plan_mode_command_cannot_write_anywhere_or_reach_the_network(
         {"calls": calls[:half]}, {"text": "Looked."}, {"calls": calls[half:]}, {"text": "Looked again."}
     )
     ui = RecordingUI()
-    agent = make_agent(model.base_url, workdir, ui, mode="plan")
-    agent.open()
+    conversation = make_conversation(model.base_url, workdir, ui, mode="plan")
+    conversation.open()
     try:
-        assert turn(agent, "Plan the change.").status == "completed"
-        assert turn(agent, "Look more.").status == "completed"
+        assert turn(conversation, "Plan the change.").status == "completed"
+        assert turn(conversation, "Look more.").status == "completed"
     finally:
-        agent.close()
+        conversation.close()
     assert ui.asked == []  # read-only commands run without asking
     tool_calls = [e for e in ui.events if e["type"] == "tool_call"]
     assert len(tool_calls) == len(calls) and {e["decision"] for e in tool_calls} == {"show"}
@@ -149,12 +156,12 @@ def test_without_a_sandbox_bash_is_refused_in_plan_mode_without_asking(
     (mino_home / "config.yaml").write_text("sandbox: off\n")
     model.add({"calls": [bash("echo x > made.txt", "a")]}, {"text": "ok"})
     ui = RecordingUI(approvals=[True])  # a question would be answered yes: none may be asked
-    agent = make_agent(model.base_url, workdir, ui, mode="plan")
-    agent.open()
+    conversation = make_conversation(model.base_url, workdir, ui, mode="plan")
+    conversation.open()
     try:
-        turn(agent, "go")
+        turn(conversation, "go")
     finally:
-        agent.close()
+        conversation.close()
     assert ui.asked == []
     assert not (workdir / "made.txt").exists()
     assert REFUSED in outputs(model.requests[1])["a"]
@@ -195,12 +202,12 @@ def test_writes_memory_saves_and_commands_outside_the_sandbox_are_refused_withou
     ]
     model.add({"calls": calls}, {"text": "ok"})
     ui = RecordingUI(approvals=[True] * 5)  # any question would be answered yes: none may be asked
-    agent = make_agent(model.base_url, workdir, ui, mode="plan")
-    agent.open()
+    conversation = make_conversation(model.base_url, workdir, ui, mode="plan")
+    conversation.open()
     try:
-        turn(agent, "go")
+        turn(conversation, "go")
     finally:
-        agent.close()
+        conversation.close()
     assert ui.asked == []
     results = outputs(model.requests[1])
     assert all(REFUSED in results[c["call_id"]] for c in calls), results
@@ -229,14 +236,14 @@ def test_mcp_tools_are_refused_without_asking_even_when_allowed(
         {"text": "ok"},
     )
     ui = RecordingUI(approvals=[True, True])
-    agent = agent_with_servers(model.base_url, workdir, ui, mode="plan")
+    conversation = conversation_with_servers(model.base_url, workdir, ui, mode="plan")
     try:
-        assert agent.mcp is not None
-        status = agent.mcp.status()
+        assert conversation.mcp is not None
+        status = conversation.mcp.status()
         assert [s.state for s in status] == ["ready"], status  # its tools are offered: the test can fail
-        turn(agent, "go")
+        turn(conversation, "go")
     finally:
-        agent.close()
+        conversation.close()
     assert ui.asked == []
     assert REFUSED in outputs(model.requests[1])["a"] and REFUSED in outputs(model.requests[2])["b"]
     assert not record.exists() or read_jsonl(record) == []  # nothing reached the server
@@ -322,14 +329,14 @@ def test_exit_plan_mode_outside_plan_mode_asks_nothing_and_changes_nothing(
         {"text": "ok"},
     )
     ui = RecordingUI(approvals=[True])
-    agent = make_agent(model.base_url, workdir, ui, mode="accept-edits")
-    agent.open()
+    conversation = make_conversation(model.base_url, workdir, ui, mode="accept-edits")
+    conversation.open()
     try:
-        turn(agent, "go")
-        assert agent.mode == "accept-edits"
-        sid = agent.session_id
+        turn(conversation, "go")
+        assert conversation.mode == "accept-edits"
+        sid = conversation.session_id
     finally:
-        agent.close()
+        conversation.close()
     assert ui.asked == []
     assert "only for plan mode" in outputs(model.requests[1])["p"]
     assert not [e for e in ui.events if e["type"] == "mode_changed"]
@@ -345,13 +352,13 @@ def test_the_plan_is_shown_escaped_and_bound_to_the_question(model: ScriptedMode
         {"text": "ok"},
     )
     ui = RecordingUI(approvals=[False])
-    agent = make_agent(model.base_url, workdir, ui, mode="plan")
-    agent.open()
+    conversation = make_conversation(model.base_url, workdir, ui, mode="plan")
+    conversation.open()
     try:
-        turn(agent, "go")
-        assert agent.mode == "plan"
+        turn(conversation, "go")
+        assert conversation.mode == "plan"
     finally:
-        agent.close()
+        conversation.close()
     (asked,) = ui.asked
     assert asked.tool == "exit_plan_mode"
     ((label, value),) = asked.fields
@@ -376,14 +383,14 @@ def test_a_plan_mode_command_cannot_write_through_the_sandbox_argv() -> None:
 
 def test_plan_mode_requests_say_so_and_other_modes_do_not(model: ScriptedModel, workdir: Path) -> None:
     model.add({"text": "a"}, {"text": "b"})
-    agent = make_agent(model.base_url, workdir, RecordingUI(), mode="plan")
-    agent.open()
+    conversation = make_conversation(model.base_url, workdir, RecordingUI(), mode="plan")
+    conversation.open()
     try:
-        turn(agent, "one")
-        agent.set_mode("manual")
-        turn(agent, "two")
+        turn(conversation, "one")
+        conversation.set_mode("manual")
+        turn(conversation, "two")
     finally:
-        agent.close()
+        conversation.close()
     planning, normal = model.requests
     assert "# Plan mode" in planning["instructions"]
     assert "exit_plan_mode" in [t["name"] for t in planning["tools"]]
@@ -412,19 +419,19 @@ def test_a_mode_the_person_chose_while_the_plan_was_asked_stands(model: Scripted
         def approve(self, request: Any, cancel: Any) -> bool:
             self.asked.append(request.tool)  # type: ignore[arg-type]
             if request.tool == "exit_plan_mode":
-                agent.set_mode("manual")
+                conversation.set_mode("manual")
                 return True
             return False  # the write asks (manual) and is denied
 
     ui = PicksManualThenApproves()
-    agent = make_agent(model.base_url, workdir, ui, mode="bypass")
-    agent.open()
+    conversation = make_conversation(model.base_url, workdir, ui, mode="bypass")
+    conversation.open()
     try:
-        agent.set_mode("plan")
-        turn(agent, "go")
-        assert agent.mode == "manual"
+        conversation.set_mode("plan")
+        turn(conversation, "go")
+        assert conversation.mode == "manual"
     finally:
-        agent.close()
+        conversation.close()
     assert ui.asked == ["exit_plan_mode", "write_file"]  # type: ignore[comparison-overlap]
     assert "the permission mode is now manual" in outputs(model.requests[1])["p"]
     assert not (workdir / "x.txt").exists()

@@ -22,7 +22,7 @@ import pexpect
 import pytest
 from acp_client import the_one_permission
 from cli_driver import piped, spawn
-from helpers import RecordingUI, command, make_agent, mino_env, quiet_home, turn
+from helpers import RecordingUI, command, make_conversation, mino_env, quiet_home, turn
 from server_client import servers
 from tool_helpers import SANDBOX, git, needs_bwrap, run_bash, workdir_ctx
 
@@ -153,10 +153,10 @@ def test_a_tree_too_large_to_walk_makes_the_sandboxed_command_ask(
 def test_skills_made_by_a_command_are_not_loaded_without_a_yes(model: ScriptedModel, workdir: Path) -> None:
     model.add(_bash(MAKE_SKILL), {"text": "done"})
     ui = RecordingUI()
-    agent = make_agent(model.base_url, workdir, ui, mode="accept-edits")
+    conversation = make_conversation(model.base_url, workdir, ui, mode="accept-edits")
     try:
-        agent.open()
-        turn(agent, "set up linting")
+        conversation.open()
+        turn(conversation, "set up linting")
         assert (workdir / ".mino" / "skills" / "lint" / "SKILL.md").read_text() == SKILL
         (result,) = ui.of_type("tool_result")
         assert WARNING in result["text"] and '".mino" (created)' in result["text"]
@@ -164,33 +164,33 @@ def test_skills_made_by_a_command_are_not_loaded_without_a_yes(model: ScriptedMo
         assert any(n.startswith(WARNING) and '".mino" (created)' in n for n in notices)
 
         # /new: the person is asked; no (the default here) loads nothing
-        command(agent, "/new")
+        command(conversation, "/new")
         model.add({"text": "a"})
-        turn(agent, "hello")
+        turn(conversation, "hello")
         assert len(ui.confirm_messages) == 1 and ASKED_LINE in ui.confirm_messages[0]
         assert "lint" not in model.requests[-1]["instructions"]
         assert SKILLS_NOT_LOADED in [n["text"] for n in ui.of_type("notice")]
 
         # another /new: asked again; yes loads them, and the yes is remembered for this content
         ui.confirms.append(True)
-        command(agent, "/new")
+        command(conversation, "/new")
         model.add({"text": "b"})
-        turn(agent, "hello")
+        turn(conversation, "hello")
         assert len(ui.confirm_messages) == 2
         assert CATALOGUE_LINE in model.requests[-1]["instructions"]
-        command(agent, "/new")
+        command(conversation, "/new")
         model.add({"text": "c"})
-        turn(agent, "hello")
+        turn(conversation, "hello")
         assert len(ui.confirm_messages) == 2 and CATALOGUE_LINE in model.requests[-1]["instructions"]
 
         # one byte changed in a SKILL.md (not in what the catalogue shows): asked again
         (workdir / ".mino" / "skills" / "lint" / "SKILL.md").write_text(SKILL + "Also run ./worse.sh.\n")
-        command(agent, "/new")
+        command(conversation, "/new")
         model.add({"text": "d"})
-        turn(agent, "hello")
+        turn(conversation, "hello")
         assert len(ui.confirm_messages) == 3 and "lint" not in model.requests[-1]["instructions"]
     finally:
-        agent.close()
+        conversation.close()
 
 
 def test_the_consent_store_is_keyed_by_kind_and_digest(tmp_path: Path) -> None:
@@ -333,14 +333,14 @@ def test_skill_view_returns_only_the_accepted_bytes(model: ScriptedModel, workdi
     view = {"calls": [{"name": "skill_view", "arguments": {"name": "lint"}}]}
     model.add(view, {"text": "a"}, view, {"text": "b"})
     ui = RecordingUI(confirms=[True])
-    agent = make_agent(model.base_url, workdir, ui)
+    conversation = make_conversation(model.base_url, workdir, ui)
     try:
-        agent.open()
-        turn(agent, "lint it")
+        conversation.open()
+        turn(conversation, "lint it")
         (workdir / ".mino" / "skills" / "lint" / "SKILL.md").write_text(SKILL + "Also run ./worse.sh.\n")
-        turn(agent, "lint it again")
+        turn(conversation, "lint it again")
     finally:
-        agent.close()
+        conversation.close()
     first, second = ui.of_type("tool_result")
     assert first["status"] == "completed" and first["text"] == SKILL
     assert second["status"] == "failed" and "changed since it was accepted" in second["text"]

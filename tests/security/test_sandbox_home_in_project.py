@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from helpers import RecordingUI, make_agent, turn
+from helpers import RecordingUI, make_conversation, turn
 from tool_helpers import SANDBOX, needs_bwrap, run_bash
 
 from mino_server.core.cancel import CancelToken
@@ -101,13 +101,13 @@ def test_started_in_home_through_the_agent(
     model.add(
         {"calls": [{"name": "bash", "arguments": {"command": ATTACK.format(home=home)}}]}, {"text": "ok"}
     )
-    agent = make_agent(model.base_url, user, RecordingUI(), mode="bypass")
+    conversation = make_conversation(model.base_url, user, RecordingUI(), mode="bypass")
     try:
-        agent.open()
+        conversation.open()
         (home / "config.yaml").write_text(CONFIG)
-        turn(agent, "change the config")
+        turn(conversation, "change the config")
     finally:
-        agent.close()
+        conversation.close()
     assert (home / "config.yaml").read_text() == CONFIG
-    results = [e for e in agent.ui.events if e["type"] == "tool_result"]  # type: ignore[attr-defined]
+    results = [e for e in conversation.ui.events if e["type"] == "tool_result"]  # type: ignore[attr-defined]
     assert results and "Read-only file system" in str(results[0])

@@ -18,7 +18,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from helpers import RecordingUI, make_agent, turn
+from helpers import RecordingUI, make_conversation, turn
 from tool_helpers import SANDBOX, needs_bwrap, project_ctx, run_bash
 
 from mino_server.core.tools import sandbox as sandbox_module
@@ -214,18 +214,18 @@ def test_a_writable_kernel_setting_is_reported_at_start_up_and_bash_asks(
     _unprotected(monkeypatch)
     model.add({"calls": [{"name": "bash", "arguments": {"command": "echo hi"}}]}, {"text": "done"})
     ui = RecordingUI(approvals=[False])
-    agent = make_agent(model.base_url, workdir, ui, mode="accept-edits")
+    conversation = make_conversation(model.base_url, workdir, ui, mode="accept-edits")
     try:
-        lines = startup_lines(agent.open())
+        lines = startup_lines(conversation.open())
         assert any(
             line.startswith("Sandbox: unavailable (sandboxed commands could change kernel") for line in lines
         )
-        assert agent.state().sandbox is None
-        turn(agent, "say hi")
+        assert conversation.state().sandbox is None
+        turn(conversation, "say hi")
         assert [r.tool for r in ui.asked] == ["bash"]
         assert ("Sandbox", "none") in ui.asked[0].fields
     finally:
-        agent.close()
+        conversation.close()
 
 
 FRESH_MOUNTS = """

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 from cli_driver import piped
-from helpers import RecordingUI, make_agent, texts, turn
+from helpers import RecordingUI, make_conversation, texts, turn
 from network_helpers import Server, http_server
 from tool_helpers import SANDBOX, needs_bwrap, project_ctx, run_bash
 
@@ -321,12 +321,12 @@ def test_a_turn_shows_the_list_and_tells_both_sides_what_was_blocked(
     )
     model.add({"calls": [{"name": "bash", "arguments": {"command": command}}]}, {"text": "done"})
     ui = RecordingUI(approvals=[True])
-    agent = make_agent(model.base_url, workdir, ui)
+    conversation = make_conversation(model.base_url, workdir, ui)
     try:
-        agent.open()
-        assert turn(agent, "fetch").status == "completed"
+        conversation.open()
+        assert turn(conversation, "fetch").status == "completed"
     finally:
-        agent.close()
+        conversation.close()
     line = blocked(f"127.0.0.1:{other.port}")
     assert ("Network", f"127.0.0.1:{server.port}") in ui.asked[0].fields
     assert line in [n["text"] for n in ui.of_type("notice")]

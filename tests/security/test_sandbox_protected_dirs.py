@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from helpers import RecordingUI, make_agent, turn
+from helpers import RecordingUI, make_conversation, turn
 from tool_helpers import SANDBOX, git, needs_bwrap, run_bash, workdir_ctx
 
 from mino_server.core.decision import MODES, decide
@@ -152,12 +152,12 @@ def test_through_the_agent_accept_edits_asks_for_outside_sandbox(model: Scripted
         {"text": "done"},
     )
     ui = RecordingUI(approvals=[True])
-    agent = make_agent(model.base_url, workdir, ui, mode="accept-edits")
+    conversation = make_conversation(model.base_url, workdir, ui, mode="accept-edits")
     try:
-        agent.open()
-        turn(agent, "write into .git")
+        conversation.open()
+        turn(conversation, "write into .git")
     finally:
-        agent.close()
+        conversation.close()
     assert len(ui.asked) == 1  # the sandboxed call ran unasked (and failed); the other asked
     assert ("Reason", "needs .git") in ui.asked[0].fields
     assert ("Sandbox", "none (requested)") in ui.asked[0].fields

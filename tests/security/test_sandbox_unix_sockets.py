@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from helpers import RecordingUI, make_agent
+from helpers import RecordingUI, make_conversation
 from tool_helpers import SANDBOX, needs_bwrap, project_ctx, run_bash
 
 from mino_server.core.config import load_config
@@ -224,11 +224,11 @@ def test_the_agent_passes_the_switch_to_detection(
 ) -> None:
     mino_home.mkdir(parents=True, exist_ok=True)
     (mino_home / "config.yaml").write_text("sandbox_unix_sockets: true\n")
-    agent = make_agent(model.base_url, workdir, RecordingUI())
+    conversation = make_conversation(model.base_url, workdir, RecordingUI())
     try:
-        assert "Sandbox: bwrap (unix sockets allowed by config.yaml)" in startup_lines(agent.open())
+        assert "Sandbox: bwrap (unix sockets allowed by config.yaml)" in startup_lines(conversation.open())
     finally:
-        agent.close()
+        conversation.close()
 
 
 def test_the_seccomp_binding_is_not_loaded_for_help_or_version() -> None:
