@@ -14,8 +14,8 @@ rewind.py /rewind.
 
 from __future__ import annotations
 
+import os
 import re
-import secrets
 import typing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -388,7 +388,7 @@ class Conversation:
         from .turn import Turn
 
         turn = Turn(
-            turn_id=secrets.token_hex(8),
+            turn_id=os.urandom(8).hex(),
             log=log,
             ui=self.ui,
             workdir=self.workdir,

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import errno
 import os
-import secrets
 from pathlib import Path
 
 FILE_MODE = 0o600
@@ -91,7 +90,7 @@ def _replace_at(dir_fd: int, name: str, data: bytes, mode: int) -> None:
     failure the temp file is removed and `name` is untouched. The folder is not fsynced here."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     for _ in range(100):  # a name clash is as unlikely as in tempfile.mkstemp; it retries the same way
-        tmp = f".{name}.{secrets.token_hex(4)}.tmp"
+        tmp = f".{name}.{os.urandom(4).hex()}.tmp"
         try:
             fd = os.open(tmp, flags, 0o600, dir_fd=dir_fd)
             break

@@ -22,7 +22,6 @@ import fcntl
 import json
 import os
 import re
-import secrets
 import stat
 import threading
 import time
@@ -354,7 +353,7 @@ class SessionStore:
         try:
             ensure_private_dir(self.dir)
             while True:
-                sid = secrets.token_hex(16)
+                sid = os.urandom(16).hex()
                 try:
                     fd = os.open(self.path(sid), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
                 except FileExistsError:
