@@ -298,11 +298,11 @@ def test_text_only_turns_and_a_resume_import_nothing_of_images(model: ScriptedMo
 
     model.add({"text": "a"}, {"text": "b"})
     code = (
-        "import sys\nsys.path.insert(0, 'tests')\nfrom helpers import make_agent\n"
+        "import sys\nsys.path.insert(0, 'tests')\nfrom helpers import make_conversation\n"
         "from mino_server.core.cancel import CancelToken\n"
         f"from pathlib import Path\nurl, wd = {model.base_url!r}, Path({str(workdir)!r})\n"
-        "a = make_agent(url, wd); a.open(); a.run_turn('hi', CancelToken()); a.close()\n"
-        "b = make_agent(url, wd); b.open(); b.run_turn('again', CancelToken()); b.history(); b.close()\n"
+        "a = make_conversation(url, wd); a.open(); a.run_turn('hi', CancelToken()); a.close()\n"
+        "b = make_conversation(url, wd); b.open(); b.run_turn('again', CancelToken()); b.history(); b.close()\n"
         "print('images imported:', 'mino_server.core.images' in sys.modules)\n"
     )
     root = Path(__file__).resolve().parent.parent

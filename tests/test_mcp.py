@@ -401,8 +401,8 @@ def test_servers_start_once_and_stop_with_the_conversation(
 def test_no_mcp_import_without_servers(workdir: Path) -> None:
     code = (
         "import sys; from pathlib import Path; sys.path.insert(0, 'tests');"
-        "from helpers import make_agent, RecordingUI; from mino_server.core import opening;"
-        "a = make_agent('http://127.0.0.1:9/v1', Path(sys.argv[1]), RecordingUI()); a.open();"
+        "from helpers import make_conversation, RecordingUI; from mino_server.core import opening;"
+        "a = make_conversation('http://127.0.0.1:9/v1', Path(sys.argv[1]), RecordingUI()); a.open();"
         "opening.new_session(a); a.turn_tools(); a.state(); a.close();"
         "print(sorted(m for m in sys.modules if m == 'mcp' or m.startswith(('mcp.', 'mino_server.core.mcp'))))"
     )

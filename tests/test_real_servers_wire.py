@@ -21,6 +21,7 @@ from helpers import Conversation, FixedAnswerServer, RecordingUI, command, make_
 from mino_server.core.cancel import CancelToken
 from mino_server.core.memory import INDEX_LABEL, render_memory
 from mino_server.core.model_client import ModelClient, ModelError, alternating
+from mino_server.core.sessions.log import INTERRUPTED_NOTE
 from mino_server.testing.scripted_model import ScriptedModel, input_problems, parse_reply
 
 CUT = "max_output_tokens"
@@ -150,9 +151,11 @@ def test_a_cut_off_answer_without_text_saves_nothing_and_the_next_request_altern
     check_every_request(model)
 
 
-def test_turns_that_ended_before_any_answer_merge_with_the_next_user_message(
+def test_a_failed_turn_merges_with_the_next_and_an_interrupted_one_stands_alone(
     model: ScriptedModel, conversation: Conversation
 ) -> None:
+    """A turn that failed before any answer merges with the next user message (version 2); one the
+    person interrupted is followed by the line saying so, and the next message is its own."""
     model.add({"status": 401, "error": "bad key"})
     assert turn(conversation, "failed").status == "failed"
     cancel = CancelToken()
@@ -161,7 +164,9 @@ def test_turns_that_ended_before_any_answer_merge_with_the_next_user_message(
     model.add({"text": "answer"})
     assert turn(conversation, "third").status == "completed"
     assert model.requests[1]["input"] == [
-        {"type": "message", "role": "user", "content": "failed\n\ninterrupted\n\nthird"}
+        {"type": "message", "role": "user", "content": "failed\n\ninterrupted"},
+        {"type": "message", "role": "assistant", "content": INTERRUPTED_NOTE},
+        {"type": "message", "role": "user", "content": "third"},
     ]
     # The log keeps every record as it was.
     users = [r["text"] for r in records(conversation) if r["type"] == "user_message"]
