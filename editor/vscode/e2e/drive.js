@@ -363,9 +363,12 @@ function memoryFile(name) {
 
     // ---------------------------------------------------------------- Set Permission Mode (bypass asks first)
     await runCommand(page, 'Mino: Set Permission Mode');
-    await page.locator('.quick-input-widget .monaco-list-row').nth(2).waitFor({ timeout: 10000 });
+    await page.locator('.quick-input-widget .monaco-list-row').nth(3).waitFor({ timeout: 10000 });
     const modeRows = await page.locator('.quick-input-widget .monaco-list-row').allInnerTexts();
-    assert(modeRows.length === 3 && /manual/.test(modeRows[0]) && /accept-edits/.test(modeRows[1]) && /bypass/.test(modeRows[2]), 'three modes: ' + modeRows.join(' / '));
+    assert(
+      modeRows.length === 4 && /manual/.test(modeRows[0]) && /accept-edits/.test(modeRows[1]) && /bypass/.test(modeRows[2]) && /plan/.test(modeRows[3]),
+      'four modes: ' + modeRows.join(' / '),
+    );
     assert(modeRows.every((r) => r.split('\n').length >= 2), 'each mode has a one-line explanation');
     await shot(page, '10-mode-pick.png');
     await page.locator('.quick-input-widget .monaco-list-row', { hasText: 'bypass' }).click();
@@ -502,7 +505,7 @@ function memoryFile(name) {
     const mcp = frame.locator('#mcp');
     await frame.locator('#mcp', { hasText: 'MCP fixture ✓ missing ✗' }).waitFor({ timeout: 150000 });
     const mcpTitle = await mcp.getAttribute('title');
-    assert(/✓ fixture: ready, 8 tools/.test(mcpTitle), 'the tooltip counts the ready server\'s tools: ' + mcpTitle);
+    assert(/✓ fixture: ready, 9 tools/.test(mcpTitle), 'the tooltip counts the ready server\'s tools: ' + mcpTitle);
     assert(/✗ missing: failed \(cannot start the program/.test(mcpTitle), 'the tooltip says why the other failed: ' + mcpTitle);
     assert(await mcp.evaluate((el) => el.classList.contains('off')), 'a failed server shows as a warning');
     await assertComposerFits(frame, 'with the MCP servers on the status line');
