@@ -152,7 +152,7 @@ test("initialize, a new session, a streamed answer", async () => {
     assert.equal(session.modes.currentModeId, "manual");
     assert.deepEqual(
       session.modes.availableModes.map((m) => m.id),
-      ["manual", "accept-edits", "bypass"],
+      ["manual", "accept-edits", "bypass", "plan"],
     );
     const prompt = session.prompt("please say hello");
     assert.equal(await session.readText(), "Hello from the scripted model");
@@ -336,14 +336,15 @@ test("config options pick the model and the mode; usage and the title come as up
     assert.deepEqual(
       created.configOptions.map((o) => [o.id, o.category, o.currentValue, o.options.map((c) => c.value)]),
       [
-        ["mode", "mode", "manual", ["manual", "accept-edits", "bypass"]],
+        ["mode", "mode", "manual", ["manual", "accept-edits", "bypass", "plan"]],
         ["model", "model", "small-model", ["small-model", "large-model"]],
+        ["thought_level", "thought_level", "default", ["default", "minimal", "low", "medium", "high"]],
       ],
     );
     const set = (configId, value) =>
       ctx.request(acp.AGENT_METHODS.session_set_config_option, { sessionId: sid, configId, value });
-    assert.deepEqual((await set("model", "large-model")).configOptions.map((o) => o.currentValue), ["manual", "large-model"]);
-    assert.deepEqual((await set("mode", "accept-edits")).configOptions.map((o) => o.currentValue), ["accept-edits", "large-model"]);
+    assert.deepEqual((await set("model", "large-model")).configOptions.map((o) => o.currentValue), ["manual", "large-model", "default"]);
+    assert.deepEqual((await set("mode", "accept-edits")).configOptions.map((o) => o.currentValue), ["accept-edits", "large-model", "default"]);
     await assert.rejects(set("model", "unknown-model"), (e) => e.code === -32602);
     const result = await ctx.request(acp.AGENT_METHODS.session_prompt, {
       sessionId: sid,
