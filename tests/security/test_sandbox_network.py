@@ -36,7 +36,8 @@ from mino_server.core.tools.bash import BashTool
 from mino_server.testing.scripted_model import ScriptedModel
 
 pytestmark = needs_bwrap
-PY = sys.executable
+# The base interpreter: a venv may lie where the sandbox hides it (its /tmp is private).
+PY = os.path.realpath(getattr(sys, "_base_executable", None) or sys.executable)
 
 
 def ctx_with(tmp_path: Path, entries: list[str]) -> ToolContext:
@@ -333,3 +334,18 @@ def test_a_turn_shows_the_list_and_tells_both_sides_what_was_blocked(
     output = texts(model.requests[1])[-1]
     assert "hello /in" in output and output.endswith(f"[exit code: 0]\n{line}")
     assert server.paths == ["/in"] and other.seen == []
+
+
+def test_the_relay_starts_when_minos_interpreter_lies_where_the_sandbox_hides(
+    tmp_path: Path, server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Mino run from a venv under /tmp (a clone there, as CI may make): inside the sandbox /tmp is
+    private, so the relay must start from the interpreter's real place."""
+    hidden = tmp_path / "venv-bin" / "python"
+    hidden.parent.mkdir()
+    hidden.symlink_to(PY)
+    monkeypatch.setattr(sys, "executable", str(hidden))
+    monkeypatch.setattr(sys, "_base_executable", str(hidden), raising=False)
+    ctx = ctx_with(tmp_path, [f"127.0.0.1:{server.port}"])
+    result = bash(ctx, f"curl -sS http://127.0.0.1:{server.port}/hidden")
+    assert "hello /hidden" in result.output, result.output

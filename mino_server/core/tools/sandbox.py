@@ -132,7 +132,10 @@ class Sandbox(Frozen):
                 if network is not None and not read_only:
                     from . import network as net
 
-                    argv = net.relay_argv(sys.executable, seccomp_fd, argv)
+                    # The base interpreter, not a venv's link to it: the relay needs only the
+                    # standard library, and a venv may lie where the sandbox hides (a private /tmp).
+                    python = os.path.realpath(getattr(sys, "_base_executable", None) or sys.executable)
+                    argv = net.relay_argv(python, seccomp_fd, argv)
                     return bwrap_argv(
                         argv, workdir, home, None, protected, masked, self.bind_covered, False, network
                     ), fds
