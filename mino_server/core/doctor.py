@@ -270,7 +270,6 @@ def check_network(config: Config) -> Check:
     """config.yaml's sandbox_network: a sandboxed command reaches the first listed name (not a
     wildcard) through the proxy, and not an unlisted one, nor anything directly, nor DNS."""
     import subprocess
-    import sys
     import tempfile
 
     from .tools import sandbox
@@ -291,7 +290,9 @@ def check_network(config: Config) -> Check:
     listener = proxy_for(box.network).listen()
     workdir = Path(tempfile.mkdtemp(prefix="mino-doctor-"))
     try:
-        command = [sys.executable, "-I", "-S", "-c", NETWORK_PROBE, listed or NETWORK_PROBE_UNLISTED]
+        from .tools.sandbox import base_python
+
+        command = [base_python(), "-I", "-S", "-c", NETWORK_PROBE, listed or NETWORK_PROBE_UNLISTED]
         argv, fds = box.wrap(
             [*command, NETWORK_PROBE_UNLISTED], workdir, config.home, network=listener.folder
         )
@@ -303,6 +304,11 @@ def check_network(config: Config) -> Check:
             for fd in fds:
                 os.close(fd)
         seen = dict(line.split(" ", 1) for line in done.stdout.splitlines() if " " in line)
+        if not seen:  # the probe never ran: that says nothing of what the sandbox lets through
+            why = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
+            return Check(
+                "network", False, False, f"the test command did not run: {why}", "see docs/SECURITY.md"
+            )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return Check("network", False, False, f"the test command did not run: {exc}", "see docs/SECURITY.md")
     finally:

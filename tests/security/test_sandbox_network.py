@@ -349,3 +349,21 @@ def test_the_relay_starts_when_minos_interpreter_lies_where_the_sandbox_hides(
     ctx = ctx_with(tmp_path, [f"127.0.0.1:{server.port}"])
     result = bash(ctx, f"curl -sS http://127.0.0.1:{server.port}/hidden")
     assert "hello /hidden" in result.output, result.output
+
+
+def test_doctor_runs_its_probe_where_the_sandbox_can_see_it(
+    tmp_path: Path, mino_home: Path, server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """doctor's network probe, too, starts from the interpreter's real place (a venv under /tmp)."""
+    from mino_server.core.config import load_config
+    from mino_server.core.doctor import check_network
+
+    hidden = tmp_path / "venv-bin" / "python"
+    hidden.parent.mkdir()
+    hidden.symlink_to(PY)
+    monkeypatch.setattr(sys, "executable", str(hidden))
+    monkeypatch.setattr(sys, "_base_executable", str(hidden), raising=False)
+    mino_home.mkdir(mode=0o700, exist_ok=True)
+    (mino_home / "config.yaml").write_text(f"sandbox_network: ['127.0.0.1:{server.port}']\n")
+    check = check_network(load_config(env={"MINO_HOME": str(mino_home)}))
+    assert check.ok is True, check

@@ -132,10 +132,7 @@ class Sandbox(Frozen):
                 if network is not None and not read_only:
                     from . import network as net
 
-                    # The base interpreter, not a venv's link to it: the relay needs only the
-                    # standard library, and a venv may lie where the sandbox hides (a private /tmp).
-                    python = os.path.realpath(getattr(sys, "_base_executable", None) or sys.executable)
-                    argv = net.relay_argv(python, seccomp_fd, argv)
+                    argv = net.relay_argv(base_python(), seccomp_fd, argv)
                     return bwrap_argv(
                         argv, workdir, home, None, protected, masked, self.bind_covered, False, network
                     ), fds
@@ -150,6 +147,13 @@ class Sandbox(Frozen):
             profile = macos_profile(workdir, home=home, protected=protected, read_only=read_only)
             return ["sandbox-exec", "-p", profile, *argv], []
         raise ValueError(f"unknown sandbox {self.name!r}")
+
+
+def base_python() -> str:
+    """The interpreter to run inside the sandbox (the network relay, doctor's probe): the base
+    interpreter's real path, not a venv's link to it — they need only the standard library, and a
+    venv may lie where the sandbox hides (under its private /tmp)."""
+    return os.path.realpath(getattr(sys, "_base_executable", None) or sys.executable)
 
 
 def bwrap_argv(
