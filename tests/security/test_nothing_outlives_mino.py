@@ -124,12 +124,14 @@ def _acp(message: dict[str, object]) -> bytes:
     return json.dumps({"jsonrpc": "2.0", **message}).encode() + b"\n"
 
 
-def test_mino_acp_leaves_no_mcp_grandchild(
-    model: ScriptedModel, mino_home: Path, workdir: Path, stubborn: Path
-) -> None:
+def _serve(
+    flag: str, env: dict[str, str], workdir: Path, stubborn: Path, opening: list[bytes], closing: list[bytes]
+) -> int:
+    """Run `mino FLAG` on pipes: send `opening`, wait for the MCP server's grandchild, send
+    `closing`, end stdin; Mino's exit status once it has left."""
     proc = subprocess.Popen(
-        [*MINO, "--acp"],
-        env=mino_env(mino_home, model.base_url),
+        [*MINO, flag],
+        env=env,
         cwd=workdir,
         stdin=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
@@ -137,18 +139,26 @@ def test_mino_acp_leaves_no_mcp_grandchild(
     )
     try:
         assert proc.stdin is not None
-        proc.stdin.write(_acp({"id": 1, "method": "initialize", "params": {"protocolVersion": 1}}))
-        proc.stdin.write(
-            _acp({"id": 2, "method": "session/new", "params": {"cwd": str(workdir), "mcpServers": []}})
-        )
+        proc.stdin.write(b"".join(opening))
         proc.stdin.flush()
         wait_until(stubborn.exists, "grandchild pid from the MCP server", timeout=100)
+        proc.stdin.write(b"".join(closing))
         proc.stdin.close()
-        assert proc.wait(timeout=60) == 0
+        return proc.wait(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_mino_acp_leaves_no_mcp_grandchild(
+    model: ScriptedModel, mino_home: Path, workdir: Path, stubborn: Path
+) -> None:
+    opening = [
+        _acp({"id": 1, "method": "initialize", "params": {"protocolVersion": 1}}),
+        _acp({"id": 2, "method": "session/new", "params": {"cwd": str(workdir), "mcpServers": []}}),
+    ]
+    assert _serve("--acp", mino_env(mino_home, model.base_url), workdir, stubborn, opening, []) == 0
     _assert_gone_after_exit(stubborn)
 
 
@@ -160,28 +170,12 @@ def _lsp(message: dict[str, object]) -> bytes:
 def test_mino_stdio_leaves_no_mcp_grandchild(
     model: ScriptedModel, mino_home: Path, workdir: Path, stubborn: Path
 ) -> None:
-    proc = subprocess.Popen(
-        [*MINO, "--stdio"],
-        env=mino_env(mino_home, model.base_url),
-        cwd=workdir,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        assert proc.stdin is not None
-        init = {"processId": os.getpid(), "rootUri": workdir.as_uri(), "capabilities": {}}
-        proc.stdin.write(_lsp({"id": 1, "method": "initialize", "params": init}))
-        proc.stdin.write(_lsp({"method": "initialized", "params": {}}))
-        proc.stdin.write(_lsp({"id": 2, "method": "mino/state", "params": {}}))
-        proc.stdin.flush()
-        wait_until(stubborn.exists, "grandchild pid from the MCP server", timeout=100)
-        proc.stdin.write(_lsp({"id": 3, "method": "shutdown"}))
-        proc.stdin.write(_lsp({"method": "exit"}))
-        proc.stdin.close()
-        proc.wait(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    init = {"processId": os.getpid(), "rootUri": workdir.as_uri(), "capabilities": {}}
+    opening = [
+        _lsp({"id": 1, "method": "initialize", "params": init}),
+        _lsp({"method": "initialized", "params": {}}),
+        _lsp({"id": 2, "method": "mino/state", "params": {}}),
+    ]
+    closing = [_lsp({"id": 3, "method": "shutdown"}), _lsp({"method": "exit"})]
+    _serve("--stdio", mino_env(mino_home, model.base_url), workdir, stubborn, opening, closing)
     _assert_gone_after_exit(stubborn)

@@ -249,9 +249,8 @@ def test_mcp_tools_are_refused_without_asking_even_when_allowed(
     assert not record.exists() or read_jsonl(record) == []  # nothing reached the server
 
 
-def test_piped_input_cannot_approve_a_plan_and_the_mode_stays_plan(
-    model: ScriptedModel, mino_env: dict[str, str], workdir: Path
-) -> None:
+def _plan_then_write(model: ScriptedModel) -> None:
+    """The model asks to leave plan mode (call p), then writes x.txt anyway (call w)."""
     model.add(
         {"calls": [{"name": "exit_plan_mode", "arguments": {"plan": "1. Write x.txt"}, "call_id": "p"}]},
         {
@@ -265,6 +264,12 @@ def test_piped_input_cannot_approve_a_plan_and_the_mode_stays_plan(
         },
         {"text": "Stopped."},
     )
+
+
+def test_piped_input_cannot_approve_a_plan_and_the_mode_stays_plan(
+    model: ScriptedModel, mino_env: dict[str, str], workdir: Path
+) -> None:
+    _plan_then_write(model)
     proc = piped(mino_env, workdir, "plan it\n/mode\n", "--mode", "plan")
     assert proc.returncode == 0, proc.stderr
     assert "Carry out this plan? [y/N] no — input is piped, so nobody can approve; denied." in proc.stdout
@@ -277,19 +282,7 @@ def test_piped_input_cannot_approve_a_plan_and_the_mode_stays_plan(
 
 
 def test_mino_p_cannot_approve_a_plan(model: ScriptedModel, mino_env: dict[str, str], workdir: Path) -> None:
-    model.add(
-        {"calls": [{"name": "exit_plan_mode", "arguments": {"plan": "1. Write x.txt"}, "call_id": "p"}]},
-        {
-            "calls": [
-                {
-                    "name": "write_file",
-                    "arguments": {"path": "x.txt", "content": "x", "mode": "create"},
-                    "call_id": "w",
-                }
-            ]
-        },
-        {"text": "Stopped."},
-    )
+    _plan_then_write(model)
     proc = piped(mino_env, workdir, "", "-p", "plan it", "--mode", "plan", "--output-format", "json")
     assert "Carry out this plan? [y/N] no" in proc.stderr
     result = json.loads(proc.stdout)
