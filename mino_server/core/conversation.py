@@ -409,7 +409,7 @@ class Conversation:
             index=None,
             instructions="",
             before_tools=None if self._sandbox_known else self._tools_ready,
-            rules=self.store.rules,
+            rules_of=lambda: self.store.rules,
         )
         turn.ctx.leave_plan = lambda: self._leave_plan(turn.turn_id)
         store = self.checkpoints

@@ -94,8 +94,9 @@ class Turn(Mutable):
     # Called once before the first tool call is looked at: completes ctx (the sandbox probe's verdict,
     # when the front end did not wait for it at start-up). None: ctx is complete.
     before_tools: Callable[[ToolContext], None] | None = None
-    # Remembered decisions (core/rules.py); None: no rule counts (tests that build a bare turn).
-    rules: RuleStore | None = None
+    # Remembered decisions (core/rules.py), asked for at the first call a rule could cover (a turn
+    # without one loads nothing of them); None: no rule counts (tests that build a bare turn).
+    rules_of: Callable[[], RuleStore] | None = None
     _told: set[str] = field(default_factory=set)  # rules-file problems already shown this turn
     # images.Blobs, made when a message first has an image (a text-only turn imports nothing of it)
     _image_blobs: Any = None
@@ -434,10 +435,10 @@ class Turn(Mutable):
     # ---- remembered decisions (core/rules.py) ------------------------------------------------------
     def _rule_verdict(self, subject: Subject | None, decision: Decision, mode: Mode) -> Verdict | None:
         """The rule that decides this call, if any: a deny refuses it, an allow runs it unasked."""
-        if subject is None or self.rules is None or decision == "run" or mode not in DENY_RULE_MODES:
+        if subject is None or self.rules_of is None or decision == "run" or mode not in DENY_RULE_MODES:
             return None
         try:
-            verdict, problems = self.rules.judge(subject, self.workdir)
+            verdict, problems = self.rules_of().judge(subject, self.workdir)
         except Exception as exc:  # an unreadable rules folder: the rules say nothing, the call asks
             verdict, problems = None, [f"Rules could not be read: {one_line(exc)}."]
         self._tell(problems)
@@ -449,7 +450,7 @@ class Turn(Mutable):
 
     def _proposal(self, subject: Subject | None, mode: Mode) -> list[str]:
         """The rules an always answer would keep for this call; empty where none may."""
-        if subject is None or self.rules is None or mode not in ALLOW_RULE_MODES:
+        if subject is None or self.rules_of is None or mode not in ALLOW_RULE_MODES:
             return []
         from .rules import propose
 
@@ -471,9 +472,9 @@ class Turn(Mutable):
     def _keep_rules(self, texts: list[str], effect: Effect) -> None:
         from .rules import project_key
 
-        assert self.rules is not None
+        assert self.rules_of is not None
         try:
-            self.rules.add(texts, effect, self.workdir)
+            self.rules_of().add(texts, effect, self.workdir)
         except (OSError, ValueError) as exc:
             self.ui.event(Notice(turnId=self.turn_id, text=f"The rule was not kept: {one_line(exc)}"))
             return
