@@ -28,16 +28,6 @@ default OPENAI_API_KEY).
 """
 
 
-def _without_httpx_cli() -> None:
-    """httpx's package import also imports its command-line tool (`httpx._main`), which pulls in
-    click and pygments when they are installed (mcp brings click): a few milliseconds of every
-    start-up for a program Mino never runs. A placeholder module without `main` makes httpx take
-    its own fallback for a missing CLI; the HTTP client itself is untouched."""
-    import types
-
-    sys.modules.setdefault("httpx._main", types.ModuleType("httpx._main"))
-
-
 class UsageError(Exception):
     pass
 
@@ -115,8 +105,6 @@ def _print_usage_problem(opts: dict[str, object]) -> str | None:
 
 def main(argv: list[str] | None = None) -> int:
     as_program = argv is None  # the `mino` executable, not a caller that wants the code back
-    if as_program:
-        _without_httpx_cli()
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] in (["--help"], ["-h"]):
         sys.stdout.write(USAGE)
@@ -201,8 +189,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _exit_now(code: int) -> None:
-    """End the CLI without the interpreter's teardown: freeing every module costs 10-15 ms (httpx
-    alone ~7) after the last reply, and the OS frees it all anyway. Nothing is lost: session records
+    """End the CLI without the interpreter's teardown: freeing every module costs several ms after
+    the last reply, and the OS frees it all anyway. Nothing is lost: session records
     are fsynced as they are written, the store lock is released with the process, and the terminal
     output is flushed here."""
     import os

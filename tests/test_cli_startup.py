@@ -69,7 +69,7 @@ def test_what_the_first_request_needs_loads_nothing_of_the_sandbox_or_of_running
     its schemas) leave subprocess, ctypes and the probe to the probe's thread, which runs after it."""
     code = (
         "import sys\n"
-        "import httpx, mino_server.cli, mino_server.core.conversation\n"
+        "import mino_server.cli, mino_server.core.conversation, mino_server.core.http1\n"
         "from mino_server.core import consent, display, instructions, memory, skills, turn\n"
         "from mino_server.core.tools.registry import default_tools\n"
         "default_tools()\n"
@@ -78,6 +78,27 @@ def test_what_the_first_request_needs_loads_nothing_of_the_sandbox_or_of_running
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_a_piped_turn_loads_neither_httpx_nor_what_no_call_needs(
+    model: ScriptedModel, mino_env: dict[str, str], workdir: Path
+) -> None:
+    """The model request goes over core/http1.py (h11); httpx, whose import costs ~55 ms of CPU, is
+    not loaded by a turn, nor the rules (no call came) nor the MCP client (no server configured)."""
+    model.add({"text": "Hello there."})
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "mino_server", "--mode", "bypass"],
+        input="Say hello.\n",
+        capture_output=True,
+        text=True,
+        env=mino_env,
+        cwd=workdir,
+        timeout=60,
+    )
+    assert done.returncode == 0 and "Assistant> Hello there." in done.stdout, done.stderr[-2000:]
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if "|" in line}
+    assert {"mino_server.core.http1", "h11"} <= imported  # the measurement saw the turn's imports
+    assert not {"httpx", "httpcore", "anyio", "mino_server.core.rules", "mino_server.core.mcp_client"} & imported
 
 
 def test_first_request_goes_out_before_the_probe_and_the_lines_keep_their_order(

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 CheckName = Literal["config", "key", "endpoint", "wire", "sandbox", "network", "home", "vscode", "mcp"]
 ENDPOINT_TIMEOUT_S = 10.0
+MAX_ANSWER_BYTES = 64 * 1024  # of an answer read by a check (a hostile server could send without end)
 # Where VS Code, its remote server, code-server and VSCodium install extensions, under the home folder.
 EXTENSION_DIRS = (
     ".vscode/extensions",
@@ -131,8 +132,7 @@ def check_key(config: Config) -> Check:
 
 def check_endpoint(config: Config) -> Check:
     """`GET {base_url}/models`: reachable, and the key accepted (no model runs, nothing is billed)."""
-    import httpx
-
+    from .http1 import Client, HTTPFailure, HTTPTimeout
     from .model_client import is_loopback, service_message
 
     url = f"{config.base_url}/models"
@@ -140,9 +140,10 @@ def check_endpoint(config: Config) -> Check:
     loopback = is_loopback(config.base_url)
     headers = {"Authorization": f"Bearer {config.api_key}"} if config.api_key else {}
     try:
-        with httpx.Client(timeout=ENDPOINT_TIMEOUT_S, trust_env=not loopback) as client:
+        with Client(ENDPOINT_TIMEOUT_S, trust_env=not loopback) as client:
             response = client.get(url, headers=headers)
-    except httpx.TimeoutException:
+            body = response.read(MAX_ANSWER_BYTES)  # only its message is shown
+    except HTTPTimeout:
         return Check(
             "endpoint",
             False,
@@ -150,11 +151,8 @@ def check_endpoint(config: Config) -> Check:
             f"GET {url}: no answer within {ENDPOINT_TIMEOUT_S:g} s ({where})",
             "start the server, or correct the base URL",
         )
-    except httpx.HTTPError as exc:
-        text = str(exc).lower()
-        reason = "connection refused" if "refused" in text else str(exc) or type(exc).__name__
-        if "name or service not known" in text or "nodename nor servname" in text or "resolution" in text:
-            reason = "cannot resolve the host name"
+    except HTTPFailure as exc:
+        reason = str(exc)  # http1 words it: "connection refused", "cannot resolve the host name", ...
         return Check(
             "endpoint",
             False,
@@ -165,7 +163,7 @@ def check_endpoint(config: Config) -> Check:
     status = response.status_code
     if status == 200:
         return Check("endpoint", True, True, f"GET {url}: HTTP 200 ({config.base_url_origin})")
-    said = " ".join(service_message(response).split())[:200]
+    said = " ".join(service_message(response, body).split())[:200]
     found = f"GET {url}: HTTP {status}: {said} ({where})"
     if status in (401, 403):
         fix = "set a valid key in " + " or ".join(config.key_variables)
@@ -185,17 +183,19 @@ def check_wire(config: Config) -> Check:
     """Which API the server answers: `POST {base_url}/responses` and `/chat/completions` with an
     empty body. A server with the endpoint refuses the body (400, 422); one without answers 404 or
     405. No model runs, nothing is billed."""
-    import httpx
-
+    from .http1 import Client, HTTPFailure
     from .model_client import is_loopback
 
     headers = {"Authorization": f"Bearer {config.api_key}"} if config.api_key else {}
     answers: dict[str, bool | None] = {}
-    with httpx.Client(timeout=ENDPOINT_TIMEOUT_S, trust_env=not is_loopback(config.base_url)) as client:
+    headers["Content-Type"] = "application/json"
+    with Client(ENDPOINT_TIMEOUT_S, trust_env=not is_loopback(config.base_url)) as client:
         for wire, path in WIRE_PATHS.items():
             try:
-                status = client.post(f"{config.base_url}/{path}", json={}, headers=headers).status_code
-            except httpx.HTTPError:
+                response = client.post(f"{config.base_url}/{path}", b"{}", headers)
+                status = response.status_code
+                response.read(MAX_ANSWER_BYTES)  # read out: the connection serves the next path
+            except HTTPFailure:
                 answers[wire] = None  # unknown: the endpoint check already said whether it is reachable
                 continue
             answers[wire] = status not in (404, 405)

@@ -1,6 +1,7 @@
 """The model client: one streamed OpenAI Responses-API request (`POST {base_url}/responses`) at a time.
 
-httpx is imported inside methods so that importing this module stays cheap (`mino --help` etc.).
+The HTTP client (http1.py, on h11) is imported inside methods so that importing this module stays
+cheap (`mino --help` etc.).
 
 Design notes:
 - The HTTP exchange runs in a worker thread that hands events to the caller's thread through a
@@ -38,7 +39,7 @@ from .inbound import MAX_JSON_VALUES, too_much_json
 from .values import Mutable, mutable
 
 if TYPE_CHECKING:
-    import httpx
+    from .http1 import Client, Response
 
 __all__ = ["FunctionCall", "ModelClient", "ModelError", "ModelResponse", "alternating"]
 
@@ -153,7 +154,7 @@ def _body_message(raw: bytes) -> str | None:
     return _one_line(text, 200)
 
 
-def _read_capped(response: httpx.Response, limit: int) -> tuple[bytes, bool]:
+def _read_capped(response: Response, limit: int) -> tuple[bytes, bool]:
     """The body, read while counting: at most `limit` bytes, and whether there was more."""
     body = bytearray()
     for chunk in response.iter_bytes():
@@ -163,7 +164,7 @@ def _read_capped(response: httpx.Response, limit: int) -> tuple[bytes, bool]:
     return bytes(body), False
 
 
-def service_message(response: httpx.Response, body: bytes | None = None) -> str:
+def service_message(response: Response, body: bytes | None = None) -> str:
     """The service's own error message (in `body`, the start of the error answer; else the whole
     body, read already), else the status's reason phrase."""
     found = _body_message(response.content if body is None else body)
@@ -256,7 +257,7 @@ def alternating(items: list[object]) -> list[object]:
     return out
 
 
-def _retry_after(response: httpx.Response) -> float | None:
+def _retry_after(response: Response) -> float | None:
     """Seconds the service asked us to wait (OpenAI also sends retry-after-ms), capped."""
     for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
         value = response.headers.get(name)
@@ -279,9 +280,9 @@ def is_loopback(base_url: str) -> bool:
 _EOL = re.compile(rb"\r\n|\r|\n")
 
 
-def _sse_lines(response: httpx.Response) -> Iterator[str]:
-    """The stream's lines. Only CR, LF and CRLF end a line (the SSE rule): httpx's iter_lines also
-    breaks on U+0085, U+2028 and U+2029, which a model's text may hold raw inside the JSON data.
+def _sse_lines(response: Response) -> Iterator[str]:
+    """The stream's lines. Only CR, LF and CRLF end a line (the SSE rule; str.splitlines would also
+    break on U+0085, U+2028 and U+2029, which a model's text may hold raw inside the JSON data).
     Bounded while read: a line over MAX_EVENT_BYTES, or a body over MAX_RESPONSE_BYTES, ends it."""
     pending = bytearray()  # the line being read (appended to in place: no quadratic copies)
     total = 0
@@ -322,14 +323,9 @@ class Job:
         self._lock = threading.Lock()
         self._sock: socket.socket | None = None
 
-    def track(self, response: httpx.Response | None) -> None:
-        sock = None
-        if response is not None:
-            stream = response.extensions.get("network_stream")
-            if stream is not None and hasattr(stream, "get_extra_info"):
-                sock = stream.get_extra_info("socket")
+    def track(self, response: Response | None) -> None:
         with self._lock:
-            self._sock = sock if isinstance(sock, socket.socket) else None
+            self._sock = response.socket if response is not None else None
             if self._sock is not None and self.aborted.is_set():
                 self._cut()
 
@@ -343,7 +339,9 @@ class Job:
     def _cut(self) -> None:
         if self._sock is not None:
             try:
-                self._sock.shutdown(socket.SHUT_RDWR)
+                # socket.socket's own shutdown, also for TLS: SSLSocket.shutdown would first drop
+                # the TLS state a blocked read in the worker is still using.
+                socket.socket.shutdown(self._sock, socket.SHUT_RDWR)
             except OSError:
                 pass
             self._sock = None
@@ -403,13 +401,13 @@ class ModelClient:
         self.timeout_s = timeout_s
         self.max_retries = max_retries
         self.backoff_s = backoff_s
-        self._client: httpx.Client | None = None
+        self._client: Client | None = None
         self._lock = threading.Lock()
         self._closed = False
 
     def warm_up(self) -> None:
-        """Import httpx and build the client in a background thread now, so that the first request
-        does not wait for them (~25 ms, while a person types the first line or the editor starts)."""
+        """Import the HTTP client and build it in a background thread now, so that the first request
+        does not wait for it (while a person types the first line or the editor starts)."""
 
         def work() -> None:
             try:
@@ -421,24 +419,21 @@ class ModelClient:
 
         threading.Thread(target=work, name="model-warm-up", daemon=True).start()
 
-    def _http(self) -> httpx.Client:
+    def _http(self) -> Client:
         # One client for the session: its connection pool keeps the TCP (and TLS) connection alive.
         with self._lock:
             if self._client is None:
                 self._client = self._new_client()
             return self._client
 
-    def _new_client(self) -> httpx.Client:
-        import httpx
+    def _new_client(self) -> Client:
+        from mino_server import __version__
 
-        loopback = is_loopback(self.base_url)
-        return httpx.Client(
-            timeout=httpx.Timeout(self.timeout_s),
-            # A proxy from the environment must not capture a local model server.
-            trust_env=not loopback,
-            # Plain http to loopback (no proxy either) never does TLS: skip loading the CA
-            # bundle, which costs ~25 ms, a quarter of a cold start.
-            verify=not (loopback and self.base_url.startswith("http://")),
+        from .http1 import Client
+
+        # A proxy from the environment must not capture a local model server.
+        return Client(
+            self.timeout_s, trust_env=not is_loopback(self.base_url), user_agent=f"mino/{__version__}"
         )
 
     def close(self) -> None:
@@ -526,18 +521,15 @@ class ModelClient:
                     raise _Aborted() from None
 
     def _attempt(self, content: bytes, job: Job) -> ModelResponse:
-        import httpx
+        from .http1 import HTTPFailure
 
         client = self._http()
         headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
-        request = client.build_request(
-            "POST", f"{self.base_url}/{self.endpoint}", content=content, headers=headers
-        )
         try:
-            response = client.send(request, stream=True)
-        except httpx.HTTPError as exc:
+            response = client.post(f"{self.base_url}/{self.endpoint}", content, headers)
+        except HTTPFailure as exc:
             if job.aborted.is_set():
                 raise _Aborted() from None
             raise _Retryable(self._describe(exc)) from None
@@ -551,27 +543,21 @@ class ModelClient:
             response.close()
 
     def _describe(self, exc: Exception) -> str:
-        import httpx
+        from .http1 import HTTPTimeout
 
-        if isinstance(exc, httpx.TimeoutException):
+        if isinstance(exc, HTTPTimeout):
             return f"Model request timed out after {self.timeout_s:g} s"
-        text = str(exc)
-        if isinstance(exc, httpx.ConnectError):
-            lowered = text.lower()
-            if "refused" in lowered:
-                text = "connection refused"
-            elif "name or service not known" in lowered or "nodename nor servname" in lowered:
-                text = "cannot resolve the host name"
+        text = str(exc)  # http1 words it: "connection refused", "cannot resolve the host name", ...
         return f"Model request failed: {_one_line(text or type(exc).__name__, 200)} ({self.where})"
 
-    def _read(self, response: httpx.Response, job: Job) -> ModelResponse:
-        import httpx
+    def _read(self, response: Response, job: Job) -> ModelResponse:
+        from .http1 import HTTPFailure, HTTPTimeout
 
         status = response.status_code
         if status != 200:
             try:
                 body, _ = _read_capped(response, MAX_ERROR_BODY_BYTES)
-            except httpx.HTTPError as exc:
+            except HTTPFailure as exc:
                 raise _Retryable(self._describe(exc), status) from None
             message = f"Model request failed: HTTP {status}: {service_message(response, body)}"
             if status in (404, 405):  # no such endpoint: most often a base URL without its /v1
@@ -593,7 +579,7 @@ class ModelClient:
                 if crowded:
                     raise ModelError(f"Model request failed: {crowded}")
                 data = json.loads(raw)
-            except (ValueError, httpx.HTTPError):
+            except (ValueError, HTTPFailure):
                 raise ModelError("Model request failed: the service sent an unreadable response") from None
             return self._whole(data if isinstance(data, dict) else {})
         acc = Accumulator()
@@ -607,12 +593,12 @@ class ModelClient:
                     result = self._handle(event, acc, job)
                 # After response.completed keep reading to the end of the body: a fully read
                 # response returns its connection to the pool (keep-alive).
-        except httpx.HTTPError as exc:
+        except HTTPFailure as exc:
             if job.aborted.is_set():
                 raise _Aborted() from None
             if result is not None:
                 return result  # the answer is whole; only the tail of the body failed
-            if isinstance(exc, httpx.TimeoutException):
+            if isinstance(exc, HTTPTimeout):
                 if acc.events:
                     raise ModelError(self._describe(exc)) from None
                 raise _Retryable(self._describe(exc)) from None
@@ -644,7 +630,7 @@ class ModelClient:
     # -- SSE ---------------------------------------------------------------------------------
 
     @staticmethod
-    def _events(response: httpx.Response) -> Iterator[dict[str, Any]]:
+    def _events(response: Response) -> Iterator[dict[str, Any]]:
         """Parse the SSE stream into event dicts (the `type` is inside the data; `event:` is a fallback)."""
         data: list[str] = []
         size = 0  # of the event's data so far
