@@ -98,7 +98,9 @@ def test_a_piped_turn_loads_neither_httpx_nor_what_no_call_needs(
     assert done.returncode == 0 and "Assistant> Hello there." in done.stdout, done.stderr[-2000:]
     imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if "|" in line}
     assert {"mino_server.core.http1", "h11"} <= imported  # the measurement saw the turn's imports
-    assert not {"httpx", "httpcore", "anyio", "mino_server.core.rules", "mino_server.core.mcp_client"} & imported
+    assert (
+        not {"httpx", "httpcore", "anyio", "mino_server.core.rules", "mino_server.core.mcp_client"} & imported
+    )
 
 
 def test_first_request_goes_out_before_the_probe_and_the_lines_keep_their_order(
