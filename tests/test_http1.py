@@ -20,7 +20,7 @@ import pytest
 
 from mino_server.core import http1
 from mino_server.core.cancel import CancelToken
-from mino_server.core.http1 import Client, ConnectFailure, HTTPFailure
+from mino_server.core.http1 import BadAddress, Client, HTTPFailure
 from mino_server.core.model_client import ModelClient, ModelError
 
 BODY = {"instructions": "Be brief.", "input": [{"role": "user", "content": "hello"}], "tools": []}
@@ -218,8 +218,12 @@ def test_a_proxy_that_refuses_the_tunnel_is_named_in_the_error(
 def test_a_proxy_mino_cannot_speak_through_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
     no_proxy_variables(monkeypatch)
     monkeypatch.setenv("https_proxy", "socks5://127.0.0.1:1080")
-    with pytest.raises(ConnectFailure, match=r"socks5://127.0.0.1 is not an http:// proxy"):
+    with pytest.raises(BadAddress, match=r"socks5://127.0.0.1 is not an http:// proxy"):
         Client(5.0, trust_env=True).get("https://api.example.invalid/v1/models")
+    client = ModelClient("https://api.example.invalid/v1", None, "m", max_retries=3, backoff_s=10.0)
+    with pytest.raises(ModelError, match="is not an http:// proxy") as info:
+        client.stream(BODY, lambda _: None, CancelToken())
+    assert "attempts" not in str(info.value)  # one attempt: no retry can help
 
 
 # -- TLS ------------------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ import h11
 if TYPE_CHECKING:
     import ssl
 
-__all__ = ["Client", "ConnectFailure", "HTTPFailure", "HTTPTimeout", "Response"]
+__all__ = ["BadAddress", "Client", "ConnectFailure", "HTTPFailure", "HTTPTimeout", "Response"]
 
 _READ_BYTES = 64 * 1024
 # The status line and headers of an answer, at most (h11 refuses more once a read leaves them
@@ -46,6 +46,11 @@ class HTTPTimeout(HTTPFailure):
 
 class ConnectFailure(HTTPFailure):
     """No connection to the server (or to the proxy in front of it)."""
+
+
+class BadAddress(ConnectFailure):
+    """The URL, or the proxy the environment names, is not one Mino can connect to: trying again
+    cannot help."""
 
 
 def _failure(exc: BaseException, connecting: bool = False) -> HTTPFailure:
@@ -74,15 +79,15 @@ class _Origin:
     def __init__(self, url: str) -> None:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https"):
-            raise HTTPFailure(f"not an http:// or https:// URL: {url!r}")
+            raise BadAddress(f"not an http:// or https:// URL: {url!r}")
         if not parts.hostname:
-            raise HTTPFailure(f"no host in the URL {url!r}")
+            raise BadAddress(f"no host in the URL {url!r}")
         self.scheme = parts.scheme
         self.host = parts.hostname
         try:
             port = parts.port
         except ValueError:
-            raise HTTPFailure(f"not a port number in the URL {url!r}") from None
+            raise BadAddress(f"not a port number in the URL {url!r}") from None
         self.port = port or (443 if self.scheme == "https" else 80)
         self.target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         host = f"[{self.host}]" if ":" in self.host else self.host
@@ -97,7 +102,7 @@ class _Proxy:
     def __init__(self, url: str) -> None:
         parts = urlsplit(url if "://" in url else f"http://{url}")
         if parts.scheme != "http" or not parts.hostname:
-            raise ConnectFailure(
+            raise BadAddress(
                 f"the proxy {parts.scheme}://{parts.hostname or ''} is not an http:// proxy, the only kind"
                 " Mino speaks through (set NO_PROXY for the model server's host to go direct)"
             )
