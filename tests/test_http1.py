@@ -20,7 +20,7 @@ import pytest
 
 from mino_server.core import http1
 from mino_server.core.cancel import CancelToken
-from mino_server.core.http1 import BadAddress, Client, HTTPFailure
+from mino_server.core.http1 import CannotSend, Client, HTTPFailure
 from mino_server.core.model_client import ModelClient, ModelError
 
 BODY = {"instructions": "Be brief.", "input": [{"role": "user", "content": "hello"}], "tools": []}
@@ -218,7 +218,7 @@ def test_a_proxy_that_refuses_the_tunnel_is_named_in_the_error(
 def test_a_proxy_mino_cannot_speak_through_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
     no_proxy_variables(monkeypatch)
     monkeypatch.setenv("https_proxy", "socks5://127.0.0.1:1080")
-    with pytest.raises(BadAddress, match=r"socks5://127.0.0.1 is not an http:// proxy"):
+    with pytest.raises(CannotSend, match=r"socks5://127.0.0.1 is not an http:// proxy"):
         Client(5.0, trust_env=True).get("https://api.example.invalid/v1/models")
     client = ModelClient("https://api.example.invalid/v1", None, "m", max_retries=3, backoff_s=10.0)
     with pytest.raises(ModelError, match="is not an http:// proxy") as info:
@@ -365,3 +365,13 @@ def test_a_connection_the_server_closed_while_idle_is_not_reused(servers: list[R
             assert hung_up.wait(10)
             hung_up.clear()
     assert server.connections == 2 and len(server.heads) == 2
+
+
+def test_a_header_value_with_a_line_break_is_never_sent(servers: list[RawServer]) -> None:
+    """A key pasted with a newline cannot smuggle a header (or a second request) onto the wire."""
+    server = RawServer(sse_server)
+    servers.append(server)
+    client = ModelClient(f"http://127.0.0.1:{server.port}/v1", "sk-1\r\nX-Evil: 1", "m", backoff_s=10.0)
+    with pytest.raises(ModelError, match="the request could not be sent: Illegal header value") as info:
+        client.stream(BODY, lambda _: None, CancelToken())
+    assert server.heads == [] and "attempts" not in str(info.value)  # refused once, not retried

@@ -26,7 +26,7 @@ import h11
 if TYPE_CHECKING:
     import ssl
 
-__all__ = ["BadAddress", "Client", "ConnectFailure", "HTTPFailure", "HTTPTimeout", "Response"]
+__all__ = ["CannotSend", "Client", "ConnectFailure", "HTTPFailure", "HTTPTimeout", "Response"]
 
 _READ_BYTES = 64 * 1024
 # The status line and headers of an answer, at most (h11 refuses more once a read leaves them
@@ -48,9 +48,9 @@ class ConnectFailure(HTTPFailure):
     """No connection to the server (or to the proxy in front of it)."""
 
 
-class BadAddress(ConnectFailure):
-    """The URL, or the proxy the environment names, is not one Mino can connect to: trying again
-    cannot help."""
+class CannotSend(HTTPFailure):
+    """The request cannot go out as it is (its URL, the proxy the environment names, a header
+    value): trying again cannot help."""
 
 
 def _failure(exc: BaseException, connecting: bool = False) -> HTTPFailure:
@@ -63,6 +63,8 @@ def _failure(exc: BaseException, connecting: bool = False) -> HTTPFailure:
         return ConnectFailure("cannot resolve the host name")
     if isinstance(exc, ConnectionRefusedError):
         return ConnectFailure("connection refused")
+    if isinstance(exc, h11.LocalProtocolError):  # e.g. a header value with a line break (a pasted key)
+        return CannotSend(f"the request could not be sent: {exc}")
     if isinstance(exc, h11.ProtocolError):
         return HTTPFailure(f"the server broke HTTP/1.1: {exc}")
     text = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
@@ -79,15 +81,15 @@ class _Origin:
     def __init__(self, url: str) -> None:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https"):
-            raise BadAddress(f"not an http:// or https:// URL: {url!r}")
+            raise CannotSend(f"not an http:// or https:// URL: {url!r}")
         if not parts.hostname:
-            raise BadAddress(f"no host in the URL {url!r}")
+            raise CannotSend(f"no host in the URL {url!r}")
         self.scheme = parts.scheme
         self.host = parts.hostname
         try:
             port = parts.port
         except ValueError:
-            raise BadAddress(f"not a port number in the URL {url!r}") from None
+            raise CannotSend(f"not a port number in the URL {url!r}") from None
         self.port = port or (443 if self.scheme == "https" else 80)
         self.target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         host = f"[{self.host}]" if ":" in self.host else self.host
@@ -102,7 +104,7 @@ class _Proxy:
     def __init__(self, url: str) -> None:
         parts = urlsplit(url if "://" in url else f"http://{url}")
         if parts.scheme != "http" or not parts.hostname:
-            raise BadAddress(
+            raise CannotSend(
                 f"the proxy {parts.scheme}://{parts.hostname or ''} is not an http:// proxy, the only kind"
                 " Mino speaks through (set NO_PROXY for the model server's host to go direct)"
             )

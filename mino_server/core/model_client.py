@@ -521,7 +521,7 @@ class ModelClient:
                     raise _Aborted() from None
 
     def _attempt(self, content: bytes, job: Job) -> ModelResponse:
-        from .http1 import BadAddress, HTTPFailure
+        from .http1 import CannotSend, HTTPFailure
 
         client = self._http()
         headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
@@ -529,7 +529,7 @@ class ModelClient:
             headers["Authorization"] = f"Bearer {self.api_key}"
         try:
             response = client.post(f"{self.base_url}/{self.endpoint}", content, headers)
-        except BadAddress as exc:  # the base URL or the environment's proxy: no attempt can help
+        except CannotSend as exc:  # the base URL, the environment's proxy, a header: no attempt can help
             raise ModelError(self._describe(exc)) from None
         except HTTPFailure as exc:
             if job.aborted.is_set():
