@@ -216,7 +216,6 @@ class Response:
         self._conn: _Connection | None = conn
         self.status_code = status
         self.headers = headers
-        self.socket = conn.sock  # for a cancel from another thread (shut down, not closed)
         self._content: bytes | None = None
         self._decoder = _decoder(headers.get("content-encoding", ""))
 
@@ -309,13 +308,23 @@ class Client:
         self._closed = False
 
     def request(
-        self, method: str, url: str, headers: dict[str, str] | None = None, body: bytes | None = None
+        self,
+        method: str,
+        url: str,
+        headers: dict[str, str] | None = None,
+        body: bytes | None = None,
+        on_socket: Callable[[socket.socket], None] | None = None,
     ) -> Response:
-        """Send the request and read the answer's status and headers; the body is the caller's to read."""
+        """Send the request and read the answer's status and headers; the body is the caller's to read.
+
+        `on_socket` gets the connection's socket before anything is sent: shutting it down from
+        another thread (a cancel) ends this call, and a read of the body, at once."""
         origin = _Origin(url)
         proxy = environment_proxy(url) if self.trust_env else None
         key = (origin.scheme, origin.host, origin.port, proxy and (proxy.host, proxy.port))
         conn = self._idle_connection(key) or self._connect(origin, proxy, key)
+        if on_socket is not None:
+            on_socket(conn.sock)
         target = (
             f"{origin.scheme}://{origin.authority}{origin.target}" if conn.absolute_form else origin.target
         )
@@ -356,8 +365,14 @@ class Client:
     def get(self, url: str, headers: dict[str, str] | None = None) -> Response:
         return self.request("GET", url, headers)
 
-    def post(self, url: str, body: bytes, headers: dict[str, str] | None = None) -> Response:
-        return self.request("POST", url, headers, body)
+    def post(
+        self,
+        url: str,
+        body: bytes,
+        headers: dict[str, str] | None = None,
+        on_socket: Callable[[socket.socket], None] | None = None,
+    ) -> Response:
+        return self.request("POST", url, headers, body, on_socket)
 
     def close(self) -> None:
         with self._lock:

@@ -323,9 +323,11 @@ class Job:
         self._lock = threading.Lock()
         self._sock: socket.socket | None = None
 
-    def track(self, response: Response | None) -> None:
+    def track(self, sock: socket.socket | None) -> None:
+        """The in-flight socket (from before the request is sent: a cancel while the service has
+        not answered yet cuts it too), or None once the attempt is over."""
         with self._lock:
-            self._sock = response.socket if response is not None else None
+            self._sock = sock
             if self._sock is not None and self.aborted.is_set():
                 self._cut()
 
@@ -528,21 +530,22 @@ class ModelClient:
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
         try:
-            response = client.post(f"{self.base_url}/{self.endpoint}", content, headers)
-        except CannotSend as exc:  # the base URL, the environment's proxy, a header: no attempt can help
-            raise ModelError(self._describe(exc)) from None
-        except HTTPFailure as exc:
-            if job.aborted.is_set():
-                raise _Aborted() from None
-            raise _Retryable(self._describe(exc)) from None
-        try:
-            job.track(response)
-            if job.aborted.is_set():
-                raise _Aborted()
-            return self._read(response, job)
+            try:
+                response = client.post(f"{self.base_url}/{self.endpoint}", content, headers, job.track)
+            except CannotSend as exc:  # the base URL, the environment's proxy, a header: no attempt can help
+                raise ModelError(self._describe(exc)) from None
+            except HTTPFailure as exc:
+                if job.aborted.is_set():
+                    raise _Aborted() from None
+                raise _Retryable(self._describe(exc)) from None
+            try:
+                if job.aborted.is_set():
+                    raise _Aborted()
+                return self._read(response, job)
+            finally:
+                response.close()
         finally:
             job.track(None)
-            response.close()
 
     def _describe(self, exc: Exception) -> str:
         from .http1 import HTTPTimeout
