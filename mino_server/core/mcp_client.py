@@ -28,9 +28,10 @@ _loop: asyncio.AbstractEventLoop | None = None
 _loop_lock = threading.Lock()
 STOP_TIMEOUT_S = 5.0  # a server's shutdown: stdin closed, then SIGTERM, then SIGKILL (the SDK's steps)
 STDERR_TAIL = 400  # the last characters of a failed server's stderr, in its one line
-# One message (one line) from a stdio server, bounded while it is read: the SDK's own reader holds
-# a line whole however long it grows (a 200 MiB result took 238 s and 1.3 GiB). A result the model
-# gets is cut at 256 KiB anyway (mcp.MAX_RESULT_CHARS); images are named, not passed on.
+# One message from a server, bounded while it is read: a stdio server's line (the SDK's own reader
+# holds a line whole however long it grows: a 200 MiB result took 238 s and 1.3 GiB), an HTTP
+# server's JSON answer or one event of its event streams (mcp_http.py). A result the model gets is
+# cut at 256 KiB anyway (mcp.MAX_RESULT_CHARS); images are named, not passed on.
 MAX_MESSAGE_BYTES = 8 * 1024 * 1024
 
 
@@ -72,6 +73,9 @@ class SdkConnection:
         self._task: asyncio.Future[None] | None = None
         self._closing = False
         self._ended: BaseException | None = None  # why the session's task ended, when it failed
+        # An HTTP server's answer refused while it was read (mcp_http.py): the session ends with it.
+        self._cut: MessageTooLarge | None = None
+        self._cut_event: asyncio.Event | None = None
         # The server's elicitation/create, asked of the person (core/mcp.py, McpHub); None: declined.
         self.elicit: Callable[[str, dict[str, Any]], dict[str, Any] | None] | None = None
 
@@ -95,6 +99,7 @@ class SdkConnection:
         from mcp.types import Implementation
 
         self._stop = asyncio.Event()
+        self._cut_event = asyncio.Event()
         try:
             async with contextlib.AsyncExitStack() as stack:
                 try:
@@ -122,19 +127,24 @@ class SdkConnection:
                 self.session = session
                 ready.set_result(None)
                 stop = asyncio.ensure_future(self._stop.wait())
-                await asyncio.wait({stop, ended}, return_when=asyncio.FIRST_COMPLETED)
+                cut = asyncio.ensure_future(self._cut_event.wait())
+                await asyncio.wait({stop, ended, cut}, return_when=asyncio.FIRST_COMPLETED)
                 stop.cancel()
+                cut.cancel()
+                if self._cut is not None and not self._closing:
+                    raise self._cut  # the SDK may have taken it for one request's failure: the session ends
                 if ended.done() and not self._closing:
                     self.session = None
                     self.on_exit("stopped: the server closed its connection")
                     self._closing = True  # said once
         except BaseException as exc:  # noqa: B036 - the loop must outlive any server
-            self._ended = exc
+            why = self._cut or exc
+            self._ended = why
             if not ready.done():
-                ready.set_exception(exc if isinstance(exc, Exception) else RuntimeError("stopped"))
+                ready.set_exception(why if isinstance(why, Exception) else RuntimeError("stopped"))
             elif not self._closing:
                 self.session = None
-                self.on_exit(_describe(exc))
+                self.on_exit(_describe(why))
             if not isinstance(exc, Exception):
                 raise
 
@@ -144,7 +154,11 @@ class SdkConnection:
             from mcp.client.streamable_http import streamable_http_client
             from mcp.shared._httpx_utils import create_mcp_http_client
 
-            return _http(spec.url, dict(spec.headers), streamable_http_client, create_mcp_http_client)
+            from .mcp_http import Bound
+
+            bound = Bound(MAX_MESSAGE_BYTES, lambda what: refused(what or too_long()), self._on_cut)
+            http = bound.client(create_mcp_http_client, dict(spec.headers))
+            return _http(spec.url, http, streamable_http_client)
         import mcp.client.stdio as sdk_stdio
         from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -163,6 +177,13 @@ class SdkConnection:
             command=spec.command[0], args=list(spec.command[1:]), env=self.env, cwd=self.cwd
         )
         return stdio_client(params, errlog=self.errlog)
+
+    def _on_cut(self, exc: Exception) -> None:
+        """An answer was refused (on the MCP loop, in the SDK's task that read it): end the session."""
+        if self._cut is None and isinstance(exc, MessageTooLarge):
+            self._cut = exc
+            if self._cut_event is not None:
+                self._cut_event.set()
 
     def start(self, timeout_s: float) -> None:
         # The SDK's import (0.3-0.6 s, more on a loaded machine) is Mino's, not the server's start:
@@ -227,16 +248,23 @@ class SdkConnection:
             unregister()
 
     async def _call(self, session: Any, tool: str, arguments: dict[str, Any]) -> CallOutcome:
-        assert self._task is not None
+        assert self._task is not None and self._cut_event is not None
         call = asyncio.ensure_future(session.call_tool(tool, arguments))
+        call.add_done_callback(lambda f: f.cancelled() or f.exception())  # retrieved, even if left
+        cut = asyncio.ensure_future(self._cut_event.wait())
         try:
-            # A server that exits mid-call ends its session's task: the call fails rather than waits.
-            await asyncio.wait({call, self._task}, return_when=asyncio.FIRST_COMPLETED)
+            # A server that exits mid-call ends its session's task, an answer refused while it was
+            # read ends the session: the call fails rather than waits.
+            await asyncio.wait({call, self._task, cut}, return_when=asyncio.FIRST_COMPLETED)
         except asyncio.CancelledError:
             call.cancel()  # the SDK sends notifications/cancelled for the request it abandons
             with contextlib.suppress(BaseException):
                 await asyncio.wait_for(call, STOP_TIMEOUT_S)
             raise
+        finally:
+            cut.cancel()
+        if self._cut is not None:
+            raise ServerGone(_describe(self._cut))  # the session's end resolves the call meanwhile
         if not call.done():
             call.cancel()
             raise ServerGone(self._gone("the server exited"))
@@ -263,7 +291,7 @@ class SdkConnection:
 
     def _gone(self, otherwise: str) -> str:
         """Why the connection ended, when Mino ended it (a message too large), else `otherwise`."""
-        ended = self._ended
+        ended = self._cut or self._ended
         while isinstance(ended, BaseExceptionGroup) and ended.exceptions:
             ended = ended.exceptions[0]
         return _describe(ended) if isinstance(ended, MessageTooLarge) else otherwise
@@ -296,8 +324,18 @@ def connect(
 
 
 class MessageTooLarge(Exception):
-    """A stdio server sent a message over MAX_MESSAGE_BYTES, or one that would parse into too much
-    (inbound.too_much_json): its connection ends with this as the reason."""
+    """A server sent a message over MAX_MESSAGE_BYTES, or one that would parse into too much
+    (inbound.too_much_json), or (HTTP) an answer Mino cannot count: its connection ends with this
+    as the reason."""
+
+
+def too_long() -> str:
+    return f"a message longer than {MAX_MESSAGE_BYTES // (1024 * 1024)} MiB"
+
+
+def refused(what: str) -> MessageTooLarge:
+    """The one line for a server's message Mino refused, stdio or HTTP."""
+    return MessageTooLarge(f"the server sent {what}; its connection was closed")
 
 
 class _BoundedLines:
@@ -333,12 +371,12 @@ class _BoundedLines:
             if end < 0:
                 self._size += len(chunk)
                 if self._size > MAX_MESSAGE_BYTES:
-                    await self._refuse(f"a message longer than {MAX_MESSAGE_BYTES // (1024 * 1024)} MiB")
+                    await self._refuse(too_long())
                 self._parts.append(chunk)
                 continue
             first = self._size + chunk.find(b"\n")  # the one line that may be long: the others fit a chunk
             if first > MAX_MESSAGE_BYTES:
-                await self._refuse(f"a message longer than {MAX_MESSAGE_BYTES // (1024 * 1024)} MiB")
+                await self._refuse(too_long())
             lines = b"".join((*self._parts, chunk[: end + 1]))
             rest = chunk[end + 1 :]
             self._parts, self._size = ([rest] if rest else []), len(rest)
@@ -355,7 +393,7 @@ class _BoundedLines:
         self._parts, self._size = [], 0
         with contextlib.suppress(Exception):
             await self._source.aclose()
-        raise MessageTooLarge(f"the server sent {what}; its connection was closed")
+        raise refused(what)
 
 
 async def _relay(source: Any, sink: Any) -> None:
@@ -369,8 +407,10 @@ async def _relay(source: Any, sink: Any) -> None:
 
 
 @contextlib.asynccontextmanager
-async def _http(url: str, headers: dict[str, str], client: Any, make_http: Any) -> Any:
-    async with make_http(headers=headers) as http, client(url, http_client=http) as streams:
+async def _http(url: str, http: Any, client: Any) -> Any:
+    # The SDK's own per-event limit (1 MiB by default) would fail a legal answer; Mino's bound is
+    # the one that holds (mcp_http.py), the SDK's is set to it as a second line.
+    async with http, client(url, http_client=http, max_sse_event_size=MAX_MESSAGE_BYTES) as streams:
         yield streams
 
 
