@@ -156,7 +156,7 @@ class SdkConnection:
 
             from .mcp_http import Bound
 
-            bound = Bound(MAX_MESSAGE_BYTES, lambda what: refused(what or too_long()), self._on_cut)
+            bound = Bound(MAX_MESSAGE_BYTES, _crowded, lambda what: refused(what or too_long()), self._on_cut)
             http = bound.client(create_mcp_http_client, dict(spec.headers))
             return _http(spec.url, http, streamable_http_client)
         import mcp.client.stdio as sdk_stdio
@@ -333,6 +333,16 @@ def too_long() -> str:
     return f"a message longer than {MAX_MESSAGE_BYTES // (1024 * 1024)} MiB"
 
 
+def _crowded(message: bytes) -> str | None:
+    """What a message within MAX_MESSAGE_BYTES would parse into, when that is too much, else None."""
+    if len(message) <= 65536:  # cannot be
+        return None
+    from .inbound import too_much_json
+
+    crowded = too_much_json(message)
+    return crowded.replace("the message", "a message", 1) if crowded else None
+
+
 def refused(what: str) -> MessageTooLarge:
     """The one line for a server's message Mino refused, stdio or HTTP."""
     return MessageTooLarge(f"the server sent {what}; its connection was closed")
@@ -380,11 +390,9 @@ class _BoundedLines:
             lines = b"".join((*self._parts, chunk[: end + 1]))
             rest = chunk[end + 1 :]
             self._parts, self._size = ([rest] if rest else []), len(rest)
-            from .inbound import too_much_json
-
-            crowded = too_much_json(lines[:first]) if first > 65536 else None
+            crowded = _crowded(lines[:first])
             if crowded:
-                await self._refuse(crowded.replace("the message", "a message", 1))
+                await self._refuse(crowded)
             return str(self._decoder.decode(lines))
 
     async def _refuse(self, what: str) -> None:

@@ -30,13 +30,18 @@ _CARRY = 3  # the line-end bytes a chunk ends with that may pair with the next c
 
 
 class Bound:
-    """One HTTP server's client, each message within `limit` bytes; `on_cut` hears of the first one
-    refused (`refuse(what)` is the exception that says so)."""
+    """One HTTP server's client, each message within `limit` bytes and passing `judge`; `on_cut`
+    hears of the first one refused (`refuse(what)` is the exception that says so)."""
 
     def __init__(
-        self, limit: int, refuse: Callable[[str | None], Exception], on_cut: Callable[[Exception], None]
+        self,
+        limit: int,
+        judge: Callable[[bytes], str | None],
+        refuse: Callable[[str | None], Exception],
+        on_cut: Callable[[Exception], None],
     ) -> None:
         self.limit = limit
+        self.judge = judge  # what a whole message would parse into, when that is too much
         self.refuse = refuse
         self._on_cut = on_cut
 
@@ -50,7 +55,8 @@ class Bound:
         return http
 
     def cut(self, what: str | None) -> NoReturn:
-        """Refuse: `what` the server sent, None for a message over the limit."""
+        """Refuse: `what` the server sent, None for a message over the limit. The caller's response
+        is closed by httpx2 as the exception passes (its connection is not reused)."""
         exc = self.refuse(what)
         self._on_cut(exc)
         raise exc
@@ -68,33 +74,67 @@ class Bound:
 
 
 class _Counted(httpx2.AsyncByteStream):
-    """A response body passed on chunk by chunk while the message being read stays within the bound."""
+    """A response body passed on chunk by chunk while the message being read stays within the
+    bound, and each whole message within the JSON bounds before the SDK can parse it: a JSON body
+    is checked before its last chunk is passed on, an event before the chunk that ends it."""
 
     def __init__(self, inner: httpx2.AsyncByteStream, events: bool, bound: Bound) -> None:
         self._inner = inner
         self._events = events
         self._bound = bound
-        self._size = 0  # bytes of the message being read
+        self._parts: list[bytes] = []  # the message being read (the chunks passed on, not copies)
+        self._size = 0
         self._carry = b""
-        self.read = 0  # bytes read in all (the tests' measure)
+        self.read = 0  # bytes read in all
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        async for chunk in self._inner:
-            self.read += len(chunk)
-            self._size = self._message_size(chunk) if self._events else self._size + len(chunk)
-            if self._size > self._bound.limit:
-                await self._inner.aclose()  # the connection goes with it: never back to the pool
-                self._bound.cut(None)
-            yield chunk
+        held: bytes | None = None  # a JSON body's latest chunk: passed on once the next one came
+        try:
+            async for chunk in self._inner:
+                self.read += len(chunk)
+                if self._events:
+                    self._events_in(chunk)
+                    yield chunk
+                    continue
+                self._add(chunk)
+                if held is not None:
+                    yield held
+                held = chunk
+            if not self._events:
+                self._judge(b"".join(self._parts))
+                if held is not None:
+                    yield held
+        finally:
+            self._parts = []
 
-    def _message_size(self, chunk: bytes) -> int:
+    def _add(self, part: bytes) -> None:
+        self._size += len(part)
+        if self._size > self._bound.limit:
+            self._parts = []
+            self._bound.cut(None)
+        self._parts.append(part)
+
+    def _events_in(self, chunk: bytes) -> None:
+        carry = len(self._carry)
         data = self._carry + chunk
-        end = -1
+        start = 0  # where the event being read starts in `chunk`
         for end_of_event in _EVENT_END.finditer(data):
-            end = end_of_event.end()
+            end = end_of_event.end() - carry
+            if end <= 0:  # found in the chunk before
+                continue
+            self._add(chunk[start:end])
+            self._judge(b"".join(self._parts))
+            self._parts, self._size, start = [], 0, end
+        if start < len(chunk):
+            self._add(chunk[start:] if start else chunk)
         body = data.rstrip(b"\r\n")
         self._carry = data[len(body) :][-_CARRY:]
-        return self._size + len(chunk) if end < 0 else len(data) - end
+
+    def _judge(self, message: bytes) -> None:
+        crowded = self._bound.judge(message)
+        if crowded:
+            self._bound.cut(crowded)
 
     async def aclose(self) -> None:
+        self._parts = []
         await self._inner.aclose()

@@ -19,6 +19,7 @@ import pytest
 import yaml
 from helpers import RecordingUI, conversation_with_servers, read_jsonl, turn, wait_until
 
+from mino_server.core.inbound import MAX_JSON_VALUES
 from mino_server.core.mcp_client import MAX_MESSAGE_BYTES
 from mino_server.testing.scripted_model import ScriptedModel
 
@@ -33,9 +34,11 @@ SLACK = 8 * MiB
 #   json      a 20 MiB JSON body          sse       one 20 MiB event
 #   endless   an event line with no end   legal     a 1 MiB answer as JSON, legal_sse as an event
 #   get       a 20 MiB event on the standalone GET stream, as soon as it is opened
+#   crowded   2 MiB of JSON numbers (a million values) as JSON, crowded_sse as an event
+#   gzip      20 MiB of JSON answer gzipped into a few KiB, though Mino asked for no compression
 # Each answer's bytes the client took are appended to RECORD as {"what", "sent"}.
 SERVER = r"""
-import http.server, json, os, socket, sys
+import gzip, http.server, json, os, socket, sys
 
 MODE, RECORD, PORT_FILE = sys.argv[1], sys.argv[2], sys.argv[3]
 MiB = 1 << 20
@@ -54,8 +57,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         super().setup()
         self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 32768)
 
-    def head(self, status, kind, length=None):
+    def head(self, status, kind, length=None, encoding=None):
         self.send_response(status)
+        if encoding:
+            self.send_header("Content-Encoding", encoding)
         self.send_header("Content-Type", kind)
         self.send_header("Mcp-Session-Id", "s1")
         self.send_header("Connection", "close")
@@ -92,6 +97,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return
         method = msg.get("method")
         if method == "tools/call":
+            record("accept-encoding", self.headers.get("Accept-Encoding"))
             self.call(msg["id"])
             return
         if method == "initialize":
@@ -117,6 +123,19 @@ class Handler(http.server.BaseHTTPRequestHandler):
         elif MODE == "endless":
             self.head(200, "text/event-stream")
             self.stream(MODE, [b"data: " + b"A" * MiB] + [b"A" * MiB] * 63)
+        elif MODE in ("crowded", "crowded_sse"):
+            body = b'{"jsonrpc": "2.0", "id": %d, "result": {"content": [], "x": [' % id + b"1," * MiB + b'1]}}'
+            if MODE == "crowded":
+                self.head(200, "application/json", len(body))
+                self.stream(MODE, [body])
+            else:
+                self.head(200, "text/event-stream")
+                self.stream(MODE, [b"data: " + body + b"\n\n"])
+        elif MODE == "gzip":
+            head, tail = answer(id)
+            body = gzip.compress(head + b"A" * (20 * MiB) + tail)
+            self.head(200, "application/json", len(body), "gzip")
+            self.stream(MODE, [body])
         else:  # get: the call waits for an answer that never comes
             self.head(200, "text/event-stream")
             self.stream("call", [b": waiting\n\n"])
@@ -243,3 +262,36 @@ def test_a_large_legal_http_mcp_answer_still_works(
         assert state is not None and state[0].state == "ready"
         assert any(t["name"] == "mcp__h__big" for t in model.requests[2]["tools"])
         assert json.dumps(model.requests[1]).count("A") > 1000
+
+
+@pytest.mark.timeout(200)
+def test_a_compressed_http_mcp_answer_is_refused_not_inflated(
+    model: ScriptedModel, mino_home: Path, workdir: Path, tmp_path: Path
+) -> None:
+    """Counted bytes are the bytes read: an answer gzipped from 20 MiB to a few KiB is refused
+    (Mino asks for no compression) rather than inflated past the bound."""
+    with hostile("gzip", tmp_path) as (url, record):
+        configure(mino_home, url)
+        result, _ui, state = call_big(model, workdir)
+        assert [r["sent"] for r in read_jsonl(record) if r["what"] == "accept-encoding"] == ["identity"]
+        said = "the server sent a compressed answer (gzip) Mino did not ask for; its connection was closed"
+        assert result["status"] == "failed" and result["text"].endswith(said), result["text"]
+        assert state is not None and state[0].state == "failed"
+        assert not any(t["name"].startswith("mcp__h__") for t in model.requests[2].get("tools", []))
+
+
+@pytest.mark.timeout(200)
+@pytest.mark.parametrize("mode", ["crowded", "crowded_sse"])
+def test_an_http_mcp_answer_past_the_json_bounds_is_refused_unparsed(
+    mode: str, model: ScriptedModel, mino_home: Path, workdir: Path, tmp_path: Path
+) -> None:
+    """As for a stdio line (core/inbound.py): 2 MiB that would parse into a million values."""
+    with hostile(mode, tmp_path) as (url, _record):
+        configure(mino_home, url)
+        result, _ui, state = call_big(model, workdir)
+        assert result["status"] == "failed", result
+        assert result["text"].startswith(
+            "MCP server h stopped during the call: the server sent a message holds"
+        )
+        assert result["text"].endswith(f"the limit is {MAX_JSON_VALUES}; its connection was closed")
+        assert state is not None and state[0].state == "failed"
