@@ -80,6 +80,7 @@ def core_error(exc: BaseException) -> RpcError | None:
     The table both front ends answer with. What a front end does besides answering (the editor
     server stops the chat after a storage failure) stays with it."""
     from .core.errors import CommandError, SessionOpenElsewhere, StorageError
+    from .core.words import too_many_files
 
     if isinstance(exc, SessionOpenElsewhere):  # a CommandError that names who has the session open
         other = exc.other
@@ -89,6 +90,9 @@ def core_error(exc: BaseException) -> RpcError | None:
         return RpcError(REFUSED, str(exc))
     if isinstance(exc, StorageError):
         return RpcError(STORAGE_FAILED, str(exc))
+    out_of_files = too_many_files(exc)  # not a bug: the process's limit, said so
+    if out_of_files is not None:
+        return RpcError(INTERNAL_ERROR, out_of_files)
     return None
 
 

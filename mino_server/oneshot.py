@@ -262,8 +262,9 @@ def _turn(conversation: Any, ui: PrintUI, out: Output, prompt: str, later: list[
             box["result"] = conversation.run_turn(prompt, cancel)
         except Exception as exc:  # a defect: said in one line and in the status, never a traceback
             from .core.contract import TurnResult
+            from .core.words import too_many_files
 
-            error = f"internal error ({type(exc).__name__}: {exc})"
+            error = too_many_files(exc) or f"internal error ({type(exc).__name__}: {exc})"
             box["result"] = TurnResult(turnId="", status="failed", text="", error=error)
         finally:
             done.set()

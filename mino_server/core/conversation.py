@@ -57,6 +57,7 @@ from .words import (
     CANNOT_RESTORE,
     NO_SESSION,
     TURN_RUNNING,
+    too_many_files,
 )
 
 if TYPE_CHECKING:
@@ -377,6 +378,11 @@ class Conversation:
             # Undecodable bytes piped into the CLI arrive as lone surrogates (surrogateescape), and an
             # editor can send half an emoji: neither can be saved as UTF-8, so each becomes U+FFFD.
             return self._turn(self.log, _SURROGATE.sub("\ufffd", text), cancel, items, pictures)
+        except OSError as exc:  # before the turn began (a module imported on its path): nothing was written
+            out_of_files = too_many_files(exc)
+            if out_of_files is None:
+                raise
+            return TurnResult(turnId="", status="failed", text="", error=out_of_files)
         finally:
             self._turn_cancel = None
             self.busy = False

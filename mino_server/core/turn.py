@@ -57,7 +57,7 @@ from .sessions.log import (
 from .tools.base import INTERRUPTED, ArgumentError, Tool, ToolContext, ToolFailure, ToolResult
 from .ui import UI
 from .values import Mutable, mutable
-from .words import rule_kept, rule_refused
+from .words import OUT_OF_FILES, rule_kept, rule_refused, too_many_files
 
 if TYPE_CHECKING:
     from .rules import RuleStore, Subject, Verdict
@@ -100,6 +100,8 @@ class Turn(Mutable):
     _told: set[str] = field(default_factory=set)  # rules-file problems already shown this turn
     # images.Blobs, made when a message first has an image (a text-only turn imports nothing of it)
     _image_blobs: Any = None
+    # A call ran out of file descriptors: its result is recorded, then the turn ends with this line.
+    _out_of_files: str | None = None
 
     def run(
         self,
@@ -230,19 +232,25 @@ class Turn(Mutable):
                     )
                     if result.notice:
                         self.ui.event(Notice(turnId=turn_id, text=result.notice))
+                    if self._out_of_files is not None:
+                        status, error = "failed", self._out_of_files
+                        break
                     if cancel.cancelled:
                         raise Cancelled()
-                if status == "limit":
+                if status in ("limit", "failed"):
                     break
         except Cancelled:
             status, error = "interrupted", "Interrupted."
         except OSError as exc:
-            return self.storage_failed(exc)
+            out_of_files = too_many_files(exc)  # the log's file is open already: the turn can still end
+            if out_of_files is None:
+                return self.storage_failed(exc)
+            status, error = "failed", out_of_files
         except StorageError as exc:
             self.stopped = str(exc)
             status, error = "failed", str(exc)
         except Exception as exc:  # ModelError and anything unexpected: one line, log kept consistent
-            status, error = "failed", one_line(exc)
+            status, error = "failed", too_many_files(exc) or one_line(exc)
         try:
             if status == "interrupted":
                 # Kept as the person saw it: the text streamed before the cancel, then the marker
@@ -271,6 +279,10 @@ class Turn(Mutable):
         )
 
     def storage_failed(self, exc: OSError) -> TurnResult:
+        out_of_files = too_many_files(exc)
+        if out_of_files is not None:  # not the log: the chat goes on once descriptors are free
+            self.ui.event(TurnEnd(turnId=self.turn_id, status="failed"))
+            return TurnResult(turnId=self.turn_id, status="failed", text="", error=out_of_files)
         self.stopped = (
             f"Could not write to the session log: {exc.strerror or exc}. The chat stops here; "
             "the log on disk is consistent up to the last saved record."
@@ -326,7 +338,16 @@ class Turn(Mutable):
         self._image_blobs.problems.clear()
 
     def run_call(self, call: FunctionCall) -> ToolResult:
-        result = self._call_steps(call)
+        try:
+            result = self._call_steps(call)
+        except (
+            OSError
+        ) as exc:  # anywhere in the call (a module imported, a file opened): recorded, then the turn ends
+            out_of_files = too_many_files(exc)
+            if out_of_files is None:
+                raise
+            self._out_of_files = out_of_files
+            result = ToolResult(FAILED, f"{call.name} failed: {out_of_files}")
         # Error sentences may quote the model's own arguments (a 300 KB path): keep them readable.
         if result.status != COMPLETED and len(result.output) > MAX_ERROR_CHARS:
             cut = len(result.output) - MAX_ERROR_CHARS
@@ -334,6 +355,13 @@ class Turn(Mutable):
                 result.status, f"{result.output[:MAX_ERROR_CHARS]}… [{cut} more characters cut]"
             )
         return result
+
+    def _tool_failure(self, call: FunctionCall, exc: ToolFailure) -> ToolResult:
+        out_of_files = too_many_files(exc)  # a tool that could not open a file, said in its words
+        if out_of_files is None:
+            return ToolResult(exc.status, str(exc))
+        self._out_of_files = out_of_files
+        return ToolResult(FAILED, f"{call.name} failed: {out_of_files}")
 
     def _call_steps(self, call: FunctionCall) -> ToolResult:
         """Validate, decide, ask, run: one function call. Every path ends in a ToolResult."""
@@ -364,7 +392,7 @@ class Turn(Mutable):
         except ArgumentError as exc:
             return ToolResult(INVALID_ARGUMENTS, f"Invalid arguments: {exc}")
         except ToolFailure as exc:
-            return ToolResult(exc.status, str(exc))
+            return self._tool_failure(call, exc)
         decision: Decision = decide(prepared.kind or tool.kind(ctx), mode)
         verdict = self._rule_verdict(prepared.subject, decision, mode)
         own = list(prepared.fields)
@@ -426,10 +454,12 @@ class Turn(Mutable):
         try:
             return tool.run(args, ctx, prepared)
         except ToolFailure as exc:
-            return ToolResult(exc.status, str(exc))
+            return self._tool_failure(call, exc)
         except Cancelled:
             return ToolResult(FAILED, INTERRUPTED)
         except OSError as exc:
+            if exc.errno in OUT_OF_FILES:
+                raise  # run_call ends the turn
             return ToolResult(FAILED, f"{call.name} failed: {exc.strerror or exc}")
 
     # ---- remembered decisions (core/rules.py) ------------------------------------------------------

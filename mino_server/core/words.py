@@ -5,6 +5,9 @@ terminal, the editor and ACP clients say the same thing. Exact strings: docs/BEH
 
 from __future__ import annotations
 
+import errno
+import os
+
 from .contract import Mode, OpenElsewhere, Startup
 
 CANNOT_RESTORE = "Cannot restore the active session: "
@@ -321,3 +324,36 @@ def rule_line(n: int, effect: str, text: str, project: str) -> str:
 
 
 NO_RULES = "No rules. Answer `a` (always) to a question to keep one for this project."
+
+
+# Out of file descriptors: the same errors the sandbox's probe takes for "not now" (tools/sandbox.py).
+OUT_OF_FILES = frozenset({errno.EMFILE, errno.ENFILE})
+
+
+def too_many_files(exc: BaseException) -> str | None:
+    """The line for a turn that ran out of file descriptors (EMFILE, ENFILE: a module imported on
+    the turn's path, a file a tool opens, a connection), found in `exc`, its causes or its group,
+    or None. Needs no file itself: no import, the limit from sysconf."""
+    seen: set[int] = set()
+    todo: list[BaseException] = [exc]
+    while todo and len(seen) < 64:
+        e = todo.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, OSError) and e.errno in OUT_OF_FILES:
+            said = e.strerror or os.strerror(e.errno)
+            if e.errno == errno.ENFILE:
+                return f"{said} (the system's limit): close other programs, then try again; nothing was lost."
+            try:
+                limit = f", ulimit -n, is {os.sysconf('SC_OPEN_MAX')}"
+            except (OSError, ValueError):
+                limit = ", ulimit -n"
+            return (
+                f"{said} (this process's limit{limit}): close other programs or raise the limit, "
+                "then try again; nothing was lost."
+            )
+        if isinstance(e, BaseExceptionGroup):
+            todo.extend(e.exceptions)
+        todo.extend(c for c in (e.__cause__, e.__context__) if c is not None)
+    return None

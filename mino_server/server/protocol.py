@@ -120,7 +120,13 @@ ERROR_CODES: list[tuple[int, str, str]] = [
 
 
 def internal_error_message(exc: BaseException) -> str:
-    """The INTERNAL_ERROR message: one line naming the failure (the traceback goes to stderr only)."""
+    """The INTERNAL_ERROR message: one line naming the failure (the traceback goes to stderr only);
+    out of file descriptors, the core's line for it."""
+    from ..core.words import too_many_files
+
+    out_of_files = too_many_files(exc)
+    if out_of_files is not None:
+        return out_of_files
     return f"Internal error in the Mino server: {exc.__class__.__name__}: {one_line(exc) or 'no details'}"
 
 
