@@ -136,6 +136,60 @@ def test_out_of_files_in_a_tool_ends_the_turn_with_its_records(
     assert len(outputs) == 1 and line in outputs[0]["output"]
 
 
+# `mino -p` itself, its descriptors used up when its turn begins (given back when it returns).
+PRINT_DRIVER = r"""
+import os, resource, runpy, sys
+from mino_server.core.conversation import Conversation
+held = []
+turn = Conversation.run_turn
+
+def run_turn(self, *args, **kwargs):
+    try:
+        while True:
+            held.append(os.open(os.devnull, os.O_RDONLY))
+    except OSError:
+        pass
+    try:
+        return turn(self, *args, **kwargs)
+    finally:
+        for fd in held:
+            os.close(fd)
+
+Conversation.run_turn = run_turn
+resource.setrlimit(resource.RLIMIT_NOFILE, (256, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+sys.argv = ["mino", *sys.argv[1:]]
+runpy.run_module("mino_server.main", run_name="__main__")
+"""
+
+
+@pytest.mark.timeout(200)
+def test_print_mode_says_the_line(
+    model: ScriptedModel, mino_home: Path, workdir: Path, tmp_path: Path
+) -> None:
+    from helpers import mino_env
+
+    # The model's connection may be open already (made at start-up): the call's file is what fails.
+    (workdir / "notes.txt").write_text("hello\n")
+    model.add({"calls": [{"name": "read_file", "arguments": {"path": "notes.txt"}}]})
+    driver = tmp_path / "print_driver.py"
+    driver.write_text(PRINT_DRIVER)
+    mino_home.mkdir(parents=True, exist_ok=True)
+    (mino_home / "config.yaml").write_text('sandbox: "off"\n')
+    env = {**mino_env(mino_home, model.base_url), "PYTHONPATH": str(TESTS.parent)}
+    proc = subprocess.run(
+        [sys.executable, str(driver), "-p", "go"],
+        env=env,
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.splitlines()[-1] == f"Error: {line_for(256)}", proc.stderr
+    assert "Traceback" not in proc.stderr and len(model.requests) <= 1
+
+
 def test_every_front_end_words_it_the_same() -> None:
     """The catch-alls of the editor server and ACP (jsonrpc.core_error) and `mino -p` use the core's line."""
     from mino_server.jsonrpc import core_error
