@@ -85,13 +85,11 @@ class _Counted(httpx2.AsyncByteStream):
         self._parts: list[bytes] = []  # the message being read (the chunks passed on, not copies)
         self._size = 0
         self._carry = b""
-        self.read = 0  # bytes read in all
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         held: bytes | None = None  # a JSON body's latest chunk: passed on once the next one came
         try:
             async for chunk in self._inner:
-                self.read += len(chunk)
                 if self._events:
                     self._events_in(chunk)
                     yield chunk
