@@ -70,7 +70,8 @@ ERROR_CODES: list[tuple[int, str, str]] = [
     (
         INTERNAL_ERROR,
         "internal error",
-        "A bug in the server: one line here, the traceback on the server's stderr only.",
+        "A bug in the server: one line here, the traceback on the server's stderr only. Out of file "
+        "descriptors: the line a turn ends with too (`Too many open files (...)`; docs/BEHAVIOUR.md).",
     ),
     (
         BUSY,

@@ -1006,7 +1006,10 @@ export const ErrorCodes = {
   methodNotFound: -32601,
   /** The params do not match the method's type; the message names the field and what is wrong. */
   invalidParams: -32602,
-  /** A bug in the server: one line here, the traceback on the server's stderr only. */
+  /**
+   * A bug in the server: one line here, the traceback on the server's stderr only. Out of file descriptors:
+   * the line a turn ends with too (`Too many open files (...)`; docs/BEHAVIOUR.md).
+   */
   internalError: -32603,
   /**
    * Message `"busy"`. A turn, a compaction or a session change is running; `data.detail` says which and what
