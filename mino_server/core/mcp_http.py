@@ -25,8 +25,11 @@ from typing import NoReturn
 import httpx2
 
 # Two line ends in a row (`\r\n`, `\n` or `\r` each, never a `\r\n` split in two): an event's end.
+# A `\r` that ends a chunk is taken for a line end alone: an end may be found a byte before the
+# parser's (its `\n` comes next), never where the parser finds none.
 _EVENT_END = re.compile(rb"(?>\r\n|\r|\n)(?>\r\n|\r|\n)")
 _CARRY = 3  # the line-end bytes a chunk ends with that may pair with the next chunk's
+_SMALL = 65536  # a message this small cannot hold too much JSON (inbound's bounds)
 
 
 class Bound:
@@ -121,7 +124,8 @@ class _Counted(httpx2.AsyncByteStream):
             if end <= 0:  # found in the chunk before
                 continue
             self._add(chunk[start:end])
-            self._judge(b"".join(self._parts))
+            if self._size > _SMALL:  # a small one cannot be too much JSON: not joined
+                self._judge(b"".join(self._parts))
             self._parts, self._size, start = [], 0, end
         if start < len(chunk):
             self._add(chunk[start:] if start else chunk)
