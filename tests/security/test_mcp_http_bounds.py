@@ -73,8 +73,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         sent = 0
         try:
             for part in parts:
-                self.wfile.write(part)
-                sent += len(part)
+                for at in range(0, len(part), 65536):  # counted to 64 KiB
+                    self.wfile.write(part[at : at + 65536])
+                    sent += len(part[at : at + 65536])
             self.wfile.flush()
         except OSError:
             pass
@@ -211,7 +212,7 @@ def test_an_http_mcp_answer_past_the_bound_closes_the_connection(
         configure(mino_home, url)
         result, ui, state = call_big(model, workdir)
         took = sent(record, mode)
-        print(f"{mode}: Mino took {took / MiB:.1f} MiB before the cut")
+        print(f"{mode}: Mino took {took / MiB:.2f} MiB before the cut")
         assert result["status"] == "failed", result
         assert result["text"] == f"MCP server h stopped during the call: {LINE}", result["text"]
         assert took < MAX_MESSAGE_BYTES + SLACK, f"{mode}: Mino read {took} bytes"
@@ -236,7 +237,7 @@ def test_an_http_mcp_event_past_the_bound_on_the_get_stream_ends_the_server(
         try:
             wait_until(lambda: (conversation.state().mcp or [])[0].state == "failed", "the server ended")
             took = sent(record, "get")
-            print(f"get: Mino took {took / MiB:.1f} MiB before the cut")
+            print(f"get: Mino took {took / MiB:.2f} MiB before the cut")
             assert took < MAX_MESSAGE_BYTES + SLACK
             (status,) = conversation.state().mcp or []
             assert status.error == LINE
@@ -295,3 +296,52 @@ def test_an_http_mcp_answer_past_the_json_bounds_is_refused_unparsed(
         )
         assert result["text"].endswith(f"the limit is {MAX_JSON_VALUES}; its connection was closed")
         assert state is not None and state[0].state == "failed"
+
+
+def test_event_ends_are_found_as_the_sse_parser_finds_them() -> None:
+    """The counter's event ends, over random chunkings of random line ends: each is the parser's
+    (an empty line), or a byte before one (a chunk-ending `\\r` whose `\\n` comes next), and the
+    bytes between them are the stream's, in order. A false end would restart the count."""
+    import itertools
+    import random
+    import re
+
+    from mino_server.core import mcp_http
+
+    class Judge:
+        limit = 1 << 30
+        events: list[bytes] = []
+
+        def judge(self, message: bytes) -> None:
+            self.events.append(message)
+
+        def cut(self, what: str | None) -> None:
+            raise AssertionError(what)
+
+    def parser_ends(data: bytes) -> set[int]:
+        ends, at, empty = set(), 0, False
+        for m in re.finditer(rb"\r\n|\r|\n", data):
+            empty = m.start() == at and at > 0 and data[at - 1 : at] in (b"\r", b"\n")
+            if empty:
+                ends.add(m.end())
+            at = m.end()
+        return ends
+
+    rng = random.Random(7)
+    pieces = [b"data: x", b"\r\n", b"\n", b"\r", b"yy", b"\r\n\r\n", b"\n\n"]
+    small, mcp_http._SMALL = mcp_http._SMALL, -1  # every event judged: the test sees each
+    try:
+        for _ in range(5000):
+            data = b"".join(rng.choice(pieces) for _ in range(rng.randint(1, 12)))
+            judge = Judge()
+            judge.events = []
+            counted = mcp_http._Counted(None, True, judge)  # type: ignore[arg-type]
+            cuts = sorted(rng.sample(range(1, len(data)), min(len(data) - 1, rng.randint(0, 5))))
+            for start, end in itertools.pairwise([0, *cuts, len(data)]):
+                counted._events_in(data[start:end])
+            found = set(itertools.accumulate(len(e) for e in judge.events))
+            real = parser_ends(data)
+            assert all(end in real or end + 1 in real for end in found), (data, cuts, judge.events)
+            assert b"".join(judge.events) + b"".join(counted._parts) == data
+    finally:
+        mcp_http._SMALL = small
