@@ -340,9 +340,9 @@ class Turn(Mutable):
     def run_call(self, call: FunctionCall) -> ToolResult:
         try:
             result = self._call_steps(call)
-        except (
-            OSError
-        ) as exc:  # anywhere in the call (a module imported, a file opened): recorded, then the turn ends
+        # Out of descriptors anywhere in the call (a module imported, a file opened): the result is
+        # recorded, then the turn ends.
+        except OSError as exc:
             out_of_files = too_many_files(exc)
             if out_of_files is None:
                 raise
