@@ -48,7 +48,7 @@ class UI(RecordingUI):
 
 ui = UI()
 conversation = make_conversation(base_url, __import__("pathlib").Path(workdir), ui, mode="bypass")
-conversation.open()
+conversation.open(warm_up=False)  # nothing imported in the background: the turn imports its own modules
 if where == "start":
     exhaust()
 first = conversation.run_turn("go", CancelToken())
