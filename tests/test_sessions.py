@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -294,11 +295,18 @@ def test_storage_failure_while_clearing_stops_the_chat(
     def boom(*args: object, **kwargs: object) -> None:
         raise OSError(5, "Input/output error")
 
+    real_fsync = os.fsync
+
+    def fsync_files_only(fd: int) -> None:
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
+            boom()
+        real_fsync(fd)
+
     # The fault is injected at the system-call layer the store uses (rename, or the folder's fsync).
     if fail_at == "rename":
         monkeypatch.setattr(durable.os, "replace", boom)
     else:
-        monkeypatch.setattr(durable, "fsync_dir", boom)
+        monkeypatch.setattr(durable.os, "fsync", fsync_files_only)
     result, out = command_result(conversation, "/clear")
     monkeypatch.undo()
     assert result.stop is True
