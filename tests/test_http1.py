@@ -59,8 +59,13 @@ def read_request(conn: socket.socket) -> tuple[bytes, bytes]:
 class RawServer:
     """A loopback listener; `serve(conn)` runs in a thread per connection. Records the request heads."""
 
-    def __init__(self, serve: Callable[[RawServer, socket.socket], None], tls: ssl.SSLContext | None = None):
-        self.sock = socket.create_server(("127.0.0.1", 0))
+    def __init__(
+        self,
+        serve: Callable[[RawServer, socket.socket], None],
+        tls: ssl.SSLContext | None = None,
+        host: str = "127.0.0.1",
+    ):
+        self.sock = socket.create_server((host, 0), family=socket.AF_INET6 if ":" in host else socket.AF_INET)
         self.port = self.sock.getsockname()[1]
         self.heads: list[bytes] = []
         self.connections = 0
@@ -375,3 +380,13 @@ def test_a_header_value_with_a_line_break_is_never_sent(servers: list[RawServer]
     with pytest.raises(ModelError, match="the request could not be sent: Illegal header value") as info:
         client.stream(BODY, lambda _: None, CancelToken())
     assert server.heads == [] and "attempts" not in str(info.value)  # refused once, not retried
+
+
+def test_an_ipv6_model_server_gets_its_address_in_brackets(servers: list[RawServer]) -> None:
+    try:
+        server = RawServer(sse_server, host="::1")
+    except OSError:
+        pytest.skip("no IPv6 loopback here")
+    servers.append(server)
+    assert stream_hello(f"http://[::1]:{server.port}/v1") == "Hello"
+    assert f"Host: [::1]:{server.port}".encode() in server.heads[0].split(b"\r\n")

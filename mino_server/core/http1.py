@@ -181,6 +181,16 @@ class _Connection:
                 return event
             self.h11.receive_data(self.sock.recv(_READ_BYTES))
 
+    def read_response(self, closed: type[HTTPFailure], said: str) -> h11.Response:
+        """The answer's status line and headers (a 100 Continue and the like before it are passed
+        over); `closed(said)` is raised when the peer hangs up first."""
+        while True:
+            event = self.next_event()
+            if isinstance(event, h11.Response):
+                return event
+            if isinstance(event, h11.ConnectionClosed):
+                raise closed(said)
+
     def reusable(self) -> bool:
         """Nothing has arrived while it sat idle (a server that closed it sent its FIN by now)."""
         import select
@@ -343,13 +353,7 @@ class Client:
             if body:
                 conn.send(h11.Data(data=body))
             conn.send(h11.EndOfMessage())
-            while True:
-                event = conn.next_event()
-                if isinstance(event, h11.Response):
-                    break
-                if isinstance(event, h11.ConnectionClosed):
-                    raise HTTPFailure("the server closed the connection without an answer")
-                # h11.InformationalResponse (100 Continue and the like): the answer comes after it
+            event = conn.read_response(HTTPFailure, "the server closed the connection without an answer")
         except (OSError, h11.ProtocolError) as exc:
             conn.close()
             raise _failure(exc) from None
@@ -440,12 +444,9 @@ class Client:
         tunnel = _Connection(sock, (), absolute_form=False)
         tunnel.send(h11.Request(method="CONNECT", target=authority, headers=head))
         tunnel.send(h11.EndOfMessage())
-        while True:
-            event = tunnel.next_event()
-            if isinstance(event, h11.Response):
-                break
-            if isinstance(event, h11.ConnectionClosed):
-                raise ConnectFailure(f"the proxy {proxy.host}:{proxy.port} closed the connection")
+        event = tunnel.read_response(
+            ConnectFailure, f"the proxy {proxy.host}:{proxy.port} closed the connection"
+        )
         if not 200 <= event.status_code < 300:
             reason = bytes(event.reason).decode("latin-1", "replace")
             raise ConnectFailure(
