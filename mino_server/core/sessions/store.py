@@ -164,7 +164,9 @@ class SessionStore:
                     return open_file_at(folder, name, flags | os.O_CREAT, self.dir / name)
             finally:
                 os.close(folder)
-        except OSError as exc:  # a full or read-only disk, a link: one clear line, not a traceback
+        except NotFollowed as exc:  # the line names the path already
+            raise StorageError(f"Cannot open the session store: {exc}.") from None
+        except OSError as exc:  # a full or read-only disk: one clear line, not a traceback
             raise StorageError(f"Cannot open the session store {self.dir}: {exc.strerror or exc}.") from None
 
     def _flock_within(self, fd: int, seconds: float) -> None:
