@@ -134,18 +134,42 @@ def open_file_at(dir_fd: int, name: str, flags: int, where: Path | str, mode: in
 
 def remove_private_dir(base: Path, parts: tuple[str, ...]) -> None:
     """Delete the folder `base`/`parts` and everything in it, reached as open_private_dir reaches
-    it: a folder on the way swapped for a link deletes nothing elsewhere (rmtree itself never
-    follows a link inside). Nothing there, or a link on the way: nothing is done."""
-    import shutil
-
+    it: a folder on the way swapped for a link deletes nothing elsewhere, and a link inside is
+    removed, never followed. Nothing there, or a link on the way: nothing is done. Best effort."""
     try:
         parent = open_private_dir(base, parts[:-1], create=False)
     except OSError:
         return
     try:
-        shutil.rmtree(parts[-1], dir_fd=parent, ignore_errors=True)
+        _remove_at(parent, parts[-1])
     finally:
         os.close(parent)
+
+
+def _remove_at(parent: int, name: str) -> None:
+    """Remove `name` in the folder `parent`: a folder with its contents (opened without following
+    a link, one level at a time), anything else by unlinking the name."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent)
+    except OSError:  # a file, a link, or gone
+        try:
+            os.unlink(name, dir_fd=parent)
+        except OSError:
+            pass
+        return
+    try:
+        with os.scandir(fd) as entries:
+            names = [e.name for e in entries]
+        for inner in names:
+            _remove_at(fd, inner)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+    try:
+        os.rmdir(name, dir_fd=parent)
+    except OSError:
+        pass
 
 
 def atomic_write(path: Path, data: bytes, mode: int = FILE_MODE) -> None:
