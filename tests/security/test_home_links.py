@@ -213,23 +213,6 @@ def test_the_rules_folder_and_its_lock_are_not_written_through_links(
     assert list(elsewhere.iterdir()) == []
 
 
-def test_a_rules_file_swapped_for_a_link_is_replaced_not_written_through(
-    mino_home: Path, workdir: Path, tmp_path: Path
-) -> None:
-    from mino_server.core.rules import RuleStore, file_name, project_key
-
-    store = RuleStore(mino_home)
-    store.add(["bash git status"], "allow", workdir)
-    path = mino_home / "rules" / file_name(project_key(workdir))
-    outside = tmp_path / "outside.yaml"
-    outside.write_bytes(path.read_bytes())
-    before = outside.read_bytes()
-    path.unlink()
-    path.symlink_to(outside)
-    store.add(["bash ls"], "allow", workdir)
-    assert outside.read_bytes() == before and not path.is_symlink()
-
-
 def test_where_a_session_was_used_is_not_written_through_a_link(mino_home: Path, tmp_path: Path) -> None:
     from mino_server.core.sessions import places
 
