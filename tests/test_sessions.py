@@ -555,3 +555,26 @@ def test_whether_a_turn_ran_commands_is_the_tool_registrys_word_not_a_name(
     assert loaded[0].turns == log._scan.turns
     categories["bash"] = "execute"  # as the real registry has it
     assert log.turns()["t2"] == (2, 4, True)
+
+
+def test_mino_home_itself_may_be_a_link(
+    model: ScriptedModel, workdir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only what is below MINO_HOME is opened without following a link: the home itself is the
+    person's setup (a link to another disk, say) and works as a folder would."""
+    from mino_server.core.rules import RuleStore
+
+    real = tmp_path / "real-home"
+    real.mkdir()
+    (tmp_path / "home-link").symlink_to(real)
+    monkeypatch.setenv("MINO_HOME", str(tmp_path / "home-link"))
+    model.add({"text": "ok"})
+    conversation = make_conversation(model.base_url, workdir)
+    conversation.open()
+    assert turn(conversation, "hi").status == "completed"
+    command(conversation, "/new")
+    conversation.close()
+    assert len(list((real / "sessions").glob("*.jsonl"))) == 2
+    assert (real / "sessions" / "active-session.json").is_file()
+    RuleStore(tmp_path / "home-link").add(["bash git status"], "allow", workdir)
+    assert len(list((real / "rules").glob("*.yaml"))) == 1
