@@ -9,7 +9,7 @@ from pathlib import Path
 import pexpect
 from cli_driver import piped, spawn
 
-from mino_server.core.rules import RuleStore, Subject, file_name
+from mino_server.core.rules import RuleStore, Subject, file_name, project_key
 from mino_server.testing.scripted_model import ScriptedModel
 
 PROMPT = "You> "
@@ -307,3 +307,21 @@ def test_a_hand_edit_counts_at_the_next_check_and_an_always_never_overwrites_a_b
     with pytest.raises(ValueError, match="does not parse"):
         store.add(["bash git status"], "allow", workdir)
     assert path.read_text() == before
+
+
+def test_a_rules_file_swapped_for_a_link_is_replaced_not_written_through(
+    mino_home: Path, workdir: Path, tmp_path: Path
+) -> None:
+    """A rules file replaced atomically takes the place of a link at its name (as every atomic
+    replace under MINO_HOME does), never writes through it (tests/security/test_home_links.py has
+    the folder and the lock)."""
+    store = RuleStore(mino_home)
+    store.add(["bash git status"], "allow", workdir)
+    path = mino_home / "rules" / file_name(project_key(workdir))
+    outside = tmp_path / "outside.yaml"
+    outside.write_bytes(path.read_bytes())
+    before = outside.read_bytes()
+    path.unlink()
+    path.symlink_to(outside)
+    store.add(["bash ls"], "allow", workdir)
+    assert outside.read_bytes() == before and not path.is_symlink()

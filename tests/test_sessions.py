@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -294,11 +295,18 @@ def test_storage_failure_while_clearing_stops_the_chat(
     def boom(*args: object, **kwargs: object) -> None:
         raise OSError(5, "Input/output error")
 
+    real_fsync = os.fsync
+
+    def fsync_files_only(fd: int) -> None:
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
+            boom()
+        real_fsync(fd)
+
     # The fault is injected at the system-call layer the store uses (rename, or the folder's fsync).
     if fail_at == "rename":
         monkeypatch.setattr(durable.os, "replace", boom)
     else:
-        monkeypatch.setattr(durable, "fsync_dir", boom)
+        monkeypatch.setattr(durable.os, "fsync", fsync_files_only)
     result, out = command_result(conversation, "/clear")
     monkeypatch.undo()
     assert result.stop is True
@@ -547,3 +555,26 @@ def test_whether_a_turn_ran_commands_is_the_tool_registrys_word_not_a_name(
     assert loaded[0].turns == log._scan.turns
     categories["bash"] = "execute"  # as the real registry has it
     assert log.turns()["t2"] == (2, 4, True)
+
+
+def test_mino_home_itself_may_be_a_link(
+    model: ScriptedModel, workdir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only what is below MINO_HOME is opened without following a link: the home itself is the
+    person's setup (a link to another disk, say) and works as a folder would."""
+    from mino_server.core.rules import RuleStore
+
+    real = tmp_path / "real-home"
+    real.mkdir()
+    (tmp_path / "home-link").symlink_to(real)
+    monkeypatch.setenv("MINO_HOME", str(tmp_path / "home-link"))
+    model.add({"text": "ok"})
+    conversation = make_conversation(model.base_url, workdir)
+    conversation.open()
+    assert turn(conversation, "hi").status == "completed"
+    command(conversation, "/new")
+    conversation.close()
+    assert len(list((real / "sessions").glob("*.jsonl"))) == 2
+    assert (real / "sessions" / "active-session.json").is_file()
+    RuleStore(tmp_path / "home-link").add(["bash git status"], "allow", workdir)
+    assert len(list((real / "rules").glob("*.yaml"))) == 1

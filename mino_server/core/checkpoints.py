@@ -28,13 +28,12 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO, Literal
 
-from .durable import append_line, ensure_private_dir, open_private_dir
+from .durable import append_line, ensure_private_dir, open_file_at, open_private_dir, remove_private_dir
 from .errors import ToolFailure
 from .tools.paths import Target
 from .tools.project_files import BeforeWrite, FileBytes, ProjectFiles
@@ -81,8 +80,8 @@ def folder(home: Path, session_id: str) -> Path:
 
 
 def remove(home: Path, session_id: str) -> None:
-    """Delete a session's checkpoints (/clear). rmtree never follows a link out of the folder."""
-    shutil.rmtree(folder(home, session_id), ignore_errors=True)
+    """Delete a session's checkpoints (/clear); no link is followed on the way or inside."""
+    remove_private_dir(home, (FOLDER, session_id))
 
 
 def size_of(home: Path, session_id: str) -> int:
@@ -200,7 +199,7 @@ class CheckpointStore:
         session: the pack's name survives a power cut)."""
         folder = open_private_dir(self.home, (FOLDER, self.session_id), create=create)
         try:
-            fd = os.open(PACK, flags, 0o600, dir_fd=folder)
+            fd = open_file_at(folder, PACK, flags, self.path)  # not a link, not a second name
             if sync:
                 os.fsync(folder)
                 above = open_private_dir(self.home, (FOLDER,), create=False)

@@ -29,7 +29,6 @@ import base64
 import binascii
 import hashlib
 import os
-import shutil
 import stat
 import struct
 import zlib
@@ -37,7 +36,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .durable import atomic_write_at, ensure_private_dir, open_private_dir
+from .durable import atomic_write_at, ensure_private_dir, open_private_dir, remove_private_dir
 from .errors import ContextError
 from .values import Frozen, frozen
 
@@ -259,8 +258,8 @@ def folder(home: Path, session_id: str) -> Path:
 
 
 def remove(home: Path, session_id: str) -> None:
-    """Delete a session's images (/clear). rmtree never follows a link out of the folder."""
-    shutil.rmtree(folder(home, session_id), ignore_errors=True)
+    """Delete a session's images (/clear); no link is followed on the way or inside."""
+    remove_private_dir(home, (FOLDER, session_id))
 
 
 def save(home: Path, session_id: str, images: Sequence[Image]) -> list[dict[str, Any]]:

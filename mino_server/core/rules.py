@@ -27,6 +27,7 @@ from .values import Frozen, frozen
 from .vocab import EFFECTS, RULE_KINDS, Effect, RuleKind
 
 MAX_RULE_FILE_BYTES = 256 * 1024
+LOCK = "rules.lock"
 HEADER = (
     '# Mino\'s remembered decisions for one project (docs/BEHAVIOUR.md, "Rules"). Edit freely:\n'
     "# each rule is `bash WORDS`, `mcp SERVER/TOOL` or `write GLOB`, listed under allow or deny.\n"
@@ -183,16 +184,21 @@ class RuleStore:
 
     # ---- writing ------------------------------------------------------------------------------
     @contextmanager
-    def _locked(self) -> Iterator[None]:
-        from .durable import ensure_private_dir
+    def _locked(self) -> Iterator[int]:
+        """Hold the rules lock; yields the rules folder, opened from MINO_HOME without following a
+        link, for the writes (a `rules` folder or file swapped for a link fails with one line)."""
+        from .durable import open_file_at, open_private_dir
 
-        ensure_private_dir(self.folder)
-        fd = os.open(self.folder / "rules.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        folder = open_private_dir(self.folder.parent, (self.folder.name,))
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield
+            fd = open_file_at(folder, LOCK, os.O_RDWR | os.O_CREAT, self.folder / LOCK)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                yield folder
+            finally:
+                os.close(fd)
         finally:
-            os.close(fd)
+            os.close(folder)
 
     def add(self, texts: list[str], effect: Effect, workdir: Path) -> list[Rule]:
         """Keep rules for the project; raises ValueError (the file does not parse: not overwritten,
@@ -202,7 +208,7 @@ class RuleStore:
         for text in texts:
             kind, pattern = parse_rule(text)
             new.append(Rule(kind, pattern, effect, project))
-        with self._locked():
+        with self._locked() as folder:
             path = self._path_of(project)
             current: list[Rule] = []
             if path.exists():
@@ -215,18 +221,18 @@ class RuleStore:
             texts_new = {r.text for r in new}
             kept = [r for r in current if r.text not in texts_new or r.effect == effect]
             kept += [r for r in new if r.id not in ids]
-            self._write(path, project, kept)
+            self._write(folder, path, project, kept)
         return new
 
     def delete(self, rule_id: str) -> Rule | None:
-        with self._locked():
+        with self._locked() as folder:
             for path in self.files():
                 got = self._read(path)
                 if isinstance(got, str):
                     continue
                 for rule in got:
                     if rule.id == rule_id:
-                        self._write(path, rule.project, [r for r in got if r.id != rule_id])
+                        self._write(folder, path, rule.project, [r for r in got if r.id != rule_id])
                         return rule
         return None
 
@@ -238,16 +244,18 @@ class RuleStore:
                 return path
         return self.folder / file_name(project)
 
-    def _write(self, path: Path, project: str, rules: list[Rule]) -> None:
+    def _write(self, folder: int, path: Path, project: str, rules: list[Rule]) -> None:
+        """Replace `path` (a file of the folder `folder`) atomically; the link a name may have
+        become is replaced, never written through."""
         import yaml
 
-        from .durable import atomic_write
+        from .durable import atomic_write_at
 
         body: dict[str, Any] = {"project": project}
         for effect in EFFECTS:
             body[effect] = [r.text for r in rules if r.effect == effect]
         data = HEADER + yaml.safe_dump(body, sort_keys=False, allow_unicode=True)
-        atomic_write(path, data.encode("utf-8"))
+        atomic_write_at(folder, path.name, data.encode("utf-8"))
         self._cache.pop(str(path), None)
 
 

@@ -102,8 +102,10 @@ class FaultyOS:
         os.replace(src, dst, **kw)
 
     def open(self, path: Any, flags: int, mode: int = 0o777, *, dir_fd: int | None = None) -> int:
-        # A durable write's temp file: always created relative to its folder's descriptor.
-        if dir_fd is not None and flags & os.O_CREAT and self._match("create", at_path(path, dir_fd)):
+        # A durable write's temp file: always a fresh one (O_EXCL, `.NAME.XXXX.tmp`) created relative
+        # to its folder's descriptor, as lock files and new session files are too.
+        temp = flags & os.O_EXCL and str(path).endswith(".tmp")
+        if dir_fd is not None and temp and self._match("create", at_path(path, dir_fd)):
             raise self.fault.error()
         return os.open(path, flags, mode, dir_fd=dir_fd)
 

@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..durable import append_line, atomic_write, fsync_dir
+from ..durable import NotFollowed, append_line, atomic_write_at, open_file_at, open_private_dir
 from ..values import Mutable, mutable
 
 if TYPE_CHECKING:
@@ -86,19 +86,14 @@ def utc_now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t % 1 * 1000):03d}Z"
 
 
-def _open_regular(path: Path, flags: int) -> int:
-    """Open a session file, refusing symlinks and special files."""
+def _open_regular(folder: int, path: Path, flags: int) -> int:
+    """Open a session file in `folder`, refusing links (symbolic or hard) and special files."""
     try:
-        fd = os.open(path, flags | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
+        return open_file_at(folder, path.name, flags, path)
+    except NotFollowed as exc:
+        raise LogError(str(exc)) from None
     except OSError as exc:
-        if exc.errno == errno.ELOOP:  # O_NOFOLLOW on a symlink
-            raise LogError(f"{path.name} is a symbolic link; Mino only loads regular session files") from None
         raise LogError(f"cannot open {path.name}: {exc.strerror}") from None
-    st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode):
-        os.close(fd)
-        raise LogError(f"{path.name} is not a regular file")
-    return fd
 
 
 _PREADV = getattr(os, "preadv", None)  # reads into one reused buffer (not on every platform)
@@ -290,11 +285,14 @@ class _Scan:
 
 
 class SessionLog:
-    def __init__(self, path: Path, fd: int) -> None:
+    def __init__(self, path: Path, fd: int, folder: int) -> None:
         self.path = path
         self.id = path.name[: -len(".jsonl")]
         self.index_path = path.with_name(path.name + INDEX_SUFFIX)
         self._fd = fd
+        # The sessions folder, held while the log is open: the index and a recovery copy are
+        # written through it, never through a path a link may have been swapped into since.
+        self._folder = folder
         self.notices: list[str] = []
         self._lock = threading.Lock()  # appends (the turn's thread) against reads (pages, replay)
         self._scan = _Scan()
@@ -307,19 +305,34 @@ class SessionLog:
 
     # ---- loading -------------------------------------------------------------------------
     @classmethod
-    def open(cls, path: Path) -> SessionLog:
-        fd = _open_regular(path, os.O_RDWR | os.O_APPEND)
+    def open(cls, path: Path, folder: int | None = None) -> SessionLog:
+        """Load the log at `path`. `folder`: a descriptor of its folder opened without following a
+        link (SessionStore.folder; the log keeps its own copy); without it, the folder is opened
+        so from its parent."""
         try:
-            log = cls(path, fd)
+            if folder is None:
+                folder = open_private_dir(path.parent.parent, (path.parent.name,), create=False)
+            else:
+                folder = os.dup(folder)
+        except OSError as exc:
+            raise LogError(f"cannot open {path.name}: {exc.strerror or exc}") from None
+        try:
+            fd = _open_regular(folder, path, os.O_RDWR | os.O_APPEND)
+        except BaseException:
+            os.close(folder)
+            raise
+        try:
+            log = cls(path, fd, folder)
             log._load(os.fstat(fd).st_size)
             return log
         except BaseException:
             os.close(fd)
+            os.close(folder)
             raise
 
     def _load(self, size: int) -> None:
         start = 0
-        saved = _read_index(self.index_path)
+        saved = _read_index(self._folder, self.index_path.name)
         if saved is not None:
             scan, covered, digest = saved
             if 0 < covered <= size and self._hash_prefix(covered) == digest:
@@ -428,14 +441,14 @@ class SessionLog:
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
         copy = self.path.with_name(f"{self.path.name}.recovery-{stamp}")
         n = 1
-        while copy.exists():
+        while _exists_at(self._folder, copy.name):
             n += 1
             copy = self.path.with_name(f"{self.path.name}.recovery-{stamp}-{n}")
-        atomic_write(copy, data)
+        atomic_write_at(self._folder, copy.name, data)  # fsyncs the copy and the folder
         del data
         os.ftruncate(self._fd, cut_at)
         os.fsync(self._fd)
-        fsync_dir(self.path.parent)
+        os.fsync(self._folder)
         self.notices.append(
             f"Session {self.id}: its last record was incomplete (an interrupted write) and was removed; "
             f"the original file is kept as {copy.name}."
@@ -447,23 +460,11 @@ class SessionLog:
             data = self._scan.dump(self._size, self._hash.digest())
         except ValueError:
             return
-        # Only the conversation that has the session open writes its index; the pid keeps a stray
-        # second writer (a tool opening the log) from mixing into the same temporary file.
-        tmp = self.index_path.with_name(f"{self.index_path.name}.{os.getpid()}.tmp")
+        # A fresh temporary file (O_EXCL, never a name someone placed there) renamed in the held
+        # folder; not fsynced: a cache, which checks itself when loaded.
         try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-            try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view) :]
-            finally:
-                os.close(fd)
-            os.replace(tmp, self.index_path)
+            atomic_write_at(self._folder, self.index_path.name, data, sync=False)
         except OSError:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
             return
         self._indexed = self._size
 
@@ -474,6 +475,8 @@ class SessionLog:
                     self._write_index()
                 os.close(self._fd)
                 self._fd = -1
+                os.close(self._folder)
+                self._folder = -1
 
     # ---- appending -----------------------------------------------------------------------
     @property
@@ -660,9 +663,17 @@ class SessionLog:
             return list(self._replay)
 
 
-def _read_index(path: Path) -> tuple[_Scan, int, bytes] | None:
+def _exists_at(folder: int, name: str) -> bool:
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        os.stat(name, dir_fd=folder, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def _read_index(folder: int, name: str) -> tuple[_Scan, int, bytes] | None:
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=folder)
     except OSError:
         return None
     try:

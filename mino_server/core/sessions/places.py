@@ -14,7 +14,7 @@ import os
 import re
 from pathlib import Path
 
-from ..durable import atomic_write
+from ..durable import atomic_write_at, open_private_dir
 from ..values import Frozen, frozen
 from .store import ID_RE
 
@@ -55,7 +55,13 @@ def remember(directory: Path, session_id: str, place: Place) -> None:
     if place.model is not None:
         fields["model"] = place.model
     body = json.dumps(fields, ensure_ascii=True) + "\n"
-    atomic_write(path_for(directory, session_id), body.encode())
+    path = path_for(directory, session_id)
+    # The sessions folder opened from MINO_HOME without following a link (durable.open_private_dir).
+    folder = open_private_dir(directory.parent, (directory.name,))
+    try:
+        atomic_write_at(folder, path.name, body.encode())
+    finally:
+        os.close(folder)
 
 
 # An escape display.terminal_text may leave cut at the end of a title (`\u20`): dropped whole.

@@ -11,6 +11,11 @@
 - `sessions/sessions.changes`: a counter bumped under the store lock by every create, clear, claim
   and release, so other processes can tell their editors to refresh (`read_changes()`).
 
+Every file here is written through the folder opened from MINO_HOME without following a link, and
+opened with O_NOFOLLOW (durable.open_private_dir, open_file_at): `sessions` or any file in it swapped
+for a link, or for a second name of another file, fails with one line instead of being written
+through (docs/SECURITY.md, "Writes on the person's behalf").
+
 Every lock is an `flock`: it belongs to an open file description, so it never outlives its process
 (SIGKILL included), two conversations of one process on two descriptors keep each other out too,
 and a note left by a killed process is only a stale note: the lock is what counts.
@@ -30,7 +35,7 @@ from contextlib import contextmanager
 from dataclasses import field
 from pathlib import Path
 
-from ..durable import atomic_write, ensure_private_dir, fsync_dir
+from ..durable import IS_A_LINK, NotFollowed, atomic_write_at, open_file_at, open_private_dir
 from ..errors import SelectionError, StorageError, StoreLocked
 from ..values import Frozen, frozen
 from .log import LogError, SessionLog
@@ -141,16 +146,26 @@ class SessionStore:
             finally:
                 os.close(fd)  # releases the flock
 
+    def folder(self, create: bool = True) -> int:
+        """A descriptor of the sessions folder, opened from its parent (MINO_HOME) without following
+        a link (durable.NotFollowed otherwise); made 0700 when missing with `create`. The caller
+        closes it."""
+        return open_private_dir(self.dir.parent, (self.dir.name,), create=create)
+
     def _open_lock_file(self, name: str, flags: int) -> int:
-        path = self.dir / name
         try:
+            # The folder is made when missing (mkdir only then), and so is the file: opening an
+            # existing lock file is not a write to the disk.
+            folder = self.folder()
             try:
-                return os.open(path, flags | os.O_NOFOLLOW)
-            except FileNotFoundError:
-                pass
-            # Created only when missing: opening an existing lock file is not a write to the disk.
-            ensure_private_dir(self.dir)
-            return os.open(path, flags | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+                try:
+                    return open_file_at(folder, name, flags, self.dir / name)
+                except FileNotFoundError:
+                    return open_file_at(folder, name, flags | os.O_CREAT, self.dir / name)
+            finally:
+                os.close(folder)
+        except NotFollowed as exc:  # the line names the path already
+            raise StorageError(f"Cannot open the session store: {exc}.") from None
         except OSError as exc:  # a full or read-only disk: one clear line, not a traceback
             raise StorageError(f"Cannot open the session store {self.dir}: {exc.strerror or exc}.") from None
 
@@ -328,6 +343,8 @@ class SessionStore:
             st = os.lstat(path)
         except FileNotFoundError:
             return None
+        if stat.S_ISLNK(st.st_mode):  # never read or replaced through it
+            raise SelectionError(str(NotFollowed(path, IS_A_LINK)))
         if not stat.S_ISREG(st.st_mode):
             raise SelectionError(f"{SELECTION} is not a regular file")
         try:
@@ -341,7 +358,11 @@ class SessionStore:
 
     def save_selection(self, session_id: str) -> None:
         try:
-            atomic_write(self.dir / SELECTION, (json.dumps({"session_id": session_id}) + "\n").encode())
+            folder = self.folder()
+            try:
+                atomic_write_at(folder, SELECTION, (json.dumps({"session_id": session_id}) + "\n").encode())
+            finally:
+                os.close(folder)
         except OSError as exc:
             raise StorageError(
                 f"Could not save the session selection: {exc.strerror or exc}. The chat stops here."
@@ -351,19 +372,23 @@ class SessionStore:
     def create(self) -> str:
         """A new empty session file (fsynced, with its folder)."""
         try:
-            ensure_private_dir(self.dir)
-            while True:
-                sid = os.urandom(16).hex()
-                try:
-                    fd = os.open(self.path(sid), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-                except FileExistsError:
-                    continue
-                try:
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
-                fsync_dir(self.dir)
-                return sid
+            folder = self.folder()
+            try:
+                while True:
+                    sid = os.urandom(16).hex()
+                    name = f"{sid}.jsonl"
+                    try:
+                        fd = open_file_at(folder, name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, self.dir / name)
+                    except FileExistsError:
+                        continue
+                    try:
+                        os.fsync(fd)
+                    finally:
+                        os.close(fd)
+                    os.fsync(folder)
+                    return sid
+            finally:
+                os.close(folder)
         except OSError as exc:  # any step, not only the open: a failing disk is one clear line
             raise StorageError(
                 f"Could not create a session file: {exc.strerror or exc}. The chat stops here."
@@ -375,12 +400,23 @@ class SessionStore:
         path = self.path(session_id)
         if not self.exists(session_id):
             raise LogError(f"session {session_id} does not exist")
-        return SessionLog.open(path)
+        try:
+            folder = self.folder(create=False)
+        except OSError as exc:
+            raise LogError(f"cannot open {path.name}: {exc.strerror or exc}") from None
+        try:
+            return SessionLog.open(path, folder)
+        finally:
+            os.close(folder)
 
     def clear(self, session_id: str) -> None:
         """Replace the log with an empty file: temp file, fsync, rename, fsync dir."""
         try:
-            atomic_write(self.path(session_id), b"")
+            folder = self.folder(create=False)
+            try:
+                atomic_write_at(folder, self.path(session_id).name, b"")
+            finally:
+                os.close(folder)
         except OSError as exc:
             raise StorageError(
                 f"Could not clear session {session_id}: {exc.strerror or exc}. The session may not be cleared; "
