@@ -340,7 +340,7 @@ def _crowded(message: bytes) -> str | None:
     from .inbound import too_much_json
 
     crowded = too_much_json(message)
-    return crowded.replace("the message", "a message", 1) if crowded else None
+    return crowded.replace("the message holds", "a message that holds", 1) if crowded else None
 
 
 def refused(what: str) -> MessageTooLarge:

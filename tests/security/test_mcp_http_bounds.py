@@ -292,7 +292,7 @@ def test_an_http_mcp_answer_past_the_json_bounds_is_refused_unparsed(
         result, _ui, state = call_big(model, workdir)
         assert result["status"] == "failed", result
         assert result["text"].startswith(
-            "MCP server h stopped during the call: the server sent a message holds"
+            "MCP server h stopped during the call: the server sent a message that holds"
         )
         assert result["text"].endswith(f"the limit is {MAX_JSON_VALUES}; its connection was closed")
         assert state is not None and state[0].state == "failed"
