@@ -8,6 +8,7 @@ The servers here are raw sockets, so each test says exactly what goes over the w
 from __future__ import annotations
 
 import gzip
+import os
 import shutil
 import socket
 import ssl
@@ -390,3 +391,27 @@ def test_an_ipv6_model_server_gets_its_address_in_brackets(servers: list[RawServ
     servers.append(server)
     assert stream_hello(f"http://[::1]:{server.port}/v1") == "Hello"
     assert f"Host: [::1]:{server.port}".encode() in server.heads[0].split(b"\r\n")
+
+
+def test_keep_alive_holds_for_a_socket_numbered_past_1023(servers: list[RawServer]) -> None:
+    """A process with many files open (an editor server with many sessions) still reuses its
+    connection: the idle check works whatever the descriptor's number."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1300:
+        pytest.skip("the descriptor limit is too low here")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1300), hard))
+    held = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+    try:
+        server = RawServer(sse_server)
+        servers.append(server)
+        with Client(10.0, trust_env=False) as client:
+            for _ in range(2):
+                response = client.get(f"http://127.0.0.1:{server.port}/")
+                assert response.read() == SSE_HELLO
+        assert server.connections == 1 and len(server.heads) == 2
+    finally:
+        for fd in held:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
