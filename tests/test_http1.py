@@ -224,10 +224,10 @@ def test_a_proxy_that_refuses_the_tunnel_is_named_in_the_error(
 def test_a_proxy_mino_cannot_speak_through_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
     no_proxy_variables(monkeypatch)
     monkeypatch.setenv("https_proxy", "socks5://127.0.0.1:1080")
-    with pytest.raises(CannotSend, match=r"socks5://127.0.0.1 is not an http:// proxy"):
+    with pytest.raises(CannotSend, match=r"socks5://127.0.0.1 is not an http:// or https:// proxy"):
         Client(5.0, trust_env=True).get("https://api.example.invalid/v1/models")
     client = ModelClient("https://api.example.invalid/v1", None, "m", max_retries=3, backoff_s=10.0)
-    with pytest.raises(ModelError, match="is not an http:// proxy") as info:
+    with pytest.raises(ModelError, match="is not an http:// or https:// proxy") as info:
         client.stream(BODY, lambda _: None, CancelToken())
     assert "attempts" not in str(info.value)  # one attempt: no retry can help
 
@@ -283,6 +283,50 @@ def test_a_certificate_nobody_vouches_for_is_refused(
         stream_hello(f"https://localhost:{server.port}/v1")
     assert "TLS: certificate verify failed: self-signed certificate" in str(info.value)
     assert server.heads == []  # nothing was sent to it
+
+
+def test_an_https_proxy_is_spoken_to_in_tls_and_carries_tls_to_the_origin(
+    certificate: tuple[Path, Path], servers: list[RawServer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """HTTPS_PROXY=https://…: TLS to the proxy (verified), CONNECT inside it, and the origin's own
+    TLS inside that tunnel (verified too); a plain http origin goes absolute-form over the proxy's TLS."""
+    origin = tls_server(certificate, servers)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(*certificate)
+    proxy = RawServer(forwarding_proxy, tls=context)
+    servers.append(proxy)
+    monkeypatch.setattr(http1, "_tls", None)
+    monkeypatch.setenv("SSL_CERT_FILE", str(certificate[0]))
+    no_proxy_variables(monkeypatch)
+    monkeypatch.setenv("HTTPS_PROXY", f"https://127.0.0.1:{proxy.port}")
+    monkeypatch.setenv("HTTP_PROXY", f"https://127.0.0.1:{proxy.port}")
+    with Client(10.0, trust_env=True) as client:
+        response = client.post(f"https://localhost:{origin.port}/v1/responses", b"{}")
+        assert response.status_code == 200 and response.read() == SSE_HELLO
+        plain = client.get("http://models.example.invalid/v1/models")
+        assert plain.status_code == 200 and plain.read() == SSE_HELLO
+    assert proxy.heads[0].startswith(f"CONNECT localhost:{origin.port} HTTP/1.1\r\n".encode())
+    assert origin.heads[0].startswith(b"POST /v1/responses HTTP/1.1\r\n")  # it came through the tunnel
+    assert proxy.heads[1].startswith(b"GET http://models.example.invalid/v1/models HTTP/1.1\r\n")
+
+
+def test_an_https_proxy_with_a_certificate_nobody_vouches_for_is_named(
+    certificate: tuple[Path, Path], servers: list[RawServer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(*certificate)
+    proxy = RawServer(forwarding_proxy, tls=context)
+    servers.append(proxy)
+    monkeypatch.setattr(http1, "_tls", None)
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    no_proxy_variables(monkeypatch)
+    monkeypatch.setenv("HTTPS_PROXY", f"https://127.0.0.1:{proxy.port}")
+    with pytest.raises(ModelError) as info:
+        stream_hello("https://api.example.invalid/v1")
+    assert str(info.value).startswith(
+        f"Model request failed: the proxy 127.0.0.1:{proxy.port}: TLS: certificate verify failed:"
+    )
+    assert proxy.heads == []
 
 
 # -- what comes back -----------------------------------------------------------------------------

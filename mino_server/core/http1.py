@@ -6,7 +6,8 @@ start, for features a model request never uses. h11 is the HTTP/1.1 state machin
 httpx itself (through httpcore) and costs ~8 ms: it parses and frames every message (status line,
 headers, chunked and Content-Length bodies, keep-alive), bounds the header block, and refuses a
 malformed answer. What is written here is the glue around it: a TCP (and TLS) connection, an HTTP
-proxy from the environment, a timeout on every socket operation, and connections kept for reuse.
+or HTTPS proxy from the environment, a timeout on every socket operation, and connections kept for
+reuse.
 MCP's HTTP servers still go through the MCP SDK's own httpx client.
 
 Failures are HTTPFailure (HTTPTimeout, ConnectFailure) with a message a person can read.
@@ -99,17 +100,22 @@ class _Origin:
 
 
 class _Proxy:
-    """An http:// proxy from the environment: its address and the Proxy-Authorization it wants."""
+    """A proxy from the environment: its address, whether Mino speaks TLS to it (an https:// proxy
+    URL), and the Proxy-Authorization it wants."""
 
     def __init__(self, url: str) -> None:
         parts = urlsplit(url if "://" in url else f"http://{url}")
-        if parts.scheme != "http" or not parts.hostname:
+        if parts.scheme not in ("http", "https") or not parts.hostname:
             raise CannotSend(
-                f"the proxy {parts.scheme}://{parts.hostname or ''} is not an http:// proxy, the only kind"
-                " Mino speaks through (set NO_PROXY for the model server's host to go direct)"
+                f"the proxy {parts.scheme}://{parts.hostname or ''} is not an http:// or https:// proxy,"
+                " the kinds Mino speaks through (set NO_PROXY for the model server's host to go direct)"
             )
         self.host = parts.hostname
-        self.port = parts.port or 80
+        self.tls = parts.scheme == "https"
+        try:
+            self.port = parts.port or (443 if self.tls else 80)
+        except ValueError:
+            raise CannotSend(f"not a port number in the proxy URL {parts.scheme}://{parts.netloc}") from None
         self.authorization: str | None = None
         if parts.username is not None:
             import base64
@@ -160,11 +166,68 @@ def _tls_context() -> ssl.SSLContext:
         return _tls
 
 
-class _Connection:
-    """One socket to an origin (directly or through a proxy's tunnel) and its h11 state."""
+class _TunnelledTLS:
+    """TLS to the origin inside the TLS connection to an https:// proxy: an ssl.SSLObject over
+    memory buffers, its records carried by the proxy's socket (an SSLSocket cannot be wrapped in
+    TLS again). Offers what _Connection uses of a socket."""
 
-    def __init__(self, sock: socket.socket, key: tuple[Any, ...], absolute_form: bool) -> None:
+    def __init__(self, outer: ssl.SSLSocket, context: ssl.SSLContext, server_hostname: str) -> None:
+        import ssl
+
+        self.outer = outer
+        self._incoming, self._outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+        self._tls = context.wrap_bio(self._incoming, self._outgoing, server_hostname=server_hostname)
+        self._want_read: type[Exception] = ssl.SSLWantReadError
+        self._ended: type[Exception] = ssl.SSLZeroReturnError
+        self._run(self._tls.do_handshake)
+
+    def _run(self, step: Callable[..., Any], *args: Any) -> Any:
+        while True:
+            try:
+                result = step(*args)
+            except self._want_read:
+                self._flush()
+                data = self.outer.recv(_READ_BYTES)
+                if data:
+                    self._incoming.write(data)
+                else:
+                    self._incoming.write_eof()
+                continue
+            self._flush()
+            return result
+
+    def _flush(self) -> None:
+        data = self._outgoing.read()
+        if data:
+            self.outer.sendall(data)
+
+    def recv(self, size: int) -> bytes:
+        try:
+            return bytes(self._run(self._tls.read, size))
+        except self._ended:  # the origin closed TLS cleanly
+            return b""
+
+    def sendall(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[self._run(self._tls.write, view) :]
+
+    def fileno(self) -> int:
+        return self.outer.fileno()
+
+    def close(self) -> None:
+        self.outer.close()
+
+
+class _Connection:
+    """One socket to an origin (directly or through a proxy's tunnel) and its h11 state. `raw` is the
+    operating system's socket under it all: what a cancel shuts down."""
+
+    def __init__(
+        self, sock: socket.socket | _TunnelledTLS, key: tuple[Any, ...], absolute_form: bool
+    ) -> None:
         self.sock = sock
+        self.raw: socket.socket = sock.outer if isinstance(sock, _TunnelledTLS) else sock
         self.key = key
         self.absolute_form = absolute_form  # plain http through a proxy: the target is the whole URL
         self.h11 = h11.Connection(h11.CLIENT, max_incomplete_event_size=_MAX_HEAD_BYTES)
@@ -335,7 +398,7 @@ class Client:
         key = (origin.scheme, origin.host, origin.port, proxy and (proxy.host, proxy.port))
         conn = self._idle_connection(key) or self._connect(origin, proxy, key)
         if on_socket is not None:
-            on_socket(conn.sock)
+            on_socket(conn.raw)
         target = (
             f"{origin.scheme}://{origin.authority}{origin.target}" if conn.absolute_form else origin.target
         )
@@ -423,18 +486,28 @@ class Client:
             if proxy is not None:
                 failure = type(failure)(f"the proxy {proxy.host}:{proxy.port}: {failure}")
             raise failure from None
+        stream: socket.socket | _TunnelledTLS = sock
+        at_proxy = proxy is not None  # what a failure is about: the proxy, until the origin is reached
         try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if proxy is not None and proxy.tls:
+                stream = sock = _tls_context().wrap_socket(sock, server_hostname=proxy.host)
             if proxy is not None and origin.scheme == "https":
                 self._tunnel(sock, origin, proxy)
-            if origin.scheme == "https":
-                sock = _tls_context().wrap_socket(sock, server_hostname=origin.host)
+            at_proxy = False
+            if origin.scheme == "https" and proxy is not None and proxy.tls:
+                stream = _TunnelledTLS(sock, _tls_context(), origin.host)  # type: ignore[arg-type]
+            elif origin.scheme == "https":
+                stream = _tls_context().wrap_socket(sock, server_hostname=origin.host)
         except BaseException as exc:
             sock.close()
             if isinstance(exc, (OSError, h11.ProtocolError)):
-                raise _failure(exc, connecting=True) from None
+                failure = _failure(exc, connecting=True)
+                if at_proxy and proxy is not None:
+                    failure = type(failure)(f"the proxy {proxy.host}:{proxy.port}: {failure}")
+                raise failure from None
             raise
-        return _Connection(sock, key, absolute_form=proxy is not None and origin.scheme == "http")
+        return _Connection(stream, key, absolute_form=proxy is not None and origin.scheme == "http")
 
     def _tunnel(self, sock: socket.socket, origin: _Origin, proxy: _Proxy) -> None:
         """CONNECT through the proxy: afterwards the socket carries bytes to the origin as they are."""
