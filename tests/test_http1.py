@@ -279,9 +279,13 @@ def test_a_certificate_nobody_vouches_for_is_refused(
     server = tls_server(certificate, servers)
     monkeypatch.setattr(http1, "_tls", None)
     monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    client = ModelClient(f"https://localhost:{server.port}/v1", None, "m", max_retries=3, backoff_s=10.0)
     with pytest.raises(ModelError) as info:
-        stream_hello(f"https://localhost:{server.port}/v1")
-    assert "TLS: certificate verify failed: self-signed certificate" in str(info.value)
+        client.stream(BODY, lambda _: None, CancelToken())
+    assert str(info.value) == (
+        "Model request failed: TLS: certificate verify failed: self-signed certificate"
+        f" (https://localhost:{server.port}/v1)"
+    )  # said at once: the same certificate would fail again
     assert server.heads == []  # nothing was sent to it
 
 

@@ -51,7 +51,7 @@ class ConnectFailure(HTTPFailure):
 
 class CannotSend(HTTPFailure):
     """The request cannot go out as it is (its URL, the proxy the environment names, a header
-    value): trying again cannot help."""
+    value, a certificate that fails verification): trying again cannot help."""
 
 
 def _failure(exc: BaseException, connecting: bool = False) -> HTTPFailure:
@@ -69,9 +69,9 @@ def _failure(exc: BaseException, connecting: bool = False) -> HTTPFailure:
     if isinstance(exc, h11.ProtocolError):
         return HTTPFailure(f"the server broke HTTP/1.1: {exc}")
     text = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
-    if getattr(exc, "verify_message", None):  # ssl.SSLCertVerificationError
-        text = f"TLS: certificate verify failed: {exc.verify_message}"  # type: ignore[attr-defined]
-    elif type(exc).__module__ == "ssl":
+    if getattr(exc, "verify_message", None):  # ssl.SSLCertVerificationError: the same next time
+        return CannotSend(f"TLS: certificate verify failed: {exc.verify_message}")  # type: ignore[attr-defined]
+    if type(exc).__module__ == "ssl":
         text = f"TLS: {getattr(exc, 'reason', None) or exc}"
     return (ConnectFailure if connecting else HTTPFailure)(text)
 
