@@ -358,13 +358,23 @@ def test_cancel_while_waiting_for_the_response_headers() -> None:
 
 
 def test_cancel_during_backoff(model: ScriptedModel) -> None:
+    """A cancel while the client waits to try again (a 60 s backoff after a 500) ends the wait."""
     model.add({"status": 500}, {"text": "unused"})
     cancel = CancelToken()
-    threading.Timer(0.2, cancel.cancel).start()
+
+    def cancel_once_answered() -> None:  # the first request answered 500: the backoff has begun
+        deadline = time.monotonic() + 60
+        while not model.requests and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.2)
+        cancel.cancel()
+
+    threading.Thread(target=cancel_once_answered, daemon=True).start()
     started = time.perf_counter()
     with pytest.raises(Cancelled):
-        client_for(model, backoff_s=10.0).stream(BODY, lambda _: None, cancel)
-    assert time.perf_counter() - started < 1.0 and len(model.requests) == 1
+        client_for(model, backoff_s=60.0).stream(BODY, lambda _: None, cancel)
+    # Well before the backoff would have ended (a loaded machine may take seconds, never 60).
+    assert time.perf_counter() - started < 30 and len(model.requests) == 1
 
 
 def test_connection_refused() -> None:
