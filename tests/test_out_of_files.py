@@ -209,3 +209,66 @@ def test_every_front_end_words_it_the_same() -> None:
         nfile
         == "Too many open files in system (the system's limit): close other programs, then try again; nothing was lost."
     )
+
+
+def _probe_fails_first(monkeypatch: pytest.MonkeyPatch, times: int) -> list[int]:
+    """The store's probe fails whole (its modules cannot load: out of descriptors) `times` times,
+    then runs for real; returns the list of its calls."""
+    from mino_server.core.store import Store
+
+    real = Store._detect_sandbox
+    calls: list[int] = []
+
+    def detect(self: Store) -> Any:
+        calls.append(1)
+        if len(calls) <= times:
+            raise OSError(24, "Too many open files", "/usr/lib/python3.11/ctypes")
+        return real(self)
+
+    monkeypatch.setattr(Store, "_detect_sandbox", detect)
+    return calls
+
+
+def test_a_probe_that_cannot_load_is_not_started_yet_and_probed_again_before_a_command(
+    model: ScriptedModel, workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The start-up line says so (no traceback, as `mino -p` printed under load), and the first
+    command waits for a probe that passes."""
+    from helpers import RecordingUI, make_conversation
+
+    from mino_server.core.cancel import CancelToken
+
+    calls = _probe_fails_first(monkeypatch, 1)
+    model.add(
+        {"calls": [{"name": "bash", "arguments": {"command": "echo ran > ran.txt"}}]},
+        {"text": "It ran.", "require": "ran"},
+    )
+    conversation = make_conversation(model.base_url, workdir, RecordingUI(), mode="bypass")
+    try:
+        startup = conversation.open(warm_up=False)
+        assert startup.sandbox_line == "Sandbox: not started yet (Too many open files); commands wait for it"
+        result = conversation.run_turn("run it", CancelToken())
+    finally:
+        conversation.close()
+    assert result.status == "completed" and (workdir / "ran.txt").read_text() == "ran\n"
+    assert len(calls) == 2  # probed again before the command, not run without a verdict
+
+
+def test_a_probe_that_never_loads_runs_no_command(
+    model: ScriptedModel, workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from helpers import RecordingUI, make_conversation
+
+    from mino_server.core.cancel import CancelToken
+
+    _probe_fails_first(monkeypatch, 1000)
+    model.add({"calls": [{"name": "bash", "arguments": {"command": "echo ran > ran.txt"}}]})
+    conversation = make_conversation(model.base_url, workdir, RecordingUI(), mode="bypass")
+    try:
+        conversation.open(warm_up=False)
+        result = conversation.run_turn("run it", CancelToken())
+    finally:
+        conversation.close()
+    assert result.status == "failed" and result.error is not None
+    assert result.error.startswith("Too many open files (this process's limit")
+    assert not (workdir / "ran.txt").exists()  # no verdict, no command

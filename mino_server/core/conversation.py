@@ -150,13 +150,12 @@ class Conversation:
             self._client_for_turn().warm_up()
             Background(self._warm_up_turn, "mino-warm-up")
         notices, elsewhere = opening.at_startup(self, session_id, wait_s) if select else ([], None)
-        if not sandbox_later:
-            self.sandbox_verdict()
+        sandbox_line = self.sandbox_line if sandbox_later else self.sandbox_verdict()
         return Startup(
             session_id=self.session_id,
             restore_problem=self.restore_problem,
             mode=self.mode,
-            sandbox_line=self.sandbox_line,
+            sandbox_line=sandbox_line,
             notices=notices,
             warnings=workdir_warnings(self.workdir, self.config.home),
             open_elsewhere=elsewhere,
@@ -164,17 +163,28 @@ class Conversation:
         )
 
     def sandbox_verdict(self) -> str:
-        """The start-up line for the sandbox; waits for the store's probe the first time (any thread)."""
+        """The start-up line for the sandbox; waits for the store's probe the first time (any thread).
+        A probe that could not load for want of file descriptors is "not started yet": probed again."""
         if not self._sandbox_known:
-            self._sandbox, self.sandbox_line = self.store.sandbox()
-            # An unready sandbox (the probe lacked resources) is asked about again before each turn's
-            # tools, until a probe passes.
-            self._sandbox_known = self._sandbox is None or self._sandbox.unready is None
+            try:
+                self._learn_sandbox()
+            except OSError as exc:
+                if too_many_files(exc) is None:
+                    raise
+                return f"Sandbox: not started yet ({exc.strerror or exc}); commands wait for it"
         return self.sandbox_line
 
+    def _learn_sandbox(self) -> None:
+        self._sandbox, self.sandbox_line = self.store.sandbox()
+        # An unready sandbox (the probe lacked resources) is asked about again before each turn's
+        # tools, until a probe passes.
+        self._sandbox_known = self._sandbox is None or self._sandbox.unready is None
+
     def _tools_ready(self, ctx: ToolContext) -> None:
-        """Before a turn's first tool call: the sandbox the tools run in (the probe's verdict)."""
-        self.sandbox_verdict()
+        """Before a turn's first tool call: the sandbox the tools run in (the probe's verdict; a probe
+        that fails whole raises here: no tool runs without one)."""
+        if not self._sandbox_known:
+            self._learn_sandbox()
         ctx.sandbox = self._sandbox
 
     def _warm_up_turn(self) -> None:

@@ -159,7 +159,13 @@ class Store:
         with self._guard:
             probe = self._sandbox
         assert probe is not None
-        verdict = probe.result()
+        try:
+            verdict = probe.result()
+        except BaseException:
+            with self._guard:  # it failed whole (its modules could not load): the next caller probes again
+                if self._sandbox is probe:
+                    self._sandbox = None
+            raise
         if verdict[0] is not None and verdict[0].unready:
             with self._guard:  # "not now": the next caller probes again (one probe at a time)
                 if self._sandbox is probe:
