@@ -302,6 +302,20 @@ def test_consecutive_requests_extend_the_previous_one(
     conversation.run_turn("look", CancelToken(), (), [images.check(png(seed=5), None, "s.png", "image[0]")])
     sid = str(conversation.session_id)
     conversation.close()
+
+    def run_p(prompt: str, *more: str) -> str:
+        """One `mino -p` turn of the session; its answer."""
+        done = subprocess.run(
+            [*MINO, "-p", prompt, "--resume", sid, *more],
+            env=env,
+            cwd=work,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
     for n in range(4):
         model.add(
             {
@@ -310,16 +324,7 @@ def test_consecutive_requests_extend_the_previous_one(
             },
             {"reasoning": f"Answer ({n}).", "text": f"alpha {n}"},
         )
-        done = subprocess.run(
-            [*MINO, "-p", f"turn {n}", "--resume", sid],
-            env=env,
-            cwd=work,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        assert done.returncode == 0, done.stderr
-        assert done.stdout == f"alpha {n}\n"  # the thinking is never the answer
+        assert run_p(f"turn {n}") == f"alpha {n}\n"  # the thinking is never the answer
     assert model.errors == []
     pairs, extended, sizes = prefix_report(model.requests)
     assert (pairs, extended) == (8, 8), sizes
@@ -334,15 +339,7 @@ def test_consecutive_requests_extend_the_previous_one(
             {"reasoning": f"Plan ({n}).", "calls": [{"name": "read_file", "arguments": {"path": "a.txt"}}]},
             {"reasoning": f"Planned ({n}).", "text": f"plan {n}"},
         )
-        done = subprocess.run(
-            [*MINO, "-p", f"plan {n}", "--resume", sid, "--mode", "plan"],
-            env=env,
-            cwd=work,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        assert done.returncode == 0, done.stderr
+        run_p(f"plan {n}", "--mode", "plan")
     assert model.errors == []
     plan = model.requests[before:]
     assert plan[0]["instructions"] != model.requests[before - 1]["instructions"]

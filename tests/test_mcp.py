@@ -490,19 +490,13 @@ def test_the_editor_server_reports_mcp_state(model: ScriptedModel, tmp_path: Pat
     assert all(not running(p) for p in pids)
 
 
-def test_the_terminal_asks_shows_escaped_and_ctrl_c_cancels_the_call(
-    model: ScriptedModel, mino_env: dict[str, str], workdir: Path, record: Path
-) -> None:
-    import pexpect
+def spawn_once_fx_is_ready(env: dict[str, str], workdir: Path, *args: str) -> tuple[Any, list[str]]:
+    """`mino` in a pty, at its prompt once the `fx` server is ready; and every byte it wrote so far
+    and will write (to check that no raw escape sequence reached the terminal)."""
     from cli_driver import spawn
     from test_cli import PROMPT
 
-    model.add(
-        {"calls": [{"name": "mcp__fx__hostile", "arguments": {"who": "me\x1b]0;x\x07"}}]},
-        {"text": "first done"},
-        {"calls": [{"name": "mcp__fx__slow", "arguments": {"seconds": 60}}]},
-    )
-    child = spawn(mino_env, workdir, timeout=60)
+    child = spawn(env, workdir, *args, timeout=60)
     raw: list[str] = []
     child.logfile_read = type(
         "Sink", (), {"write": lambda self, s: raw.append(s), "flush": lambda self: None}
@@ -516,6 +510,21 @@ def test_the_terminal_asks_shows_escaped_and_ctrl_c_cancels_the_call(
         if index == 0:
             break
         time.sleep(0.5)
+    return child, raw
+
+
+def test_the_terminal_asks_shows_escaped_and_ctrl_c_cancels_the_call(
+    model: ScriptedModel, mino_env: dict[str, str], workdir: Path, record: Path
+) -> None:
+    import pexpect
+    from test_cli import PROMPT
+
+    model.add(
+        {"calls": [{"name": "mcp__fx__hostile", "arguments": {"who": "me\x1b]0;x\x07"}}]},
+        {"text": "first done"},
+        {"calls": [{"name": "mcp__fx__slow", "arguments": {"seconds": 60}}]},
+    )
+    child, raw = spawn_once_fx_is_ready(mino_env, workdir)
     child.sendline("/mcp")
     child.expect_exact("mcp__fx__echo")
     child.expect_exact(PROMPT)
@@ -575,25 +584,11 @@ def test_the_terminal_asks_an_elicitation_and_print_mode_declines_it(
     """A server's elicitation/create in the terminal: its message and fields escaped, then
     `Answer the server? [y/N]`; yes accepts with the defaults shown. `mino -p` declines it."""
     import pexpect
-    from cli_driver import spawn
     from test_cli import PROMPT
 
     ask = {"calls": [{"name": "mcp__fx__ask", "arguments": {}}]}
     model.add(ask, {"text": "asked", "require": "action=accept data={'proceed': True, 'note': 'none'}"})
-    child = spawn(mino_env, workdir, "--mode", "bypass", timeout=60)
-    raw: list[str] = []
-    child.logfile_read = type(
-        "Sink", (), {"write": lambda self, s: raw.append(s), "flush": lambda self: None}
-    )()
-    child.expect_exact(PROMPT)
-    deadline = time.monotonic() + SLOW_START
-    while time.monotonic() < deadline:  # the tools are offered once the server is ready
-        child.sendline("/mcp")
-        index = child.expect(["fx: ready", "fx: starting"])
-        child.expect_exact(PROMPT)
-        if index == 0:
-            break
-        time.sleep(0.5)
+    child, raw = spawn_once_fx_is_ready(mino_env, workdir, "--mode", "bypass")
     child.sendline("ask me")
     child.expect_exact("[MCP server question]")
     child.expect_exact('Message: "Deploy to \\x1b[31mproduction\\x1b[0m?"')
