@@ -57,6 +57,7 @@ from .words import (
     CANNOT_RESTORE,
     NO_SESSION,
     TURN_RUNNING,
+    sandbox_not_started,
     too_many_files,
 )
 
@@ -171,7 +172,7 @@ class Conversation:
             except OSError as exc:
                 if too_many_files(exc) is None:
                     raise
-                return f"Sandbox: not started yet ({exc.strerror or exc}); commands wait for it"
+                return sandbox_not_started(exc.strerror or str(exc))
         return self.sandbox_line
 
     def _learn_sandbox(self) -> None:

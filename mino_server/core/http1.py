@@ -124,8 +124,8 @@ class _Proxy:
             self.authorization = "Basic " + base64.b64encode(pair.encode("utf-8")).decode("ascii")
 
 
-def environment_proxy(url: str) -> _Proxy | None:
-    """The proxy the environment names for `url` (HTTPS_PROXY, HTTP_PROXY, ALL_PROXY, NO_PROXY, in
+def _environment_proxy(origin: _Origin) -> _Proxy | None:
+    """The proxy the environment names for `origin` (HTTPS_PROXY, HTTP_PROXY, ALL_PROXY, NO_PROXY, in
     either case), or None. The variables are read by the standard library's own rules; urllib.request
     is imported only when one is set."""
     if not any(name.lower().endswith("_proxy") for name in os.environ):
@@ -133,7 +133,6 @@ def environment_proxy(url: str) -> _Proxy | None:
     from urllib.request import getproxies_environment, proxy_bypass
 
     proxies = getproxies_environment()
-    origin = _Origin(url)
     chosen = proxies.get(origin.scheme) or proxies.get("all")
     if not chosen or proxy_bypass(origin.host):
         return None
@@ -290,7 +289,6 @@ class Response:
         self._conn: _Connection | None = conn
         self.status_code = status
         self.headers = headers
-        self._content: bytes | None = None
         self._decoder = _decoder(headers.get("content-encoding", ""))
 
     def iter_bytes(self) -> Iterator[bytes]:
@@ -327,12 +325,6 @@ class Response:
                 self.close()
                 return bytes(body[:limit])
         return bytes(body)
-
-    @property
-    def content(self) -> bytes:
-        if self._content is None:
-            self._content = self.read()
-        return self._content
 
     def close(self) -> None:
         conn, self._conn = self._conn, None
@@ -394,7 +386,7 @@ class Client:
         `on_socket` gets the connection's socket before anything is sent: shutting it down from
         another thread (a cancel) ends this call, and a read of the body, at once."""
         origin = _Origin(url)
-        proxy = environment_proxy(url) if self.trust_env else None
+        proxy = _environment_proxy(origin) if self.trust_env else None
         key = (origin.scheme, origin.host, origin.port, proxy and (proxy.host, proxy.port))
         conn = self._idle_connection(key) or self._connect(origin, proxy, key)
         if on_socket is not None:

@@ -154,20 +154,10 @@ def _body_message(raw: bytes) -> str | None:
     return _one_line(text, 200)
 
 
-def _read_capped(response: Response, limit: int) -> tuple[bytes, bool]:
-    """The body, read while counting: at most `limit` bytes, and whether there was more."""
-    body = bytearray()
-    for chunk in response.iter_bytes():
-        body += chunk
-        if len(body) > limit:
-            return bytes(body[:limit]), True
-    return bytes(body), False
-
-
-def service_message(response: Response, body: bytes | None = None) -> str:
-    """The service's own error message (in `body`, the start of the error answer; else the whole
-    body, read already), else the status's reason phrase."""
-    found = _body_message(response.content if body is None else body)
+def service_message(response: Response, body: bytes) -> str:
+    """The service's own error message (in `body`, the start of the error answer), else the
+    status's reason phrase."""
+    found = _body_message(body)
     if found:
         return found
     try:
@@ -561,7 +551,7 @@ class ModelClient:
         status = response.status_code
         if status != 200:
             try:
-                body, _ = _read_capped(response, MAX_ERROR_BODY_BYTES)
+                body = response.read(MAX_ERROR_BODY_BYTES)
             except HTTPFailure as exc:
                 raise _Retryable(self._describe(exc), status) from None
             message = f"Model request failed: HTTP {status}: {service_message(response, body)}"
@@ -577,8 +567,8 @@ class ModelClient:
         if response.headers.get("content-type", "").startswith("application/json"):
             # A server that ignored `stream: true` and answered with the whole response object.
             try:
-                raw, more = _read_capped(response, MAX_RESPONSE_BYTES)
-                if more:
+                raw = response.read(MAX_RESPONSE_BYTES + 1)  # a byte more says there was more
+                if len(raw) > MAX_RESPONSE_BYTES:
                     raise ModelError(_too_large("response", MAX_RESPONSE_BYTES))
                 crowded = too_much_json(raw)
                 if crowded:

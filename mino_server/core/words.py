@@ -326,6 +326,12 @@ def rule_line(n: int, effect: str, text: str, project: str) -> str:
 NO_RULES = "No rules. Answer `a` (always) to a question to keep one for this project."
 
 
+def sandbox_not_started(why: str, name: str | None = None) -> str:
+    """The start-up line for a sandbox probe that could not run for want of resources (`name`:
+    the sandbox it would have started, when known): commands wait for a probe that passes."""
+    return f"Sandbox: {name + ', ' if name else ''}not started yet ({why}); commands wait for it"
+
+
 # Out of file descriptors: the same errors the sandbox's probe takes for "not now" (tools/sandbox.py).
 OUT_OF_FILES = frozenset({errno.EMFILE, errno.ENFILE})
 

@@ -35,6 +35,7 @@ from dataclasses import field
 from pathlib import Path
 
 from ..values import Frozen, frozen
+from ..words import sandbox_not_started
 from .protected import mount_target
 
 PROBE_TIMEOUT_S = 5.0
@@ -567,7 +568,7 @@ def detect(
             problem = _probe(sandbox)
     except SandboxBusy as e:
         unready = Sandbox(sandbox.name, sandbox.seccomp, sandbox.bind_covered, unready=str(e))
-        return unready, f"Sandbox: {sandbox.name}, not started yet ({e}); commands wait for it"
+        return unready, sandbox_not_started(str(e), sandbox.name)
     if problem:
         return None, f"Sandbox: unavailable ({problem})"
     if network and sandbox.name == "bwrap":
