@@ -465,8 +465,13 @@ def test_the_editor_server_reports_mcp_state(model: ScriptedModel, tmp_path: Pat
             return bool(servers) and all(s["state"] != "starting" for s in servers)
 
         wait_until(started, "every server started or failed", SLOW_START + HANG_S)
-        pushed = [n.get("mcp") for n in client.notifications("mino/stateChanged")]
-        assert servers in pushed  # each change is pushed as mino/stateChanged, not only answered
+        # Each change is pushed as mino/stateChanged, not only answered; the push may reach the
+        # client just after the answer that already saw the change.
+        client.wait_for(
+            lambda: servers in [n.get("mcp") for n in client.notifications("mino/stateChanged")],
+            HANG_S,
+            "the servers' final state pushed as mino/stateChanged",
+        )
         by_name = {s["name"]: s for s in servers}
         assert by_name["fx"]["state"] == "ready" and by_name["fx"]["tools"] == 9
         assert by_name["gone"]["state"] == "failed" and "cannot start the program" in by_name["gone"]["error"]
